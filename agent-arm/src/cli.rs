@@ -1,0 +1,65 @@
+//! Command-line flags. Every flag overrides the matching key of the config file.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use dpu_proto::Endpoint;
+
+const EXAMPLES: &str = "\
+Examples:
+  # Serve on the default Unix socket with the packaged config
+  dpu-agent --config /etc/dpu-agent/config.toml
+
+  # Serve on a Unix socket and on TCP at once, reading a fixture tree instead of /sys
+  dpu-agent --listen unix:/tmp/agent.sock --listen tcp:127.0.0.1:50051 --sys-root ./fixture
+
+  # Validate a config file and print the effective configuration
+  dpu-agent --config ./config.toml --check-config
+";
+
+/// gRPC agent for NVIDIA BlueField DPUs: manages SNAP NVMe emulation and OVS offload and
+/// serves consistent counter snapshots for offload proofs.
+#[derive(Debug, Parser)]
+#[command(name = "dpu-agent", version = crate::version::AGENT_VERSION, after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// TOML config file (unknown keys are rejected).
+    #[arg(long, value_name = "FILE", env = "DPU_AGENT_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Where to serve: unix:PATH or tcp:HOST:PORT. Repeat for several listeners; replaces
+    /// the config file's list.
+    #[arg(long = "listen", value_name = "ENDPOINT")]
+    pub(crate) listen: Vec<Endpoint>,
+
+    /// Read DIR/sys, DIR/proc and DIR/etc instead of /sys, /proc and /etc.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sys_root: Option<PathBuf>,
+
+    /// Directory for the agent's desired state.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+
+    /// SNAP/SPDK JSON-RPC socket.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) snap_socket: Option<PathBuf>,
+
+    /// OVSDB endpoint, unix:PATH.
+    #[arg(long, value_name = "unix:PATH")]
+    pub(crate) ovsdb: Option<Endpoint>,
+
+    /// OVS run directory (pid files and ovs-vswitchd control sockets).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) ovs_rundir: Option<PathBuf>,
+
+    /// Log filter, e.g. "info" or "dpu_agent=debug,tonic=info" (RUST_LOG syntax).
+    #[arg(long, value_name = "FILTER")]
+    pub(crate) log_level: Option<String>,
+
+    /// Log format.
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) log_format: Option<crate::config::LogFormat>,
+
+    /// Validate the configuration, print the effective config as TOML and exit.
+    #[arg(long)]
+    pub(crate) check_config: bool,
+}

@@ -1,0 +1,347 @@
+//! Agent configuration: compiled-in defaults, overlaid by a TOML file, overlaid by flags.
+//!
+//! Every table rejects unknown keys: a typo in a config file on a DPU must fail at start,
+//! not silently fall back to a default.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dpu_proto::Endpoint;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::Args;
+
+/// The complete, effective configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Config {
+    /// Listeners, `unix:PATH` or `tcp:HOST:PORT`.
+    #[serde(with = "endpoints")]
+    pub(crate) listen: Vec<Endpoint>,
+    /// Root for sysfs/procfs reads.
+    pub(crate) sys_root: PathBuf,
+    /// Where desired state is kept.
+    pub(crate) state_dir: PathBuf,
+    /// How long in-flight calls may run after SIGTERM before the agent exits anyway.
+    #[serde(with = "seconds")]
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) snap: SnapConfig,
+    pub(crate) ovs: OvsConfig,
+    pub(crate) log: LogConfig,
+}
+
+/// The SNAP/SPDK JSON-RPC backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct SnapConfig {
+    pub(crate) enabled: bool,
+    pub(crate) socket: PathBuf,
+    /// Deadline for one JSON-RPC call.
+    #[serde(with = "seconds")]
+    pub(crate) call_timeout: Duration,
+}
+
+/// The OVS backends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct OvsConfig {
+    pub(crate) enabled: bool,
+    /// OVSDB endpoint; defaults to `unix:{rundir}/db.sock`.
+    #[serde(with = "optional_endpoint", skip_serializing_if = "Option::is_none")]
+    pub(crate) ovsdb: Option<Endpoint>,
+    pub(crate) rundir: PathBuf,
+    #[serde(with = "seconds")]
+    pub(crate) call_timeout: Duration,
+}
+
+/// Logging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct LogConfig {
+    /// RUST_LOG-style filter.
+    pub(crate) level: String,
+    pub(crate) format: LogFormat,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for journald/log shippers.
+    Json,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: vec![Endpoint::Unix(PathBuf::from(
+                dpu_proto::DEFAULT_AGENT_SOCKET,
+            ))],
+            sys_root: PathBuf::from("/"),
+            state_dir: PathBuf::from("/var/lib/dpu-agent"),
+            shutdown_grace: Duration::from_secs(10),
+            snap: SnapConfig::default(),
+            ovs: OvsConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for SnapConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            socket: PathBuf::from(dpu_nvmeof::snap::DEFAULT_SNAP_SOCKET),
+            call_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Default for OvsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            ovsdb: None,
+            rundir: PathBuf::from(dpu_ovs::DEFAULT_RUNDIR),
+            call_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".to_owned(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+/// Why the configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConfigError {
+    #[error("cannot read config file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Builds the effective configuration from the file named by `--config` (if any) and
+    /// the flags.
+    pub(crate) fn load(args: &Args) -> Result<Self, ConfigError> {
+        let mut config = match &args.config {
+            Some(path) => Self::from_file(path)?,
+            None => Self::default(),
+        };
+        config.apply_flags(args);
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Parses TOML text (used by tests and by the packaged example check).
+    pub(crate) fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    fn apply_flags(&mut self, args: &Args) {
+        if !args.listen.is_empty() {
+            self.listen.clone_from(&args.listen);
+        }
+        if let Some(root) = &args.sys_root {
+            self.sys_root.clone_from(root);
+        }
+        if let Some(dir) = &args.state_dir {
+            self.state_dir.clone_from(dir);
+        }
+        if let Some(socket) = &args.snap_socket {
+            self.snap.socket.clone_from(socket);
+        }
+        if let Some(ovsdb) = &args.ovsdb {
+            self.ovs.ovsdb = Some(ovsdb.clone());
+        }
+        if let Some(rundir) = &args.ovs_rundir {
+            self.ovs.rundir.clone_from(rundir);
+        }
+        if let Some(level) = &args.log_level {
+            self.log.level.clone_from(level);
+        }
+        if let Some(format) = args.log_format {
+            self.log.format = format;
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.listen.is_empty() {
+            return Err(ConfigError::Invalid(
+                "no listeners: set `listen` or pass --listen".to_owned(),
+            ));
+        }
+        for (i, a) in self.listen.iter().enumerate() {
+            if self.listen[..i].contains(a) {
+                return Err(ConfigError::Invalid(format!("listener {a} is given twice")));
+            }
+        }
+        if let Some(endpoint @ Endpoint::Tcp { .. }) = &self.ovs.ovsdb {
+            return Err(ConfigError::Invalid(format!(
+                "ovs.ovsdb = {endpoint}: only unix: OVSDB endpoints are supported"
+            )));
+        }
+        for (key, value) in [
+            ("snap.call_timeout", self.snap.call_timeout),
+            ("ovs.call_timeout", self.ovs.call_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Invalid(format!(
+                    "{key} must be greater than 0"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The OVSDB socket path, explicit or derived from the run directory.
+    pub(crate) fn ovsdb_socket(&self) -> PathBuf {
+        match &self.ovs.ovsdb {
+            Some(Endpoint::Unix(path)) => path.clone(),
+            _ => dpu_ovs::default_ovsdb_socket(&self.ovs.rundir),
+        }
+    }
+}
+
+/// (De)serializes durations as a number of seconds (fractions allowed).
+mod seconds {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(|_| {
+            serde::de::Error::custom(format!("{secs} is not a valid number of seconds"))
+        })
+    }
+}
+
+mod endpoints {
+    use dpu_proto::Endpoint;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &[Endpoint], s: S) -> Result<S::Ok, S::Error> {
+        v.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Endpoint>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|s| s.parse().map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+mod optional_endpoint {
+    use dpu_proto::Endpoint;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<Endpoint>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(e) => s.serialize_str(&e.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Endpoint>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map(Some).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn packaged_example_config_parses_and_matches_defaults_where_unset() {
+        let text = include_str!("../config/config.toml");
+        let config = Config::from_toml(text).expect("packaged config must parse");
+        assert_eq!(config.snap.socket, PathBuf::from("/var/tmp/spdk.sock"));
+        config.validate().expect("packaged config must validate");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_and_named() {
+        let err = Config::from_toml("[snap]\nsockett = \"/x\"\n").expect_err("typo");
+        assert!(err.to_string().contains("sockett"), "{err}");
+        let err = Config::from_toml("listen = [\"http://x\"]\n").expect_err("bad endpoint");
+        assert!(err.to_string().contains("unknown scheme"), "{err}");
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let args = Args::parse_from([
+            "dpu-agent",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--snap-socket",
+            "/tmp/s.sock",
+            "--sys-root",
+            "/fixture",
+        ]);
+        let mut config =
+            Config::from_toml("listen = [\"unix:/a.sock\"]\n[snap]\nsocket = \"/b\"\n")
+                .expect("parse");
+        config.apply_flags(&args);
+        assert_eq!(config.listen, args.listen);
+        assert_eq!(config.snap.socket, PathBuf::from("/tmp/s.sock"));
+        assert_eq!(config.sys_root, PathBuf::from("/fixture"));
+    }
+
+    #[test]
+    fn validation_rejects_duplicates_and_zero_timeouts() {
+        let config =
+            Config::from_toml("listen = [\"unix:/a.sock\", \"unix:/a.sock\"]\n").expect("parse");
+        assert!(config.validate().is_err());
+        let config = Config::from_toml("[snap]\ncall_timeout = 0\n").expect("parse");
+        let err = config.validate().expect_err("zero timeout");
+        assert!(err.to_string().contains("snap.call_timeout"), "{err}");
+    }
+
+    #[test]
+    fn effective_config_round_trips_through_toml() {
+        let config = Config::default();
+        let text = toml::to_string(&config).expect("serialize");
+        assert_eq!(Config::from_toml(&text).expect("parse"), config);
+    }
+}

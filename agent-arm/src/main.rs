@@ -1,0 +1,54 @@
+//! `dpu-agent`: the gRPC agent on the BlueField Arm cores.
+//!
+//! Owns: serving the `dpu.v1` API (listeners, health, reflection, shutdown), the agent's
+//! configuration, and mapping backend results to gRPC statuses. Must not touch: protocol
+//! details of SNAP, OVS or netlink (those live in `dpu-nvmeof`, `dpu-ovs`, `dpu-probe`),
+//! and it never runs a shell command.
+
+mod backends;
+mod cli;
+mod config;
+mod context;
+mod listen;
+mod observability;
+mod server;
+mod services;
+mod version;
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    match real_main(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The subscriber may not be installed yet (bad config), so print directly.
+            eprintln!("dpu-agent: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main(args: &cli::Args) -> anyhow::Result<()> {
+    let config = config::Config::load(args)?;
+    if args.check_config {
+        let text = toml::to_string(&config).context("cannot print the effective config")?;
+        // The effective config is the command's output.
+        #[allow(clippy::print_stdout)]
+        {
+            print!("{text}");
+        }
+        return Ok(());
+    }
+    observability::init(&config.log)?;
+    tracing::info!(version = version::AGENT_VERSION, listeners = ?config.listen.iter().map(ToString::to_string).collect::<Vec<_>>(), "dpu-agent starting");
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("dpu-agent")
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(server::run(config))
+}

@@ -1,0 +1,153 @@
+//! Serving the API on every listener at once, with health and reflection, and a graceful
+//! shutdown on SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use dpu_proto::v1::counters_server::CountersServer;
+use dpu_proto::v1::inventory_server::InventoryServer;
+use dpu_proto::v1::storage_server::StorageServer;
+use dpu_proto::v1::switch_server::SwitchServer;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::transport::server::Router;
+use tonic::transport::Server;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::ServingStatus;
+
+use crate::config::Config;
+use crate::context::AgentContext;
+use crate::listen::{self, Bound};
+use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
+
+/// Runs the agent until SIGTERM or SIGINT, then lets in-flight calls finish (bounded by
+/// `shutdown_grace`) and removes the Unix socket files.
+pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
+    // Bind everything before serving anything: a bad listener fails the start as a whole.
+    let mut bound = Vec::with_capacity(config.listen.len());
+    for endpoint in &config.listen {
+        bound.push(
+            listen::bind(endpoint)
+                .await
+                .with_context(|| format!("cannot listen on {endpoint}"))?,
+        );
+    }
+
+    let ctx = Arc::new(AgentContext::new(&config));
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    for service in dpu_proto::SERVICE_NAMES {
+        health_reporter
+            .set_service_status(service, ServingStatus::Serving)
+            .await;
+    }
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    for listener in bound {
+        let description = listener.describe();
+        let router = router(&ctx, health_service.clone())?;
+        let mut stop = shutdown_rx.clone();
+        let shutdown = async move {
+            // An error means the sender is gone, which also means stop.
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        tracing::info!(listener = %description, "serving dpu.v1");
+        servers.spawn(async move {
+            let result = match listener {
+                Bound::Unix(listener, guard) => {
+                    let result = router
+                        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+                        .await;
+                    drop(guard);
+                    result
+                }
+                Bound::Tcp(listener) => {
+                    router
+                        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+                        .await
+                }
+            };
+            (description, result)
+        });
+    }
+
+    let signal_name = tokio::select! {
+        name = termination_signal() => name?,
+        Some(ended) = servers.join_next() => {
+            let (listener, result) = ended.context("listener task panicked")?;
+            result.with_context(|| format!("listener {listener} failed"))?;
+            anyhow::bail!("listener {listener} stopped unexpectedly");
+        }
+    };
+    tracing::info!(signal = signal_name, grace = ?config.shutdown_grace, "shutting down");
+    for service in dpu_proto::SERVICE_NAMES {
+        health_reporter
+            .set_service_status(service, ServingStatus::NotServing)
+            .await;
+    }
+    // Every receiver may already be gone if all listeners died; nothing to stop then.
+    let _ = shutdown_tx.send(true);
+    drain(servers, config.shutdown_grace).await;
+    Ok(())
+}
+
+/// Waits for the servers to finish their in-flight calls, then aborts what is left. An
+/// aborted task drops its socket guard, so socket files are removed either way.
+async fn drain(
+    mut servers: tokio::task::JoinSet<(String, Result<(), tonic::transport::Error>)>,
+    grace: Duration,
+) {
+    let all_done = async {
+        while let Some(ended) = servers.join_next().await {
+            match ended {
+                Ok((listener, Err(e))) => {
+                    tracing::warn!(%listener, error = %e, "listener ended with an error");
+                }
+                Ok((listener, Ok(()))) => tracing::debug!(%listener, "listener stopped"),
+                Err(e) => tracing::warn!(error = %e, "listener task failed"),
+            }
+        }
+    };
+    if tokio::time::timeout(grace, all_done).await.is_err() {
+        tracing::warn!(
+            ?grace,
+            "calls still running after the grace period; aborting them"
+        );
+        servers.shutdown().await;
+    }
+}
+
+async fn termination_signal() -> anyhow::Result<&'static str> {
+    let mut term = signal(SignalKind::terminate()).context("cannot install SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot install SIGINT handler")?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+/// One router per listener, all sharing the same context and health state.
+fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow::Result<Router> {
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(dpu_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .context("cannot build reflection v1 service")?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .context("cannot build reflection v1alpha service")?;
+    Ok(Server::builder()
+        .trace_fn(|request| tracing::info_span!("rpc", path = %request.uri().path()))
+        .add_service(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(InventoryServer::new(InventoryService::new(Arc::clone(ctx))))
+        .add_service(StorageServer::new(StorageService))
+        .add_service(SwitchServer::new(SwitchService))
+        .add_service(CountersServer::new(CountersService)))
+}

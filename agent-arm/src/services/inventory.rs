@@ -1,0 +1,183 @@
+//! `dpu.v1.Inventory`: the machine, its netdevs and RDMA devices, read from sysfs.
+
+use std::sync::Arc;
+
+use dpu_probe::netdev::RepresentorRole;
+use dpu_probe::{netdev, rdma, system, SysRoot};
+use dpu_proto::names::Collection;
+use dpu_proto::v1::{self, inventory_server::Inventory};
+use tonic::{Request, Response, Status};
+
+use super::convert::{self, bluefield_model};
+use super::status::{blocking, invalid_field, not_yet};
+use crate::context::AgentContext;
+
+/// Serves inventory from the agent's sysfs root.
+#[derive(Debug, Clone)]
+pub(crate) struct InventoryService {
+    ctx: Arc<AgentContext>,
+}
+
+impl InventoryService {
+    pub(crate) fn new(ctx: Arc<AgentContext>) -> Self {
+        Self { ctx }
+    }
+
+    fn root(&self) -> SysRoot {
+        self.ctx.root.clone()
+    }
+}
+
+#[tonic::async_trait]
+impl Inventory for InventoryService {
+    async fn get_system(
+        &self,
+        _request: Request<v1::GetSystemRequest>,
+    ) -> Result<Response<v1::System>, Status> {
+        let root = self.root();
+        let (facts, devices, netdevs) = blocking(move || {
+            Ok((
+                system::read_system_facts(&root)?,
+                rdma::list_rdma_devices(&root)?,
+                netdev::list_netdevs(&root)?,
+            ))
+        })
+        .await?;
+        let bluefield = devices.iter().find_map(|d| {
+            let model = bluefield_model(d.hca_type.as_deref()?)?;
+            Some((model, d.firmware_version.clone().unwrap_or_default()))
+        });
+        let has_role = |role| netdevs.iter().any(|n| n.role() == Some(role));
+        let dpu_mode = match bluefield {
+            // The Arm owns the eswitch in DPU mode: uplink and host-PF representors exist.
+            Some(_) if has_role(RepresentorRole::Uplink) && has_role(RepresentorRole::HostPf) => {
+                v1::DpuMode::Dpu
+            }
+            Some(_) => v1::DpuMode::Unspecified,
+            None if devices.is_empty() => v1::DpuMode::Unspecified,
+            None => v1::DpuMode::NotBluefield,
+        };
+        let (model, firmware_version) = bluefield
+            .map(|(m, fw)| (m.to_owned(), fw))
+            .unwrap_or_default();
+        Ok(Response::new(v1::System {
+            hostname: facts.hostname,
+            model,
+            dpu_mode: dpu_mode as i32,
+            firmware_version,
+            os: Some(v1::OperatingSystem {
+                name: facts.os_name.unwrap_or_default(),
+                kernel_release: facts.kernel_release,
+            }),
+            architecture: std::env::consts::ARCH.to_owned(),
+            agent_version: crate::version::AGENT_VERSION.to_owned(),
+            agent_uptime: Some(duration(self.ctx.started.elapsed())),
+            backends: self.ctx.backends.check_all().await,
+            system_uptime: facts.uptime.map(duration),
+            sys_root: self.ctx.root.path().display().to_string(),
+        }))
+    }
+
+    async fn list_netdevs(
+        &self,
+        request: Request<v1::ListNetdevsRequest>,
+    ) -> Result<Response<v1::ListNetdevsResponse>, Status> {
+        let req = request.into_inner();
+        reject_paging(req.page.as_ref())?;
+        let root = self.root();
+        let mut devices = blocking(move || netdev::list_netdevs(&root)).await?;
+        if req.representors_only {
+            devices.retain(|d| d.role().is_some());
+        }
+        Ok(Response::new(v1::ListNetdevsResponse {
+            netdevs: devices.into_iter().map(convert::netdev).collect(),
+            next_page_token: String::new(),
+        }))
+    }
+
+    async fn get_netdev(
+        &self,
+        request: Request<v1::GetNetdevRequest>,
+    ) -> Result<Response<v1::Netdev>, Status> {
+        let name = Collection::Netdevs
+            .parse(&request.into_inner().name)
+            .map_err(invalid_field("name"))?;
+        let root = self.root();
+        let info = blocking(move || netdev::read_netdev(&root, &name.id)).await?;
+        Ok(Response::new(convert::netdev(info)))
+    }
+
+    async fn list_rdma_devices(
+        &self,
+        request: Request<v1::ListRdmaDevicesRequest>,
+    ) -> Result<Response<v1::ListRdmaDevicesResponse>, Status> {
+        reject_paging(request.get_ref().page.as_ref())?;
+        let root = self.root();
+        let devices = blocking(move || {
+            let devices = rdma::list_rdma_devices(&root)?;
+            Ok(devices
+                .into_iter()
+                .map(|d| convert::rdma_device(d, |ifname| netdev_mtu(&root, ifname)))
+                .collect())
+        })
+        .await?;
+        Ok(Response::new(v1::ListRdmaDevicesResponse {
+            devices,
+            next_page_token: String::new(),
+        }))
+    }
+
+    async fn get_rdma_device(
+        &self,
+        request: Request<v1::GetRdmaDeviceRequest>,
+    ) -> Result<Response<v1::RdmaDevice>, Status> {
+        let name = Collection::RdmaDevices
+            .parse(&request.into_inner().name)
+            .map_err(invalid_field("name"))?;
+        let root = self.root();
+        let device = blocking(move || {
+            let device = rdma::read_rdma_device(&root, &name.id)?;
+            Ok(convert::rdma_device(device, |ifname| {
+                netdev_mtu(&root, ifname)
+            }))
+        })
+        .await?;
+        Ok(Response::new(device))
+    }
+
+    async fn list_pci_functions(
+        &self,
+        _request: Request<v1::ListPciFunctionsRequest>,
+    ) -> Result<Response<v1::ListPciFunctionsResponse>, Status> {
+        Err(not_yet(
+            "Inventory.ListPciFunctions",
+            "probe: PCI BlueField discovery",
+        ))
+    }
+}
+
+fn netdev_mtu(root: &SysRoot, ifname: &str) -> Option<u32> {
+    if ifname.is_empty() {
+        return None;
+    }
+    netdev::read_netdev(root, ifname).ok().map(|n| n.mtu)
+}
+
+/// The collections here are small (tens of devices), so the agent returns them whole; a
+/// page token it did not issue is a client error.
+fn reject_paging(page: Option<&v1::PageRequest>) -> Result<(), Status> {
+    match page {
+        Some(page) if !page.page_token.is_empty() => Err(super::status::invalid(
+            "page.page_token",
+            "this collection is returned whole; no page token was issued",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn duration(d: std::time::Duration) -> dpu_proto::pbjson_types::Duration {
+    dpu_proto::pbjson_types::Duration {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}

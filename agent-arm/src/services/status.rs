@@ -1,0 +1,62 @@
+//! Mapping errors to gRPC statuses, in one place so every service answers alike.
+
+use std::fmt::Display;
+
+use dpu_probe::ProbeError;
+use tonic::Status;
+
+/// `INVALID_ARGUMENT` naming the request field, e.g. "name: resource name ... does not match".
+pub(crate) fn invalid(field: &str, err: impl Display) -> Status {
+    Status::invalid_argument(format!("{field}: {err}"))
+}
+
+/// Builds a closure for `map_err` that reports `field` as invalid.
+pub(crate) fn invalid_field<E: Display>(field: &'static str) -> impl Fn(E) -> Status {
+    move |err| invalid(field, err)
+}
+
+/// Requires a sub-message to be present.
+pub(crate) fn required<'a, T>(field: &str, value: Option<&'a T>) -> Result<&'a T, Status> {
+    value.ok_or_else(|| invalid(field, "is required"))
+}
+
+/// `UNIMPLEMENTED` for an RPC whose backend is not built yet, naming the area that will
+/// provide it. Never a fake value: callers must be able to tell "not there" from "empty".
+pub(crate) fn not_yet(rpc: &str, area: &str) -> Status {
+    Status::unimplemented(format!(
+        "{rpc} is not implemented in this agent version (area: {area})"
+    ))
+}
+
+/// Maps a reader error: a missing object is `NOT_FOUND`, anything else `INTERNAL` with the
+/// whole error chain so the operator sees which file failed.
+pub(crate) fn from_probe(err: ProbeError) -> Status {
+    match err {
+        ProbeError::NotFound { .. } => Status::not_found(err.to_string()),
+        other => Status::internal(error_chain(&other)),
+    }
+}
+
+/// Formats an error with its sources: "cannot read /sys/x: Permission denied".
+pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Runs blocking sysfs reads off the async workers.
+pub(crate) async fn blocking<T, F>(f: F) -> Result<T, Status>
+where
+    F: FnOnce() -> Result<T, ProbeError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(format!("reader task failed: {e}")))?
+        .map_err(from_probe)
+}

@@ -1,0 +1,360 @@
+//! The command tree. Argument definitions only; handlers live in `commands/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use dpu_proto::Endpoint;
+
+const EXAMPLES: &str = "\
+Examples:
+  dpuctl dpu info                                   # what the DPU is, through the agent
+  dpuctl --agent tcp:192.168.100.2:50051 dpu health # agent and backend health over TCP
+  dpuctl -o json dpu info                           # the same as proto3 JSON
+
+Exit codes:
+  0  success (for `prove`: PROVEN)
+  1  a check or proof failed, or something is unhealthy
+  2  usage or environment error (bad flag, agent unreachable, call rejected)
+  3  inconclusive (a counter was missing, reset or wrapped)
+";
+
+/// Drive NVIDIA BlueField DPUs from the host: checks, storage, switch offload, RoCE,
+/// offload proofs and demos, through the dpu-agent on the DPU's Arm cores.
+#[derive(Debug, Parser)]
+#[command(name = "dpuctl", version, after_help = EXAMPLES, arg_required_else_help = true)]
+pub(crate) struct Cli {
+    /// The agent: unix:PATH or tcp:HOST:PORT.
+    #[arg(
+        long,
+        global = true,
+        env = "DPUCTL_AGENT",
+        value_name = "ENDPOINT",
+        default_value_t = Endpoint::Unix(PathBuf::from(dpu_proto::DEFAULT_AGENT_SOCKET))
+    )]
+    pub(crate) agent: Endpoint,
+
+    /// Output format for commands that print data.
+    #[arg(short, long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+
+    /// Read DIR/sys, DIR/proc and DIR/etc instead of the live system (host-side checks).
+    #[arg(long, global = true, value_name = "DIR", default_value = "/")]
+    pub(crate) sys_root: PathBuf,
+
+    /// Seconds to wait for the agent to connect and for each call.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) timeout: f64,
+
+    /// More log output on stderr (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// How data is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// Aligned tables for people.
+    Table,
+    /// proto3 JSON for scripts (the same field names grpcurl prints).
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Host-side lab checklist: BlueField on PCIe, link, MTU, RDMA ports, GID table.
+    #[command(after_help = "Example:\n  dpuctl check --list\n  dpuctl -o json check")]
+    Check {
+        /// List the checks and what each verifies, run nothing.
+        #[arg(long)]
+        list: bool,
+    },
+    /// The DPU through its agent: inventory, health, counters.
+    #[command(subcommand)]
+    Dpu(DpuCommand),
+    /// NVMe-oF emulation through the agent, and the host-side read demo.
+    #[command(subcommand)]
+    Storage(StorageCommand),
+    /// OVS bridges, ports, offload settings and flows on the DPU.
+    #[command(subcommand)]
+    Switch(SwitchCommand),
+    /// RoCE performance and lossless-network checks.
+    #[command(subcommand)]
+    Roce(RoceCommand),
+    /// Prove with before/after counters that traffic went through the offload.
+    #[command(subcommand)]
+    Prove(ProveCommand),
+    /// Scripted end-to-end demos.
+    #[command(subcommand)]
+    Demo(DemoCommand),
+    /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
+    #[command(subcommand)]
+    Lab(LabCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DpuCommand {
+    /// Model, DPU mode, firmware, OS, agent version, netdevs and RDMA devices.
+    #[command(
+        after_help = "Example:\n  dpuctl --agent unix:/run/dpu-agent/dpu-agent.sock dpu info"
+    )]
+    Info,
+    /// gRPC health of each service and the state of each backend (SNAP, OVSDB, sysfs).
+    #[command(after_help = "Example:\n  dpuctl dpu health && echo healthy")]
+    Health,
+    /// A counter snapshot, or a stream of them.
+    #[command(after_help = "Example:\n  dpuctl dpu counters --watch 1")]
+    Counters {
+        /// Print a snapshot every SECS seconds until interrupted.
+        #[arg(long, value_name = "SECS")]
+        watch: Option<f64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StorageCommand {
+    /// Attach a remote NVMe-oF controller on the DPU.
+    #[command(
+        after_help = "Example:\n  dpuctl storage attach --id r0 --transport rdma --traddr 192.0.2.10 --subnqn nqn.2016-06.io.spdk:cnode1"
+    )]
+    Attach(AttachArgs),
+    /// Expose a remote namespace to the host as a local NVMe disk.
+    #[command(
+        after_help = "Example:\n  dpuctl storage expose --id disk0 --traddr 192.0.2.10 --subnqn nqn.2016-06.io.spdk:cnode1 --nqn nqn.2022-10.io.nvda.nvme:0 --pf 0"
+    )]
+    Expose(ExposeArgs),
+    /// List emulated subsystems with their namespaces and controllers.
+    #[command(after_help = "Example:\n  dpuctl -o json storage list")]
+    List,
+    /// 64-bit I/O counters of a namespace, controller or volume.
+    #[command(after_help = "Example:\n  dpuctl storage stats volumes/RemoteNvme0n1")]
+    Stats {
+        /// Resource name.
+        name: String,
+    },
+    /// Undo an exposure or detach a remote controller.
+    #[command(after_help = "Example:\n  dpuctl storage detach exposures/disk0")]
+    Detach {
+        /// `exposures/{id}` or `remoteControllers/{id}`.
+        name: String,
+    },
+    /// Read a block device or file with O_DIRECT and report fio-style results.
+    #[command(
+        after_help = "Example:\n  dpuctl -o json storage read /dev/nvme1n1 --bs 4k --iodepth 32 --size 1g"
+    )]
+    Read(ReadArgs),
+}
+
+/// Where the remote NVMe-oF target is.
+#[derive(Debug, Args)]
+pub(crate) struct AttachArgs {
+    /// Client-chosen id for the remote controller.
+    #[arg(long)]
+    pub(crate) id: String,
+    /// Fabric transport.
+    #[arg(long, value_enum, default_value_t = Transport::Rdma)]
+    pub(crate) transport: Transport,
+    /// Target IPv4 or IPv6 address.
+    #[arg(long)]
+    pub(crate) traddr: String,
+    /// Target port.
+    #[arg(long, default_value_t = 4420)]
+    pub(crate) trsvcid: u32,
+    /// NQN of the remote subsystem.
+    #[arg(long)]
+    pub(crate) subnqn: String,
+    /// Host NQN to present.
+    #[arg(long)]
+    pub(crate) hostnqn: Option<String>,
+}
+
+/// Remote namespace plus where the host should see it.
+#[derive(Debug, Args)]
+pub(crate) struct ExposeArgs {
+    #[command(flatten)]
+    pub(crate) remote: AttachArgs,
+    /// Namespace id on the remote target.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) remote_nsid: u32,
+    /// NQN of the emulated subsystem the host sees.
+    #[arg(long)]
+    pub(crate) nqn: String,
+    /// Host PF index for the emulated controller.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) pf: u32,
+    /// Host VF index (absent: the PF itself).
+    #[arg(long)]
+    pub(crate) vf: Option<u32>,
+}
+
+/// Fabric transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Transport {
+    /// NVMe/RDMA (RoCE).
+    Rdma,
+    /// NVMe/TCP.
+    Tcp,
+}
+
+/// What and how to read.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// Block device or file.
+    pub(crate) path: PathBuf,
+    /// Block size (k/m/g suffixes).
+    #[arg(long, default_value = "128k")]
+    pub(crate) bs: String,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) iodepth: u32,
+    /// Bytes to read (k/m/g suffixes).
+    #[arg(long, conflicts_with = "runtime")]
+    pub(crate) size: Option<String>,
+    /// Seconds to read for.
+    #[arg(long)]
+    pub(crate) runtime: Option<f64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SwitchCommand {
+    /// OVS bridges on the DPU.
+    #[command(after_help = "Example:\n  dpuctl switch bridges")]
+    Bridges,
+    /// Ports of a bridge.
+    #[command(after_help = "Example:\n  dpuctl switch ports ovsbr1")]
+    Ports {
+        /// Bridge name.
+        bridge: String,
+    },
+    /// Create a bridge.
+    #[command(after_help = "Example:\n  dpuctl switch add-bridge ovsbr1")]
+    AddBridge {
+        /// Bridge name.
+        name: String,
+    },
+    /// Delete a bridge.
+    #[command(after_help = "Example:\n  dpuctl switch del-bridge ovsbr1")]
+    DelBridge {
+        /// Bridge name.
+        name: String,
+    },
+    /// Add a port to a bridge.
+    #[command(after_help = "Example:\n  dpuctl switch add-port ovsbr1 pf0vf0")]
+    AddPort {
+        /// Bridge name.
+        bridge: String,
+        /// Port (and interface) name.
+        port: String,
+        /// Interface type ("", internal, vxlan, ...).
+        #[arg(long = "type", default_value = "")]
+        interface_type: String,
+    },
+    /// Remove a port from a bridge.
+    #[command(after_help = "Example:\n  dpuctl switch del-port ovsbr1 pf0vf0")]
+    DelPort {
+        /// Bridge name.
+        bridge: String,
+        /// Port name.
+        port: String,
+    },
+    /// Show or change hardware offload (`on`/`off`).
+    #[command(after_help = "Example:\n  dpuctl switch offload on")]
+    Offload {
+        /// New state; omit to show the current settings.
+        state: Option<OnOff>,
+    },
+    /// Datapath flows with per-flow stats and offload status.
+    #[command(after_help = "Example:\n  dpuctl switch flows --type offloaded")]
+    Flows {
+        /// Which flows.
+        #[arg(long = "type", value_enum, default_value_t = FlowType::All)]
+        flow_type: FlowType,
+    },
+}
+
+/// A switch for a boolean setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnOff {
+    /// Enable.
+    On,
+    /// Disable.
+    Off,
+}
+
+/// Flow filter, as `dpctl/dump-flows type=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FlowType {
+    /// In hardware (or tc with flags absent).
+    Offloaded,
+    /// Not offloaded.
+    NonOffloaded,
+    /// MARK+RSS partial offload.
+    PartiallyOffloaded,
+    /// Every flow.
+    All,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RoceCommand {
+    /// RDMA bandwidth/latency against a peer with counter accounting.
+    #[command(after_help = "Example:\n  dpuctl roce perf --peer 192.0.2.20")]
+    Perf {
+        /// Peer host running the server side.
+        #[arg(long)]
+        peer: String,
+    },
+    /// PFC/ECN (DCB) configuration and counters.
+    #[command(after_help = "Example:\n  dpuctl roce dcb")]
+    Dcb,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ProveCommand {
+    /// Prove a storage read went through the emulated controller and the DPU.
+    #[command(after_help = "Example:\n  dpuctl prove storage --report storage.html")]
+    Storage {
+        /// Also write a self-contained HTML report.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
+    },
+    /// Prove switched traffic was forwarded by the offload, not the Arm CPU.
+    #[command(after_help = "Example:\n  dpuctl prove switch --report switch.html")]
+    Switch {
+        /// Also write a self-contained HTML report.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DemoCommand {
+    /// Storage ready, communication verified, training job, serving, accounting.
+    #[command(after_help = "Example:\n  dpuctl demo training-storage --plan plan.toml")]
+    TrainingStorage {
+        /// The demo plan.
+        #[arg(long, value_name = "FILE")]
+        plan: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LabCommand {
+    /// Build (if needed) and boot the lab VMs.
+    #[command(after_help = "Example:\n  dpuctl lab up")]
+    Up,
+    /// Run a command inside the lab's host namespace.
+    #[command(after_help = "Example:\n  dpuctl lab run -- dpuctl prove storage")]
+    Run {
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Whether the lab is up and what it runs.
+    #[command(after_help = "Example:\n  dpuctl lab status")]
+    Status,
+    /// Stop the lab VMs.
+    #[command(after_help = "Example:\n  dpuctl lab down")]
+    Down,
+}

@@ -1,0 +1,243 @@
+//! `dpuctl dpu ...`: inventory, health and counters through the agent.
+
+use dpu_proto::v1::{self, counters_client::CountersClient, inventory_client::InventoryClient};
+use serde::Serialize;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+
+use super::{rpc_error, Env};
+use crate::cli::DpuCommand;
+use crate::outcome::Outcome;
+use crate::output;
+
+pub(crate) async fn run(env: &Env<'_>, cmd: &DpuCommand) -> anyhow::Result<Outcome> {
+    match cmd {
+        DpuCommand::Info => info(env).await,
+        DpuCommand::Health => health(env).await,
+        DpuCommand::Counters { watch: None } => counters(env).await,
+        DpuCommand::Counters { watch: Some(_) } => {
+            super::pending::not_yet("dpu counters --watch", "probe: counter snapshots")
+        }
+    }
+}
+
+/// Everything `dpu info` shows, as one JSON document.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Info {
+    system: v1::System,
+    netdevs: Vec<v1::Netdev>,
+    rdma_devices: Vec<v1::RdmaDevice>,
+}
+
+async fn info(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let mut client = InventoryClient::new(env.channel().await?);
+    let system = client
+        .get_system(v1::GetSystemRequest {})
+        .await
+        .map_err(rpc_error("Inventory.GetSystem"))?
+        .into_inner();
+    let netdevs = client
+        .list_netdevs(v1::ListNetdevsRequest::default())
+        .await
+        .map_err(rpc_error("Inventory.ListNetdevs"))?
+        .into_inner()
+        .netdevs;
+    let rdma_devices = client
+        .list_rdma_devices(v1::ListRdmaDevicesRequest::default())
+        .await
+        .map_err(rpc_error("Inventory.ListRdmaDevices"))?
+        .into_inner()
+        .devices;
+    let info = Info {
+        system,
+        netdevs,
+        rdma_devices,
+    };
+    if env.json() {
+        output::json(&info)?;
+    } else {
+        print_info(&info)?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn print_info(info: &Info) -> anyhow::Result<()> {
+    let s = &info.system;
+    let os = s.os.clone().unwrap_or_default();
+    let mode = v1::DpuMode::try_from(s.dpu_mode).unwrap_or(v1::DpuMode::Unspecified);
+    let mut table = output::table(["property", "value"]);
+    for (key, value) in [
+        ("hostname", s.hostname.clone()),
+        ("model", output::or_dash(&s.model).to_owned()),
+        ("dpu mode", enum_name(mode.as_str_name(), "DPU_MODE_")),
+        ("firmware", output::or_dash(&s.firmware_version).to_owned()),
+        ("os", output::or_dash(&os.name).to_owned()),
+        ("kernel", os.kernel_release),
+        ("architecture", s.architecture.clone()),
+        ("agent version", s.agent_version.clone()),
+        ("agent uptime", output::duration(s.agent_uptime.as_ref())),
+        ("system uptime", output::duration(s.system_uptime.as_ref())),
+        ("sys root", s.sys_root.clone()),
+    ] {
+        table.add_row([key.to_owned(), value]);
+    }
+    output::print_table(&table)?;
+
+    let mut table = output::table(["netdev", "role", "state", "mtu", "mac", "driver", "pci"]);
+    for n in &info.netdevs {
+        let role = v1::NetdevRole::try_from(n.role).unwrap_or(v1::NetdevRole::Unspecified);
+        let state = v1::OperState::try_from(n.oper_state).unwrap_or(v1::OperState::Unspecified);
+        table.add_row([
+            n.ifname.clone(),
+            enum_name(role.as_str_name(), "NETDEV_ROLE_"),
+            enum_name(state.as_str_name(), "OPER_STATE_"),
+            n.mtu.to_string(),
+            output::or_dash(&n.mac_address).to_owned(),
+            output::or_dash(&n.driver).to_owned(),
+            n.pci_address
+                .as_ref()
+                .map_or("-".to_owned(), |p| p.bdf.clone()),
+        ]);
+    }
+    output::print_table(&table)?;
+
+    if info.rdma_devices.is_empty() {
+        return output::line("no RDMA devices");
+    }
+    let mut table = output::table([
+        "rdma device",
+        "port",
+        "state",
+        "rate",
+        "link layer",
+        "netdev",
+        "gids",
+    ]);
+    for d in &info.rdma_devices {
+        for p in &d.ports {
+            let state =
+                v1::RdmaPortState::try_from(p.state).unwrap_or(v1::RdmaPortState::Unspecified);
+            let layer = v1::LinkLayer::try_from(p.link_layer).unwrap_or(v1::LinkLayer::Unspecified);
+            table.add_row([
+                d.ibdev.clone(),
+                p.port.to_string(),
+                enum_name(state.as_str_name(), "RDMA_PORT_STATE_"),
+                output::or_dash(&p.rate).to_owned(),
+                enum_name(layer.as_str_name(), "LINK_LAYER_"),
+                output::or_dash(&p.netdev).to_owned(),
+                p.gids.len().to_string(),
+            ]);
+        }
+    }
+    output::print_table(&table)
+}
+
+/// "DPU_MODE_ZERO_TRUST" -> "zero-trust".
+fn enum_name(full: &str, prefix: &str) -> String {
+    full.strip_prefix(prefix)
+        .unwrap_or(full)
+        .to_ascii_lowercase()
+        .replace('_', "-")
+}
+
+/// One row of `dpu health`.
+#[derive(Debug, Serialize)]
+struct HealthRow {
+    component: String,
+    state: String,
+    healthy: bool,
+    detail: String,
+}
+
+async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let channel = env.channel().await?;
+    let mut health = HealthClient::new(channel.clone());
+    let mut rows = Vec::new();
+    for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
+        let reply = health
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+            .map_err(rpc_error("grpc.health.v1.Health/Check"))?
+            .into_inner();
+        let status = ServingStatus::try_from(reply.status).unwrap_or(ServingStatus::Unknown);
+        rows.push(HealthRow {
+            component: if service.is_empty() {
+                "agent".to_owned()
+            } else {
+                service.to_owned()
+            },
+            state: status.as_str_name().to_ascii_lowercase(),
+            healthy: status == ServingStatus::Serving,
+            detail: String::new(),
+        });
+    }
+    let system = InventoryClient::new(channel)
+        .get_system(v1::GetSystemRequest {})
+        .await
+        .map_err(rpc_error("Inventory.GetSystem"))?
+        .into_inner();
+    for backend in system.backends {
+        let state =
+            v1::BackendState::try_from(backend.state).unwrap_or(v1::BackendState::Unspecified);
+        rows.push(HealthRow {
+            component: format!("backend {}", backend.backend),
+            state: enum_name(state.as_str_name(), "BACKEND_STATE_"),
+            // A backend switched off on purpose is not a fault.
+            healthy: matches!(state, v1::BackendState::Ready | v1::BackendState::Disabled),
+            detail: [backend.endpoint, backend.version, backend.detail]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("  "),
+        });
+    }
+    let healthy = rows.iter().all(|r| r.healthy);
+    if env.json() {
+        output::json(&serde_json::json!({ "healthy": healthy, "components": rows }))?;
+    } else {
+        let mut table = output::table(["component", "state", "detail"]);
+        for r in &rows {
+            table.add_row([
+                r.component.as_str(),
+                r.state.as_str(),
+                output::or_dash(&r.detail),
+            ]);
+        }
+        output::print_table(&table)?;
+        output::line(if healthy { "healthy" } else { "UNHEALTHY" })?;
+    }
+    Ok(if healthy {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    })
+}
+
+async fn counters(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let snapshot = CountersClient::new(env.channel().await?)
+        .snapshot(v1::SnapshotRequest::default())
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner();
+    if env.json() {
+        output::json(&snapshot)?;
+    } else {
+        let mut table = output::table(["source", "object", "counter", "value"]);
+        for s in &snapshot.samples {
+            table.add_row([
+                s.source.clone(),
+                s.object.clone(),
+                s.counter.clone(),
+                s.value.to_string(),
+            ]);
+        }
+        output::print_table(&table)?;
+        for e in &snapshot.errors {
+            output::line(&format!("not read: {}", e.message))?;
+        }
+    }
+    Ok(Outcome::Success)
+}

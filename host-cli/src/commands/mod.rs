@@ -1,0 +1,56 @@
+//! Command handlers, one file per area.
+
+mod dpu;
+mod pending;
+mod storage;
+mod switch;
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tonic::transport::Channel;
+
+use crate::cli::{Cli, Command, OutputFormat};
+use crate::outcome::Outcome;
+
+/// What every handler needs from the global flags.
+#[derive(Debug)]
+pub(crate) struct Env<'a> {
+    pub(crate) cli: &'a Cli,
+    pub(crate) timeout: Duration,
+}
+
+impl Env<'_> {
+    pub(crate) fn json(&self) -> bool {
+        self.cli.output == OutputFormat::Json
+    }
+
+    pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
+        crate::agent::connect(&self.cli.agent, self.timeout).await
+    }
+}
+
+/// Runs the selected command.
+pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
+    let timeout = Duration::try_from_secs_f64(cli.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .context("--timeout must be a positive number of seconds")?;
+    let env = Env { cli, timeout };
+    match &cli.command {
+        Command::Dpu(cmd) => dpu::run(&env, cmd).await,
+        Command::Storage(cmd) => storage::run(&env, cmd).await,
+        Command::Switch(cmd) => switch::run(&env, cmd).await,
+        Command::Check { .. } => pending::not_yet("check", "probe: host-side checks"),
+        Command::Roce(_) => pending::not_yet("roce", "RoCE performance and DCB checks"),
+        Command::Prove(_) => pending::not_yet("prove", "offload proofs"),
+        Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),
+        Command::Lab(_) => pending::not_yet("lab", "the QEMU lab"),
+    }
+}
+
+/// Turns a gRPC status into an error that reads well: which call, the code, the agent's
+/// message.
+pub(crate) fn rpc_error(rpc: &str) -> impl Fn(tonic::Status) -> anyhow::Error + '_ {
+    move |status| anyhow::anyhow!("{rpc} failed: {:?}: {}", status.code(), status.message())
+}

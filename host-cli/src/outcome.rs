@@ -1,0 +1,28 @@
+//! Exit codes, documented in `--help` and the README; scripts depend on them.
+
+use std::process::ExitCode;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It did what was asked; for `prove`: PROVEN.
+    Success,
+    /// A check or proof failed, or something reported unhealthy.
+    Failed,
+    /// Usage or environment error: bad flag, agent unreachable, call rejected.
+    Usage,
+    /// Evidence was missing (a counter missing, reset or wrapped).
+    #[allow(dead_code)] // Returned by `prove` once proofs land.
+    Inconclusive,
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(outcome: Outcome) -> Self {
+        ExitCode::from(match outcome {
+            Outcome::Success => 0,
+            Outcome::Failed => 1,
+            Outcome::Usage => 2,
+            Outcome::Inconclusive => 3,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+use std::path::PathBuf;
+
+/// Why something could not be read. Every variant names the file, because a missing or
+/// malformed sysfs attribute is a fact the user has to act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// A file or directory could not be read.
+    #[error("cannot read {path}")]
+    Read {
+        /// The path that failed.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file was read but its content did not have the documented format.
+    #[error("unexpected content in {path}: {detail}")]
+    Format {
+        /// The offending file.
+        path: PathBuf,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The object asked for does not exist.
+    #[error("{what} {name:?} not found under {root}")]
+    NotFound {
+        /// Kind of object ("netdev", "RDMA device").
+        what: &'static str,
+        /// The requested name.
+        name: String,
+        /// Where it was looked for.
+        root: PathBuf,
+    },
+}
+
+impl ProbeError {
+    pub(crate) fn read(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Read {
+            path: path.into(),
+            source,
+        }
+    }
+}

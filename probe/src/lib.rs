@@ -1,0 +1,16 @@
+//! Read-only views of the local machine, shared by the agent (on the DPU Arm) and `dpuctl`
+//! (on the host): procfs system facts, network devices and RDMA devices from sysfs, and
+//! later PCI discovery, netlink stats, block stats and the counter snapshot model.
+//!
+//! Owns: reading `/sys`, `/proc` (and `/etc/os-release`) under an injectable root, so tests
+//! and field engineers can point it at a fixture tree or a mounted image. Must not touch:
+//! anything that writes to the machine, gRPC types, or daemons (SNAP, OVS).
+
+mod error;
+pub mod netdev;
+pub mod rdma;
+mod root;
+pub mod system;
+
+pub use error::ProbeError;
+pub use root::SysRoot;

@@ -1,0 +1,62 @@
+//! The agent API, package `dpu.v1`: the contract between `dpu-agent` on the BlueField Arm
+//! and everything that drives it (`dpuctl`, tests, third-party gRPC tools).
+//!
+//! This crate owns the `.proto` files, the generated prost messages and tonic
+//! clients/servers, the encoded descriptor set for gRPC reflection, and the parsing of the
+//! API's resource names. It must not touch the machine, the network or any backend: it is
+//! pure data shared by both sides.
+
+pub mod endpoint;
+pub mod names;
+
+pub use endpoint::{Endpoint, EndpointError, DEFAULT_AGENT_SOCKET};
+
+/// Generated code for package `dpu.v1`.
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::broken_intra_doc_links
+)]
+pub mod v1 {
+    tonic::include_proto!("dpu.v1");
+    include!(concat!(env!("OUT_DIR"), "/dpu.v1.serde.rs"));
+}
+
+/// Well-known protobuf types (Timestamp, Duration) with proto3 JSON serde support.
+pub use pbjson_types;
+
+/// The encoded `FileDescriptorSet` of every `dpu.v1` file, so the agent can serve gRPC
+/// reflection and tools like grpcurl work without the `.proto` files.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/dpu_v1_descriptor.bin"));
+
+/// Fully-qualified names of the four services, as reflection lists them.
+pub const SERVICE_NAMES: [&str; 4] = [
+    "dpu.v1.Inventory",
+    "dpu.v1.Storage",
+    "dpu.v1.Switch",
+    "dpu.v1.Counters",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn descriptor_set_decodes_and_holds_every_service() {
+        let set = prost_types::FileDescriptorSet::decode(FILE_DESCRIPTOR_SET)
+            .expect("embedded descriptor set must decode");
+        let services: Vec<String> = set
+            .file
+            .iter()
+            .filter(|f| f.package() == "dpu.v1")
+            .flat_map(|f| f.service.iter().map(|s| format!("dpu.v1.{}", s.name())))
+            .collect();
+        for name in SERVICE_NAMES {
+            assert!(services.iter().any(|s| s == name), "{name} missing");
+        }
+    }
+}

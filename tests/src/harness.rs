@@ -1,0 +1,265 @@
+//! Running the real binaries: build them once, start `dpu-agent` with chosen flags, wait
+//! until it serves, stop it with a signal, and run `dpuctl` against it.
+
+use std::fs::File;
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Channel, Endpoint};
+
+/// How long an agent may take to start serving.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Directory holding the `dpu-agent` and `dpuctl` binaries of the current profile, built
+/// on first use so tests never run stale binaries.
+pub fn bin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test> -> target/<profile>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary lives in target/<profile>/deps")
+            .to_owned();
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "dev".to_owned(),
+            Some(other) => other.to_owned(),
+            None => "dev".to_owned(),
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                &profile,
+                "-p",
+                "dpu-agent",
+                "-p",
+                "dpuctl",
+            ])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .status()
+            .expect("run cargo build for the binaries under test");
+        assert!(status.success(), "building dpu-agent and dpuctl failed");
+        profile_dir
+    })
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A running `dpu-agent` child process. Killed on drop if still running.
+#[derive(Debug)]
+pub struct AgentProcess {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+/// How to start an agent.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Working directory for sockets and logs.
+    pub dir: PathBuf,
+    /// Fixture root for `--sys-root`.
+    pub sys_root: PathBuf,
+    /// SNAP socket to point at (a FakeSnap, or a path where nothing listens).
+    pub snap_socket: PathBuf,
+    /// Extra listeners besides the Unix socket.
+    pub extra_listen: Vec<String>,
+    /// Extra flags.
+    pub extra_args: Vec<String>,
+    /// Disable the OVS backend (the mocked tier has no ovsdb-server).
+    pub ovs_disabled: bool,
+}
+
+impl AgentOptions {
+    /// Defaults for a test: socket and log in `dir`, OVS disabled.
+    pub fn new(dir: &Path, sys_root: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            sys_root: sys_root.to_owned(),
+            snap_socket: dir.join("spdk.sock"),
+            extra_listen: Vec::new(),
+            extra_args: Vec::new(),
+            ovs_disabled: true,
+        }
+    }
+
+    /// The agent's Unix socket path.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("agent.sock")
+    }
+}
+
+impl AgentProcess {
+    /// Starts the agent and waits until it accepts connections on its Unix socket.
+    pub fn start(options: &AgentOptions) -> Self {
+        Self::try_start(options).unwrap_or_else(|log| panic!("agent did not start:\n{log}"))
+    }
+
+    /// Starts the agent; on failure returns its log.
+    pub fn try_start(options: &AgentOptions) -> Result<Self, String> {
+        let mut agent = Self::spawn(options)?;
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = agent.child.try_wait() {
+                return Err(format!("agent exited with {status}:\n{}", agent.log()));
+            }
+            if std::os::unix::net::UnixStream::connect(&agent.socket).is_ok() {
+                return Ok(agent);
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "agent not serving after {START_TIMEOUT:?}:\n{}",
+                    agent.log()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the agent process without waiting for it to serve (for tests that expect
+    /// it to refuse to start).
+    pub fn spawn(options: &AgentOptions) -> Result<Self, String> {
+        let socket = options.socket();
+        let log = options.dir.join(format!("agent-{}.log", unique()));
+        let mut cmd = Command::new(bin_dir().join("dpu-agent"));
+        cmd.arg("--listen")
+            .arg(format!("unix:{}", socket.display()))
+            .arg("--sys-root")
+            .arg(&options.sys_root)
+            .arg("--snap-socket")
+            .arg(&options.snap_socket)
+            .arg("--state-dir")
+            .arg(options.dir.join("state"))
+            .arg("--log-level")
+            .arg("debug");
+        for listen in &options.extra_listen {
+            cmd.arg("--listen").arg(listen);
+        }
+        if options.ovs_disabled {
+            let config = options.dir.join("no-ovs.toml");
+            std::fs::write(&config, "[ovs]\nenabled = false\n").map_err(|e| e.to_string())?;
+            cmd.arg("--config").arg(config);
+        }
+        cmd.args(&options.extra_args);
+        let log_file = File::create(&log).map_err(|e| e.to_string())?;
+        let err_file = log_file.try_clone().map_err(|e| e.to_string())?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .spawn()
+            .map_err(|e| format!("spawn dpu-agent: {e}"))?;
+        Ok(Self { child, socket, log })
+    }
+
+    /// Waits for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The agent's Unix socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// `unix:{socket}`, for `dpuctl --agent`.
+    pub fn endpoint(&self) -> String {
+        format!("unix:{}", self.socket.display())
+    }
+
+    /// Everything the agent logged so far.
+    pub fn log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = File::open(&self.log) {
+            let _ = f.read_to_string(&mut text);
+        }
+        text
+    }
+
+    /// Sends a signal (e.g. "TERM") and waits for the exit status.
+    pub fn signal_and_wait(&mut self, signal: &str, timeout: Duration) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {pid} failed");
+        self.wait_exit(timeout).unwrap_or_else(|| {
+            panic!(
+                "agent still running {timeout:?} after SIG{signal}:\n{}",
+                self.log()
+            )
+        })
+    }
+
+    /// A gRPC channel over the Unix socket.
+    pub async fn channel(&self) -> Channel {
+        unix_channel(&self.socket).await
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A gRPC channel to a Unix socket.
+pub async fn unix_channel(path: &Path) -> Channel {
+    let path = path.to_owned();
+    Endpoint::from_static("http://agent.invalid")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let path = path.clone();
+            async move {
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map(TokioIo::new)
+            }
+        }))
+        .await
+        .expect("connect to agent socket")
+}
+
+/// Runs `dpuctl` with arguments and returns its output.
+pub fn dpuctl(args: &[&str]) -> Output {
+    Command::new(bin_dir().join("dpuctl"))
+        .args(args)
+        .env_remove("DPUCTL_AGENT")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dpuctl")
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}

@@ -1,0 +1,136 @@
+//! `dpuctl` against the agent over a Unix socket and over TCP.
+
+use dpu_tests::harness::{dpuctl, free_tcp_port};
+
+use crate::Lab;
+
+fn json_info(endpoint: &str) -> serde_json::Value {
+    let out = dpuctl(&["--agent", endpoint, "-o", "json", "dpu", "info"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "dpuctl dpu info via {endpoint}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("dpu info prints JSON")
+}
+
+#[test]
+fn dpu_info_works_over_unix_and_tcp_and_reads_the_fixture() {
+    let port = free_tcp_port();
+    let tcp = format!("tcp:127.0.0.1:{port}");
+    let lab = Lab::start_with(|o| o.extra_listen.push(tcp.clone()));
+    for endpoint in [lab.agent.endpoint(), tcp] {
+        let info = json_info(&endpoint);
+        let system = &info["system"];
+        assert_eq!(system["hostname"], "dpu-bf3-lab", "{endpoint}");
+        assert_eq!(system["model"], "BlueField-3");
+        assert_eq!(system["dpuMode"], "DPU_MODE_DPU");
+        assert_eq!(system["firmwareVersion"], "32.38.1002");
+        assert_eq!(system["os"]["kernelRelease"], "5.15.0-1035-bluefield");
+        let roles: Vec<(&str, &str)> = info["netdevs"]
+            .as_array()
+            .expect("netdevs")
+            .iter()
+            .map(|n| {
+                (
+                    n["ifname"].as_str().unwrap_or(""),
+                    n["role"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert!(
+            roles.contains(&("p0", "NETDEV_ROLE_UPLINK_REPRESENTOR")),
+            "{roles:?}"
+        );
+        assert!(
+            roles.contains(&("pf0hpf", "NETDEV_ROLE_PF_REPRESENTOR")),
+            "{roles:?}"
+        );
+        assert!(
+            roles.contains(&("oob_net0", "NETDEV_ROLE_PLAIN")),
+            "{roles:?}"
+        );
+        assert_eq!(info["rdmaDevices"][0]["hcaType"], "MT41692");
+    }
+}
+
+#[test]
+fn dpu_info_table_names_the_model() {
+    let lab = Lab::start();
+    let out = dpuctl(&["--agent", &lab.agent.endpoint(), "dpu", "info"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "BlueField-3",
+        "dpu",
+        "pf0hpf",
+        "pf-representor",
+        "mlx5_0",
+        "active",
+    ] {
+        assert!(stdout.contains(needle), "{needle} missing:\n{stdout}");
+    }
+}
+
+#[test]
+fn unreachable_agent_is_an_environment_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let endpoint = format!("unix:{}", dir.path().join("nobody.sock").display());
+    let out = dpuctl(&["--agent", &endpoint, "--timeout", "2", "dpu", "info"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot reach the agent"), "{stderr}");
+}
+
+#[test]
+fn agent_rejections_reach_the_user_with_exit_code_2() {
+    let lab = Lab::start();
+    let out = dpuctl(&[
+        "--agent",
+        &lab.agent.endpoint(),
+        "storage",
+        "attach",
+        "--id",
+        "r0",
+        "--traddr",
+        "192.0.2.10",
+        "--subnqn",
+        "bogus",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("InvalidArgument") && stderr.contains("spec.subnqn"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_carries_examples() {
+    let out = dpuctl(&["dpu", "frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = dpuctl(&["--agent", "http://x", "dpu", "info"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scheme"));
+    for command in [
+        vec!["check", "--help"],
+        vec!["dpu", "info", "--help"],
+        vec!["storage", "read", "--help"],
+        vec!["switch", "flows", "--help"],
+        vec!["prove", "storage", "--help"],
+        vec!["lab", "up", "--help"],
+    ] {
+        let out = dpuctl(&command);
+        assert_eq!(out.status.code(), Some(0), "{command:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Example"),
+            "{command:?}"
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! Start and stop: graceful shutdown removes the socket, a stale socket from a crash is
+//! replaced, a live one is never stolen, and a bad config stops the start with a clear
+//! message.
+
+use std::process::Command;
+use std::time::Duration;
+
+use dpu_tests::fixture;
+use dpu_tests::harness::{bin_dir, AgentOptions, AgentProcess};
+
+#[test]
+fn sigterm_and_sigint_stop_cleanly_and_remove_the_socket() {
+    for signal in ["TERM", "INT"] {
+        let (dir, root) = fixture::bluefield3_tempdir();
+        let mut agent = AgentProcess::start(&AgentOptions::new(dir.path(), &root));
+        let socket = agent.socket().to_owned();
+        assert!(socket.exists());
+        let status = agent.signal_and_wait(signal, Duration::from_secs(15));
+        assert!(
+            status.success(),
+            "SIG{signal}: exit {status}\n{}",
+            agent.log()
+        );
+        assert!(!socket.exists(), "SIG{signal}: socket file left behind");
+        assert!(agent.log().contains("shutting down"), "{}", agent.log());
+    }
+}
+
+#[test]
+fn a_stale_socket_from_a_crash_is_replaced() {
+    let (dir, root) = fixture::bluefield3_tempdir();
+    let options = AgentOptions::new(dir.path(), &root);
+    let mut crashed = AgentProcess::start(&options);
+    let status = crashed.signal_and_wait("KILL", Duration::from_secs(10));
+    assert!(!status.success());
+    assert!(options.socket().exists(), "SIGKILL leaves the socket file");
+    let restarted = AgentProcess::start(&options);
+    assert!(
+        restarted.log().contains("stale socket"),
+        "{}",
+        restarted.log()
+    );
+}
+
+#[test]
+fn a_live_socket_is_not_stolen() {
+    let (dir, root) = fixture::bluefield3_tempdir();
+    let options = AgentOptions::new(dir.path(), &root);
+    let first = AgentProcess::start(&options);
+    let mut second = AgentProcess::spawn(&options).expect("spawn second agent");
+    let status = second
+        .wait_exit(Duration::from_secs(15))
+        .expect("second agent must refuse to start, not serve");
+    assert_eq!(status.code(), Some(2), "{}", second.log());
+    assert!(second.log().contains("already serving"), "{}", second.log());
+    assert!(
+        options.socket().exists(),
+        "first agent's socket must survive"
+    );
+    // And the first agent still answers on it.
+    assert!(std::os::unix::net::UnixStream::connect(first.socket()).is_ok());
+}
+
+#[test]
+fn unknown_config_keys_stop_the_start_with_the_key_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agent.toml");
+    std::fs::write(&config, "[snap]\nsocket_path = \"/var/tmp/spdk.sock\"\n").expect("write");
+    let out = Command::new(bin_dir().join("dpu-agent"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--check-config")
+        .output()
+        .expect("run dpu-agent");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("socket_path"), "{stderr}");
+
+    // The positive control: the packaged config validates and prints the effective config.
+    let packaged = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agent-arm/config/config.toml"
+    );
+    let out = Command::new(bin_dir().join("dpu-agent"))
+        .args([
+            "--config",
+            packaged,
+            "--check-config",
+            "--listen",
+            "tcp:127.0.0.1:7",
+        ])
+        .output()
+        .expect("run dpu-agent");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("tcp:127.0.0.1:7"),
+        "flag must override the file: {stdout}"
+    );
+}

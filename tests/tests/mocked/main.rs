@@ -1,0 +1,38 @@
+//! The mocked gRPC tier: the real `dpu-agent` process on a temp Unix socket (and TCP),
+//! a fixture sysfs tree, a fake SNAP server, driven by `dpuctl` and generated clients.
+
+mod cli;
+mod errors;
+mod health;
+mod lifecycle;
+mod reflection;
+
+use dpu_tests::fake_snap::FakeSnap;
+use dpu_tests::fixture;
+use dpu_tests::harness::{AgentOptions, AgentProcess};
+
+/// One agent with a fake SNAP and a BlueField-3 fixture, kept alive by the returned guards.
+pub(crate) struct Lab {
+    pub(crate) agent: AgentProcess,
+    pub(crate) snap: FakeSnap,
+    _dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub(crate) fn start() -> Self {
+        Self::start_with(|_| {})
+    }
+
+    pub(crate) fn start_with(adjust: impl FnOnce(&mut AgentOptions)) -> Self {
+        let (dir, root) = fixture::bluefield3_tempdir();
+        let mut options = AgentOptions::new(dir.path(), &root);
+        adjust(&mut options);
+        let snap = FakeSnap::start(&options.snap_socket).expect("fake SNAP");
+        let agent = AgentProcess::start(&options);
+        Self {
+            agent,
+            snap,
+            _dir: dir,
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! gRPC reflection (v1 and v1alpha) lists the four services, so standard tools work
+//! without .proto files; an independent Python client proves it from outside Rust.
+
+use std::process::Command;
+
+use tokio_stream::StreamExt as _;
+use tonic_reflection::pb::v1 as reflection_v1;
+use tonic_reflection::pb::v1alpha as reflection_v1alpha;
+
+use crate::Lab;
+
+async fn services_v1(channel: tonic::transport::Channel) -> Vec<String> {
+    use reflection_v1::server_reflection_request::MessageRequest;
+    use reflection_v1::server_reflection_response::MessageResponse;
+    let mut client = reflection_v1::server_reflection_client::ServerReflectionClient::new(channel);
+    let request = reflection_v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut replies = client
+        .server_reflection_info(tokio_stream::once(request))
+        .await
+        .expect("reflection v1 call")
+        .into_inner();
+    let reply = replies.next().await.expect("one reply").expect("reply ok");
+    match reply.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            list.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection reply {other:?}"),
+    }
+}
+
+async fn services_v1alpha(channel: tonic::transport::Channel) -> Vec<String> {
+    use reflection_v1alpha::server_reflection_request::MessageRequest;
+    use reflection_v1alpha::server_reflection_response::MessageResponse;
+    let mut client =
+        reflection_v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
+    let request = reflection_v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut replies = client
+        .server_reflection_info(tokio_stream::once(request))
+        .await
+        .expect("reflection v1alpha call")
+        .into_inner();
+    let reply = replies.next().await.expect("one reply").expect("reply ok");
+    match reply.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            list.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection reply {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn both_reflection_versions_list_every_service() {
+    let lab = Lab::start();
+    for services in [
+        services_v1(lab.agent.channel().await).await,
+        services_v1alpha(lab.agent.channel().await).await,
+    ] {
+        for expected in dpu_proto::SERVICE_NAMES
+            .iter()
+            .chain(&["grpc.health.v1.Health"])
+        {
+            assert!(
+                services.iter().any(|s| s == expected),
+                "{expected} missing from {services:?}"
+            );
+        }
+    }
+}
+
+/// An independent client: Python grpcio with grpcio-reflection resolves the services from
+/// the server alone and calls Inventory.GetSystem and the health check.
+#[test]
+fn python_grpc_client_lists_and_calls_services_through_reflection() {
+    let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let probe = Command::new(&python)
+        .args(["-c", "import grpc, grpc_reflection, google.protobuf"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => dpu_tests::skip!(
+            "{python} lacks grpcio/grpcio-reflection/protobuf: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => dpu_tests::skip!("cannot run {python}: {e}"),
+    }
+    let lab = Lab::start();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/reflection_client.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(format!("unix:{}", lab.agent.socket().display()))
+        .output()
+        .expect("run the python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for service in dpu_proto::SERVICE_NAMES {
+        assert!(stdout.contains(&format!("service {service}")), "{stdout}");
+    }
+    assert!(stdout.contains("hostname=dpu-bf3-lab"), "{stdout}");
+    assert!(stdout.contains("health=SERVING"), "{stdout}");
+}
