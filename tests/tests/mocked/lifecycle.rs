@@ -102,3 +102,44 @@ fn unknown_config_keys_stop_the_start_with_the_key_named() {
         "flag must override the file: {stdout}"
     );
 }
+
+/// An in-flight call finishes after SIGTERM: a SNAP socket that accepts but never answers
+/// makes `GetSystem` take its full backend-check deadline (1 s); the signal arrives in the
+/// middle and the call must still complete with a real answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_in_flight_calls_finish() {
+    use dpu_proto::v1::{inventory_client::InventoryClient, GetSystemRequest};
+
+    let (dir, root) = fixture::bluefield3_tempdir();
+    let mut options = AgentOptions::new(dir.path(), &root);
+    options.snap_socket = dir.path().join("silent-snap.sock");
+    // Connections are queued by the kernel but never read or answered.
+    let _silent = std::os::unix::net::UnixListener::bind(&options.snap_socket).expect("bind");
+    let mut agent = AgentProcess::start(&options);
+    let mut client = InventoryClient::new(agent.channel().await);
+
+    let call = tokio::spawn(async move { client.get_system(GetSystemRequest {}).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !call.is_finished(),
+        "the call should still be waiting on SNAP"
+    );
+    let status = tokio::task::spawn_blocking(move || {
+        let status = agent.signal_and_wait("TERM", Duration::from_secs(15));
+        (status, agent.log())
+    });
+    let reply = call
+        .await
+        .expect("join")
+        .expect("in-flight call must complete");
+    let (status, log) = status.await.expect("join");
+    assert!(status.success(), "{log}");
+    let system = reply.into_inner();
+    assert_eq!(system.hostname, "dpu-bf3-lab");
+    let snap = system
+        .backends
+        .iter()
+        .find(|b| b.backend == "snap")
+        .expect("snap backend");
+    assert!(snap.detail.contains("no answer"), "{snap:?}");
+}
