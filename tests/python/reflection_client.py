@@ -23,7 +23,11 @@ def message_class(pool, full_name):
 
 
 def main(target):
-    with grpc.insecure_channel(target) as channel:
+    # For unix: targets grpc-python sends the socket path as :authority, which the
+    # server's HTTP/2 stack (hyper, under tonic) rejects as an invalid authority with
+    # RST_STREAM PROTOCOL_ERROR. Any valid authority works; gRPC ignores it.
+    options = [("grpc.default_authority", "localhost")] if target.startswith("unix:") else []
+    with grpc.insecure_channel(target, options=options) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         database = ProtoReflectionDescriptorDatabase(channel)
         pool = descriptor_pool.DescriptorPool(database)

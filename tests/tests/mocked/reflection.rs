@@ -89,22 +89,35 @@ fn python_grpc_client_lists_and_calls_services_through_reflection() {
         ),
         Err(e) => dpu_tests::skip!("cannot run {python}: {e}"),
     }
-    let lab = Lab::start();
+    let port = dpu_tests::harness::free_tcp_port();
+    let tcp = format!("tcp:127.0.0.1:{port}");
+    let lab = Lab::start_with(|o| o.extra_listen.push(tcp.clone()));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/reflection_client.py");
-    let out = Command::new(&python)
-        .arg(script)
-        .arg(format!("unix:{}", lab.agent.socket().display()))
-        .output()
-        .expect("run the python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for service in dpu_proto::SERVICE_NAMES {
-        assert!(stdout.contains(&format!("service {service}")), "{stdout}");
+    for target in [
+        format!("unix:{}", lab.agent.socket().display()),
+        format!("127.0.0.1:{port}"),
+    ] {
+        let out = Command::new(&python)
+            .arg(script)
+            .arg(&target)
+            .output()
+            .expect("run the python client");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "python client via {target} failed\nstdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for service in dpu_proto::SERVICE_NAMES {
+            assert!(
+                stdout.contains(&format!("service {service}")),
+                "{target}: {stdout}"
+            );
+        }
+        assert!(
+            stdout.contains("hostname=dpu-bf3-lab"),
+            "{target}: {stdout}"
+        );
+        assert!(stdout.contains("health=SERVING"), "{target}: {stdout}");
     }
-    assert!(stdout.contains("hostname=dpu-bf3-lab"), "{stdout}");
-    assert!(stdout.contains("health=SERVING"), "{stdout}");
 }
