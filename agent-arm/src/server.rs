@@ -82,7 +82,8 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         }
     };
     tracing::info!(signal = signal_name, grace = ?config.shutdown_grace, "shutting down");
-    for service in dpu_proto::SERVICE_NAMES {
+    // "" is the whole server, as grpc.health.v1 defines it.
+    for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
         health_reporter
             .set_service_status(service, ServingStatus::NotServing)
             .await;
