@@ -138,6 +138,17 @@ pub fn read_netdev(root: &SysRoot, ifname: &str) -> Result<NetdevInfo, ProbeErro
     })
 }
 
+/// Reads only a netdev's MTU: RDMA port listings need it for every port, and reading the
+/// whole device for one number would be ten files instead of one.
+pub fn read_mtu(root: &SysRoot, ifname: &str) -> Option<u32> {
+    if ifname.is_empty() {
+        return None;
+    }
+    read_optional_attr(&root.sys("class/net").join(ifname).join("mtu"))?
+        .parse()
+        .ok()
+}
+
 /// True for the canonical sysfs form `dddd:bb:dd.f`.
 pub fn looks_like_pci_address(text: &str) -> bool {
     let b = text.as_bytes();
@@ -219,6 +230,8 @@ mod tests {
         assert_eq!(dev.pci_address.as_deref(), Some("0000:03:00.0"));
         assert_eq!(dev.role(), Some(RepresentorRole::HostPf));
 
+        assert_eq!(read_mtu(&root, "pf0hpf"), Some(9000));
+        assert_eq!(read_mtu(&root, "pf0vf9"), None);
         let missing = read_netdev(&root, "pf0vf9").expect_err("absent");
         assert!(matches!(missing, ProbeError::NotFound { .. }), "{missing}");
     }

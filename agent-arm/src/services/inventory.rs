@@ -117,7 +117,7 @@ impl Inventory for InventoryService {
             let devices = rdma::list_rdma_devices(&root)?;
             Ok(devices
                 .into_iter()
-                .map(|d| convert::rdma_device(d, |ifname| netdev_mtu(&root, ifname)))
+                .map(|d| convert::rdma_device(d, |ifname| netdev::read_mtu(&root, ifname)))
                 .collect())
         })
         .await?;
@@ -138,7 +138,7 @@ impl Inventory for InventoryService {
         let device = blocking(move || {
             let device = rdma::read_rdma_device(&root, &name.id)?;
             Ok(convert::rdma_device(device, |ifname| {
-                netdev_mtu(&root, ifname)
+                netdev::read_mtu(&root, ifname)
             }))
         })
         .await?;
@@ -154,13 +154,6 @@ impl Inventory for InventoryService {
             "probe: PCI BlueField discovery",
         ))
     }
-}
-
-fn netdev_mtu(root: &SysRoot, ifname: &str) -> Option<u32> {
-    if ifname.is_empty() {
-        return None;
-    }
-    netdev::read_netdev(root, ifname).ok().map(|n| n.mtu)
 }
 
 /// The collections here are small (tens of devices), so the agent returns them whole; a

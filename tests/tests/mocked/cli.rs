@@ -86,6 +86,12 @@ fn unreachable_agent_is_an_environment_error() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot reach the agent"), "{stderr}");
+
+    // Commands not built yet say so without needing the agent.
+    let out = dpuctl(&["--agent", &endpoint, "switch", "add-bridge", "ovsbr1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not implemented"), "{stderr}");
 }
 
 #[test]

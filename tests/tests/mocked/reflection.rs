@@ -9,50 +9,36 @@ use tonic_reflection::pb::v1alpha as reflection_v1alpha;
 
 use crate::Lab;
 
-async fn services_v1(channel: tonic::transport::Channel) -> Vec<String> {
-    use reflection_v1::server_reflection_request::MessageRequest;
-    use reflection_v1::server_reflection_response::MessageResponse;
-    let mut client = reflection_v1::server_reflection_client::ServerReflectionClient::new(channel);
-    let request = reflection_v1::ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies = client
-        .server_reflection_info(tokio_stream::once(request))
-        .await
-        .expect("reflection v1 call")
-        .into_inner();
-    let reply = replies.next().await.expect("one reply").expect("reply ok");
-    match reply.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => {
-            list.service.into_iter().map(|s| s.name).collect()
+/// Lists services through one reflection version. The two versions have identical
+/// messages in different generated modules, hence a macro rather than a generic.
+macro_rules! list_services {
+    ($name:ident, $pb:ident) => {
+        async fn $name(channel: tonic::transport::Channel) -> Vec<String> {
+            use $pb::server_reflection_request::MessageRequest;
+            use $pb::server_reflection_response::MessageResponse;
+            let mut client = $pb::server_reflection_client::ServerReflectionClient::new(channel);
+            let request = $pb::ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(MessageRequest::ListServices(String::new())),
+            };
+            let mut replies = client
+                .server_reflection_info(tokio_stream::once(request))
+                .await
+                .expect(concat!("reflection call via ", stringify!($pb)))
+                .into_inner();
+            let reply = replies.next().await.expect("one reply").expect("reply ok");
+            match reply.message_response {
+                Some(MessageResponse::ListServicesResponse(list)) => {
+                    list.service.into_iter().map(|s| s.name).collect()
+                }
+                other => panic!("unexpected reflection reply {other:?}"),
+            }
         }
-        other => panic!("unexpected reflection reply {other:?}"),
-    }
+    };
 }
 
-async fn services_v1alpha(channel: tonic::transport::Channel) -> Vec<String> {
-    use reflection_v1alpha::server_reflection_request::MessageRequest;
-    use reflection_v1alpha::server_reflection_response::MessageResponse;
-    let mut client =
-        reflection_v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
-    let request = reflection_v1alpha::ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies = client
-        .server_reflection_info(tokio_stream::once(request))
-        .await
-        .expect("reflection v1alpha call")
-        .into_inner();
-    let reply = replies.next().await.expect("one reply").expect("reply ok");
-    match reply.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => {
-            list.service.into_iter().map(|s| s.name).collect()
-        }
-        other => panic!("unexpected reflection reply {other:?}"),
-    }
-}
+list_services!(services_v1, reflection_v1);
+list_services!(services_v1alpha, reflection_v1alpha);
 
 #[tokio::test]
 async fn both_reflection_versions_list_every_service() {
