@@ -10,6 +10,7 @@ mod error;
 pub mod netdev;
 pub mod rdma;
 mod root;
+pub mod snapshot;
 pub mod system;
 
 pub use error::ProbeError;

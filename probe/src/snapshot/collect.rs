@@ -1,0 +1,129 @@
+use std::time::{Duration, SystemTime};
+
+use nix::time::{clock_gettime, ClockId};
+
+use super::model::{Sample, Snapshot, Source, SourceError};
+use crate::root::read_optional_attr;
+use crate::SysRoot;
+
+/// `CLOCK_MONOTONIC` as a duration since boot. `std::time::Instant` hides its epoch, and
+/// snapshot timestamps travel to other processes, so the raw clock is read instead.
+pub fn monotonic_now() -> Duration {
+    // CLOCK_MONOTONIC cannot fail on Linux with a valid clock id and timespec.
+    clock_gettime(ClockId::CLOCK_MONOTONIC)
+        .map(Duration::from)
+        .unwrap_or_default()
+}
+
+/// The kernel's boot id, which changes on every boot (and so invalidates every counter).
+pub fn read_boot_id(root: &SysRoot) -> Option<String> {
+    read_optional_attr(&root.proc("sys/kernel/random/boot_id"))
+}
+
+/// Builds one [`Snapshot`]: start it, feed it samples and errors from the readers, finish
+/// it. The monotonic clock is read at [`Collector::start`] and [`Collector::finish`] so the
+/// snapshot carries the true window of its reads; do slow work (parsing selectors, opening
+/// sockets) before starting.
+#[derive(Debug)]
+pub struct Collector {
+    snapshot: Snapshot,
+}
+
+impl Collector {
+    /// Starts a snapshot; reads the boot id first so it does not count against the skew.
+    pub fn start(root: &SysRoot) -> Self {
+        let boot_id = read_boot_id(root);
+        let taken_at = SystemTime::now();
+        Self {
+            snapshot: Snapshot {
+                taken_at,
+                monotonic_start: monotonic_now(),
+                monotonic_end: Duration::ZERO,
+                boot_id,
+                samples: Vec::with_capacity(256),
+                errors: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds one reading.
+    pub fn push(&mut self, sample: Sample) {
+        self.snapshot.samples.push(sample);
+    }
+
+    /// Adds many readings.
+    pub fn extend(&mut self, samples: impl IntoIterator<Item = Sample>) {
+        self.snapshot.samples.extend(samples);
+    }
+
+    /// Records that a family could not be read for an object.
+    pub fn error(&mut self, source: Source, object: impl Into<String>, message: impl ToString) {
+        self.snapshot.errors.push(SourceError {
+            source,
+            object: object.into(),
+            message: message.to_string(),
+        });
+    }
+
+    /// Adds the samples of a reader's result, or its error.
+    pub fn record<E: std::error::Error>(
+        &mut self,
+        source: Source,
+        object: &str,
+        result: Result<Vec<Sample>, E>,
+    ) {
+        match result {
+            Ok(samples) => self.extend(samples),
+            Err(e) => self.error(source, object, error_chain(&e)),
+        }
+    }
+
+    /// Stops the clock and returns the snapshot.
+    pub fn finish(mut self) -> Snapshot {
+        self.snapshot.monotonic_end = monotonic_now();
+        self.snapshot
+    }
+}
+
+/// An error and its sources on one line, so a remote reader sees the errno too.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Unit;
+
+    #[test]
+    fn brackets_the_reads_with_the_monotonic_clock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = SysRoot::new(dir.path());
+        let mut c = Collector::start(&root);
+        c.push(Sample::cumulative(
+            Source::Block,
+            "blockDevices/x",
+            "reads",
+            1,
+            Unit::Operations,
+        ));
+        c.record::<std::io::Error>(
+            Source::Rdma,
+            "rdmaDevices/mlx5_0",
+            Err(std::io::Error::other("gone")),
+        );
+        let snap = c.finish();
+        assert!(snap.monotonic_end >= snap.monotonic_start);
+        assert!(snap.monotonic_start > Duration::ZERO, "clock read");
+        assert_eq!(snap.samples.len(), 1);
+        assert_eq!(snap.errors[0].message, "gone");
+        assert_eq!(snap.boot_id, None, "no proc in an empty root");
+    }
+}
