@@ -25,6 +25,10 @@ use crate::services::{CountersService, InventoryService, StorageService, SwitchS
 /// Runs the agent until SIGTERM or SIGINT, then lets in-flight calls finish (bounded by
 /// `shutdown_grace`) and removes the Unix socket files.
 pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
+    // Install the handlers before the socket exists: a supervisor (or a test) that sees
+    // the socket may signal at once, and the default action would kill the agent without
+    // removing its socket.
+    let signals = TerminationSignals::install()?;
     // Bind everything before serving anything: a bad listener fails the start as a whole.
     let mut bound = Vec::with_capacity(config.listen.len());
     for endpoint in &config.listen {
@@ -74,7 +78,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     }
 
     let signal_name = tokio::select! {
-        name = termination_signal() => name?,
+        name = signals.wait() => name,
         Some(ended) = servers.join_next() => {
             let (listener, result) = ended.context("listener task panicked")?;
             result.with_context(|| format!("listener {listener} failed"))?;
@@ -120,13 +124,27 @@ async fn drain(
     }
 }
 
-async fn termination_signal() -> anyhow::Result<&'static str> {
-    let mut term = signal(SignalKind::terminate()).context("cannot install SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot install SIGINT handler")?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    })
+/// SIGTERM and SIGINT, caught from the moment they are installed.
+struct TerminationSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl TerminationSignals {
+    fn install() -> anyhow::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate()).context("cannot install SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("cannot install SIGINT handler")?,
+        })
+    }
+
+    /// The name of the first signal received.
+    async fn wait(mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
 }
 
 /// One router per listener, all sharing the same context and health state.
@@ -150,5 +168,5 @@ fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow:
         .add_service(InventoryServer::new(InventoryService::new(Arc::clone(ctx))))
         .add_service(StorageServer::new(StorageService))
         .add_service(SwitchServer::new(SwitchService))
-        .add_service(CountersServer::new(CountersService)))
+        .add_service(CountersServer::new(CountersService::new(Arc::clone(ctx)))))
 }

@@ -64,13 +64,11 @@ pub(crate) enum OutputFormat {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Host-side lab checklist: BlueField on PCIe, link, MTU, RDMA ports, GID table.
-    #[command(after_help = "Example:\n  dpuctl check --list\n  dpuctl -o json check")]
-    Check {
-        /// List the checks and what each verifies, run nothing.
-        #[arg(long)]
-        list: bool,
-    },
+    /// Host-side lab checklist: BlueField on PCIe, link, MTU, RDMA ports, GID table, agent.
+    #[command(
+        after_help = "Examples:\n  dpuctl check --list                 # what is checked, why, how to fix\n  dpuctl check --interface ens1f0np0 --mtu 9000\n  dpuctl -o json check --no-agent     # host only, machine-readable"
+    )]
+    Check(CheckArgs),
     /// The DPU through its agent: inventory, health, counters.
     #[command(subcommand)]
     Dpu(DpuCommand),
@@ -104,13 +102,47 @@ pub(crate) enum DpuCommand {
     /// gRPC health of each service and the state of each backend (SNAP, OVSDB, sysfs).
     #[command(after_help = "Example:\n  dpuctl dpu health && echo healthy")]
     Health,
-    /// A counter snapshot, or a stream of them.
-    #[command(after_help = "Example:\n  dpuctl dpu counters --watch 1")]
-    Counters {
-        /// Print a snapshot every SECS seconds until interrupted.
-        #[arg(long, value_name = "SECS")]
-        watch: Option<f64>,
-    },
+    /// A counter snapshot, or a stream of deltas at an interval.
+    #[command(
+        after_help = "Examples:\n  dpuctl dpu counters                              # every RDMA port, netdev and NVMe disk\n  dpuctl dpu counters -s rdma:mlx5_0/1 -s netdev:pf0hpf\n  dpuctl dpu counters -s tc:pf0hpf --watch 1 --count 10   # deltas and rates each second"
+    )]
+    Counters(CountersArgs),
+}
+
+/// `check` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// List the checks and what each verifies; run nothing.
+    #[arg(long)]
+    pub(crate) list: bool,
+    /// The data interface to check (default: the first BlueField netdev with carrier and
+    /// an RDMA device).
+    #[arg(long, value_name = "IF")]
+    pub(crate) interface: Option<String>,
+    /// Require this MTU on the data interface.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65535))]
+    pub(crate) mtu: Option<u32>,
+    /// Host checks only: do not contact the agent.
+    #[arg(long)]
+    pub(crate) no_agent: bool,
+}
+
+/// `dpu counters` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct CountersArgs {
+    /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV]. Repeatable;
+    /// none means every RDMA port, netdev and NVMe namespace.
+    #[arg(short, long = "select", value_name = "SELECTOR")]
+    pub(crate) selectors: Vec<dpu_probe::counters::CounterSelector>,
+    /// Stream a snapshot every SECS seconds and print what changed since the previous one.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) watch: Option<f64>,
+    /// With --watch: stop after N intervals (default: until interrupted).
+    #[arg(long, value_name = "N", requires = "watch")]
+    pub(crate) count: Option<u32>,
+    /// Hide counters whose value (or, with --watch, whose delta) is zero.
+    #[arg(long)]
+    pub(crate) nonzero: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,10 +6,12 @@
 //! and it never builds a shell command line from user input.
 
 mod agent;
+mod check;
 mod cli;
 mod commands;
 mod outcome;
 mod output;
+mod snapshot_wire;
 
 use std::process::ExitCode;
 

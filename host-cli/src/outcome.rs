@@ -12,7 +12,6 @@ pub(crate) enum Outcome {
     /// Usage or environment error: bad flag, agent unreachable, call rejected.
     Usage,
     /// Evidence was missing (a counter missing, reset or wrapped).
-    #[allow(dead_code)] // Returned by `prove` once proofs land.
     Inconclusive,
 }
 

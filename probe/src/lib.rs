@@ -6,9 +6,16 @@
 //! and field engineers can point it at a fixture tree or a mounted image. Must not touch:
 //! anything that writes to the machine, gRPC types, or daemons (SNAP, OVS).
 
+pub mod block;
+mod counter_file;
+pub mod counters;
 mod error;
 pub mod netdev;
+pub mod netdev_stats;
+pub mod netlink;
+pub mod pci;
 pub mod rdma;
+pub mod rdma_counters;
 mod root;
 pub mod snapshot;
 pub mod system;

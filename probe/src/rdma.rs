@@ -3,6 +3,13 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
+mod gid;
+
+pub use gid::{
+    find_roce_v2_ipv4_gid, gid_candidates, perftest_default_gid_index, GidCandidate, GidType,
+};
+
+use crate::rdma_counters::is_unavailable;
 use crate::root::{link_basename, list_dir, read_attr, read_optional_attr};
 use crate::{ProbeError, SysRoot};
 
@@ -135,7 +142,13 @@ fn read_port(dir: &std::path::Path, port: u32) -> Result<RdmaPortInfo, ProbeErro
         let Ok(n) = index.parse::<u32>() else {
             continue;
         };
-        let gid = read_attr(&dir.join("gids").join(&index))?;
+        let gid_path = dir.join("gids").join(&index);
+        let gid = match std::fs::read_to_string(&gid_path) {
+            Ok(text) => text.trim().to_owned(),
+            // Kernels print zeros for empty entries; older ones may refuse the read.
+            Err(e) if is_unavailable(&e) => continue,
+            Err(e) => return Err(ProbeError::read(gid_path, e)),
+        };
         if is_empty_gid(&gid) {
             continue;
         }

@@ -1,6 +1,7 @@
 //! Running the real binaries: build them once, start `dpu-agent` with chosen flags, wait
 //! until it serves, stop it with a signal, and run `dpuctl` against it.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read as _;
 use std::net::TcpListener;
@@ -85,6 +86,12 @@ pub struct AgentOptions {
     pub extra_args: Vec<String>,
     /// Disable the OVS backend (the mocked tier has no ovsdb-server).
     pub ovs_disabled: bool,
+    /// The `dpu-agent` binary; `None` runs the host build from [`bin_dir`].
+    pub agent_bin: Option<PathBuf>,
+    /// A command the agent runs under, e.g. `scripts/aarch64-runner` (qemu-aarch64) for
+    /// the Arm build; empty runs the binary directly. The wrapper must `exec` the agent
+    /// so that signals reach it.
+    pub wrapper: Vec<OsString>,
 }
 
 impl AgentOptions {
@@ -97,6 +104,8 @@ impl AgentOptions {
             extra_listen: Vec::new(),
             extra_args: Vec::new(),
             ovs_disabled: true,
+            agent_bin: None,
+            wrapper: Vec::new(),
         }
     }
 
@@ -138,7 +147,18 @@ impl AgentProcess {
     pub fn spawn(options: &AgentOptions) -> Result<Self, String> {
         let socket = options.socket();
         let log = options.dir.join(format!("agent-{}.log", unique()));
-        let mut cmd = Command::new(bin_dir().join("dpu-agent"));
+        let agent_bin = options
+            .agent_bin
+            .clone()
+            .unwrap_or_else(|| bin_dir().join("dpu-agent"));
+        let mut cmd = match options.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(&agent_bin);
+                cmd
+            }
+            None => Command::new(&agent_bin),
+        };
         cmd.arg("--listen")
             .arg(format!("unix:{}", socket.display()))
             .arg("--sys-root")
@@ -165,7 +185,7 @@ impl AgentProcess {
             .stdout(log_file)
             .stderr(err_file)
             .spawn()
-            .map_err(|e| format!("spawn dpu-agent: {e}"))?;
+            .map_err(|e| format!("spawn {}: {e}", agent_bin.display()))?;
         Ok(Self { child, socket, log })
     }
 

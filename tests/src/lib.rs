@@ -5,13 +5,15 @@
 //! Owns: process management, fixtures and fakes for tests. Must not be a dependency of
 //! any shipped crate.
 
+pub mod arm;
 pub mod fake_snap;
 pub mod fixture;
 pub mod harness;
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is
-/// printed; with `DPU_TESTS_STRICT=1` (set by CI, which has every prerequisite) a skip is
-/// a failure, so nothing is silently passed there.
+/// printed and appended to `$DPU_TESTS_SKIP_LOG` (which `.ci/run` prints at the end); with
+/// `DPU_TESTS_STRICT=1` (set by CI, which has every prerequisite) a skip is a failure, so
+/// nothing is silently passed there.
 #[macro_export]
 macro_rules! skip {
     ($($reason:tt)+) => {{
@@ -19,7 +21,41 @@ macro_rules! skip {
         if std::env::var("DPU_TESTS_STRICT").as_deref() == Ok("1") {
             panic!("test prerequisite missing under DPU_TESTS_STRICT=1: {reason}");
         }
-        eprintln!("SKIPPED: {reason}");
+        $crate::record_skip(module_path!(), &reason);
         return;
     }};
+}
+
+/// Skips a test because the running kernel lacks a feature (a classifier, a module that
+/// is not built). CI cannot install a kernel, so this is not a failure under
+/// `DPU_TESTS_STRICT=1`; it is a failure under `DPU_TESTS_REQUIRE_KERNEL=1`, which the
+/// QEMU lab (a stock Debian kernel with every module) sets. Always logged.
+#[macro_export]
+macro_rules! skip_kernel_feature {
+    ($($reason:tt)+) => {{
+        let reason = format!($($reason)+);
+        if std::env::var("DPU_TESTS_REQUIRE_KERNEL").as_deref() == Ok("1") {
+            panic!("kernel feature missing under DPU_TESTS_REQUIRE_KERNEL=1: {reason}");
+        }
+        $crate::record_skip(module_path!(), &format!("kernel feature missing: {reason}"));
+        return;
+    }};
+}
+
+/// Prints a skip and appends it to `$DPU_TESTS_SKIP_LOG` when set, so skips are visible
+/// even though cargo hides the output of passing tests.
+pub fn record_skip(test: &str, reason: &str) {
+    use std::io::Write as _;
+    eprintln!("SKIPPED: {reason}");
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or(test);
+    if let Some(path) = std::env::var_os("DPU_TESTS_SKIP_LOG") {
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "SKIPPED {name}: {reason}");
+        }
+    }
 }

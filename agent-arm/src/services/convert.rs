@@ -1,6 +1,7 @@
 //! Conversions from reader types (`dpu-probe`) to API messages.
 
 use dpu_probe::netdev::{NetdevInfo, RepresentorRole};
+use dpu_probe::pci::{PciFunction, PciFunctionKind, PcieLink};
 use dpu_probe::rdma::{roce_path_mtu, RdmaDeviceInfo, RdmaPortInfo};
 use dpu_proto::names::Collection;
 use dpu_proto::v1;
@@ -114,6 +115,55 @@ fn rdma_port_state(state: u32) -> v1::RdmaPortState {
     }
 }
 
+/// Converts a PCI function. Kinds the API has no value for (a BlueField VF, the SoC, the
+/// auxiliary channel, flash recovery, a plain ConnectX) are `OTHER_MELLANOX`; their
+/// device ID and generation still say what they are.
+pub(crate) fn pci_function(f: PciFunction) -> v1::PciFunction {
+    let kind = match f.kind {
+        PciFunctionKind::BlueFieldNic => v1::PciFunctionKind::BluefieldNic,
+        PciFunctionKind::Rshim => v1::PciFunctionKind::Rshim,
+        PciFunctionKind::SnapNvme => v1::PciFunctionKind::SnapNvme,
+        PciFunctionKind::VirtioNet => v1::PciFunctionKind::VirtioNet,
+        PciFunctionKind::VirtioBlk => v1::PciFunctionKind::VirtioBlk,
+        PciFunctionKind::Other => v1::PciFunctionKind::Unspecified,
+        _ => v1::PciFunctionKind::OtherMellanox,
+    };
+    v1::PciFunction {
+        vendor_id: f
+            .vendor_id
+            .map(|id| format!("0x{id:04x}"))
+            .unwrap_or_default(),
+        device_id: f
+            .device_id
+            .map(|id| format!("0x{id:04x}"))
+            .unwrap_or_default(),
+        class_code: f
+            .class_code
+            .map(|c| format!("0x{c:06x}"))
+            .unwrap_or_default(),
+        kind: kind as i32,
+        generation: f.model().unwrap_or_default().to_owned(),
+        numa_node: f
+            .numa_node
+            .and_then(|n| i32::try_from(n).ok())
+            .unwrap_or(-1),
+        driver: f.driver.unwrap_or_default(),
+        current_link: pcie_link(f.current_link),
+        max_link: pcie_link(f.max_link),
+        netdevs: f.netdevs,
+        rdma_devices: f.rdma_devices,
+        address: Some(v1::PciAddress { bdf: f.address }),
+    }
+}
+
+/// An all-unknown link is absent rather than a misleading x0 at 0 GT/s.
+fn pcie_link(link: PcieLink) -> Option<v1::PcieLink> {
+    link.is_known().then(|| v1::PcieLink {
+        speed_gts: link.speed_gts.unwrap_or(0.0),
+        width: link.width.unwrap_or(0),
+    })
+}
+
 /// BlueField model from an mlx5 `hca_type` ("MT" + the PCI device id in decimal).
 pub(crate) fn bluefield_model(hca_type: &str) -> Option<&'static str> {
     let id: u32 = hca_type.strip_prefix("MT")?.parse().ok()?;
@@ -130,6 +180,48 @@ pub(crate) fn bluefield_model(hca_type: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pci_functions_map_ids_kinds_and_unknown_links() {
+        let f = PciFunction {
+            address: "0000:3b:00.1".to_owned(),
+            vendor_id: Some(0x15b3),
+            device_id: Some(0xa2dc),
+            class_code: Some(0x020000),
+            kind: PciFunctionKind::BlueFieldNic,
+            generation: Some(dpu_probe::pci::BlueFieldGeneration::BlueField3),
+            current_link: PcieLink {
+                speed_gts: Some(32.0),
+                width: Some(8),
+            },
+            max_link: PcieLink {
+                speed_gts: Some(32.0),
+                width: Some(16),
+            },
+            ..PciFunction::default()
+        };
+        let m = pci_function(f);
+        assert_eq!(m.address.map(|a| a.bdf).as_deref(), Some("0000:3b:00.1"));
+        assert_eq!(
+            (m.vendor_id.as_str(), m.device_id.as_str()),
+            ("0x15b3", "0xa2dc")
+        );
+        assert_eq!(m.class_code, "0x020000");
+        assert_eq!(m.kind, v1::PciFunctionKind::BluefieldNic as i32);
+        assert_eq!(m.generation, "BlueField-3");
+        assert_eq!(m.numa_node, -1, "no NUMA information");
+        assert_eq!(m.current_link.map(|l| l.width), Some(8));
+        assert_eq!(m.max_link.map(|l| l.width), Some(16));
+
+        let bare = pci_function(PciFunction {
+            kind: PciFunctionKind::Soc,
+            numa_node: Some(1),
+            ..PciFunction::default()
+        });
+        assert_eq!(bare.kind, v1::PciFunctionKind::OtherMellanox as i32);
+        assert_eq!((bare.numa_node, bare.current_link), (1, None));
+        assert!(bare.vendor_id.is_empty() && bare.generation.is_empty());
+    }
 
     #[test]
     fn hca_types_map_to_models() {

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use dpu_probe::netdev::RepresentorRole;
-use dpu_probe::{netdev, rdma, system, SysRoot};
+use dpu_probe::{netdev, pci, rdma, system, SysRoot};
 use dpu_proto::names::Collection;
 use dpu_proto::v1::{self, inventory_server::Inventory};
 use tonic::{Request, Response, Status};
 
 use super::convert::{self, bluefield_model};
-use super::status::{blocking, invalid_field, not_yet};
+use super::status::{blocking, invalid_field};
 use crate::context::AgentContext;
 
 /// Serves inventory from the agent's sysfs root.
@@ -147,12 +147,18 @@ impl Inventory for InventoryService {
 
     async fn list_pci_functions(
         &self,
-        _request: Request<v1::ListPciFunctionsRequest>,
+        request: Request<v1::ListPciFunctionsRequest>,
     ) -> Result<Response<v1::ListPciFunctionsResponse>, Status> {
-        Err(not_yet(
-            "Inventory.ListPciFunctions",
-            "probe: PCI BlueField discovery",
-        ))
+        let filter = if request.get_ref().all_mellanox {
+            pci::PciFilter::Mellanox
+        } else {
+            pci::PciFilter::BlueField
+        };
+        let root = self.root();
+        let functions = blocking(move || pci::list_pci_functions(&root, filter)).await?;
+        Ok(Response::new(v1::ListPciFunctionsResponse {
+            functions: functions.into_iter().map(convert::pci_function).collect(),
+        }))
     }
 }
 

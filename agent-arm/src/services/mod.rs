@@ -5,6 +5,7 @@
 
 mod convert;
 mod counters;
+mod counters_convert;
 mod inventory;
 mod status;
 mod storage;

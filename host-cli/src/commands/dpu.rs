@@ -1,6 +1,6 @@
 //! `dpuctl dpu ...`: inventory, health and counters through the agent.
 
-use dpu_proto::v1::{self, counters_client::CountersClient, inventory_client::InventoryClient};
+use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use serde::Serialize;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
@@ -14,10 +14,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &DpuCommand) -> anyhow::Result<Outco
     match cmd {
         DpuCommand::Info => info(env).await,
         DpuCommand::Health => health(env).await,
-        DpuCommand::Counters { watch: None } => counters(env).await,
-        DpuCommand::Counters { watch: Some(_) } => {
-            super::pending::not_yet("dpu counters --watch", "probe: counter snapshots")
-        }
+        DpuCommand::Counters(args) => super::counters::run(env, args).await,
     }
 }
 
@@ -214,30 +211,4 @@ async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Failed
     })
-}
-
-async fn counters(env: &Env<'_>) -> anyhow::Result<Outcome> {
-    let snapshot = CountersClient::new(env.channel().await?)
-        .snapshot(v1::SnapshotRequest::default())
-        .await
-        .map_err(rpc_error("Counters.Snapshot"))?
-        .into_inner();
-    if env.json() {
-        output::json(&snapshot)?;
-    } else {
-        let mut table = output::table(["source", "object", "counter", "value"]);
-        for s in &snapshot.samples {
-            table.add_row([
-                s.source.clone(),
-                s.object.clone(),
-                s.counter.clone(),
-                s.value.to_string(),
-            ]);
-        }
-        output::print_table(&table)?;
-        for e in &snapshot.errors {
-            output::line(&format!("not read: {}", e.message))?;
-        }
-    }
-    Ok(Outcome::Success)
 }

@@ -1,5 +1,6 @@
 //! Command handlers, one file per area.
 
+mod counters;
 mod dpu;
 mod pending;
 mod storage;
@@ -41,7 +42,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Dpu(cmd) => dpu::run(&env, cmd).await,
         Command::Storage(cmd) => storage::run(&env, cmd).await,
         Command::Switch(cmd) => switch::run(&env, cmd).await,
-        Command::Check { .. } => pending::not_yet("check", "probe: host-side checks"),
+        Command::Check(args) => crate::check::run(&env, args).await,
         Command::Roce(_) => pending::not_yet("roce", "RoCE performance and DCB checks"),
         Command::Prove(_) => pending::not_yet("prove", "offload proofs"),
         Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),

@@ -1,10 +1,13 @@
 //! The mocked gRPC tier: the real `dpu-agent` process on a temp Unix socket (and TCP),
 //! a fixture sysfs tree, a fake SNAP server, driven by `dpuctl` and generated clients.
 
+mod check;
 mod cli;
+mod counters;
 mod errors;
 mod health;
 mod lifecycle;
+mod pci;
 mod reflection;
 
 use dpu_tests::fake_snap::FakeSnap;
@@ -15,6 +18,8 @@ use dpu_tests::harness::{AgentOptions, AgentProcess};
 pub(crate) struct Lab {
     pub(crate) agent: AgentProcess,
     pub(crate) snap: FakeSnap,
+    /// The fixture root the agent reads (`--sys-root`); tests change counters under it.
+    pub(crate) root: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -32,6 +37,7 @@ impl Lab {
         Self {
             agent,
             snap,
+            root,
             _dir: dir,
         }
     }

@@ -1,0 +1,180 @@
+//! `dpuctl dpu counters`: one snapshot from the agent, or a watch that prints per-interval
+//! deltas and rates computed by the probe's diff (so resets and wraps are flagged, never
+//! shown as huge numbers).
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use dpu_probe::snapshot::{diff, Change, Snapshot, SnapshotDiff};
+use dpu_proto::v1::{self, counters_client::CountersClient};
+use tokio_stream::StreamExt as _;
+
+use super::{rpc_error, Env};
+use crate::cli::CountersArgs;
+use crate::outcome::Outcome;
+use crate::output;
+use crate::snapshot_wire::{selector_to_wire, snapshot_from_wire, unit_name};
+
+pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Outcome> {
+    let selectors: Vec<v1::CounterSelector> = args.selectors.iter().map(selector_to_wire).collect();
+    match args.watch {
+        None => once(env, args, selectors).await,
+        Some(secs) => watch(env, args, selectors, secs).await,
+    }
+}
+
+async fn once(
+    env: &Env<'_>,
+    args: &CountersArgs,
+    selectors: Vec<v1::CounterSelector>,
+) -> anyhow::Result<Outcome> {
+    let wire = CountersClient::new(env.channel().await?)
+        .snapshot(v1::SnapshotRequest { selectors })
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner();
+    if env.json() {
+        output::json(&wire)?;
+        return Ok(Outcome::Success);
+    }
+    let snapshot = snapshot_from_wire(&wire);
+    let mut table = output::table(["source", "object", "counter", "value", "unit"]);
+    for s in snapshot
+        .samples
+        .iter()
+        .filter(|s| !args.nonzero || s.value != 0)
+    {
+        table.add_row([
+            s.key.source.as_str().to_owned(),
+            s.key.object.clone(),
+            s.key.counter.clone(),
+            s.value.to_string(),
+            unit_name(s.unit).to_owned(),
+        ]);
+    }
+    output::print_table(&table)?;
+    print_footer(&snapshot, &wire.errors)?;
+    Ok(Outcome::Success)
+}
+
+fn print_footer(snapshot: &Snapshot, errors: &[v1::SourceError]) -> anyhow::Result<()> {
+    output::line(&format!(
+        "{} counters read within {:?}",
+        snapshot.samples.len(),
+        snapshot.skew()
+    ))?;
+    for e in errors {
+        output::line(&format!("not read: {}", e.message))?;
+    }
+    Ok(())
+}
+
+async fn watch(
+    env: &Env<'_>,
+    args: &CountersArgs,
+    selectors: Vec<v1::CounterSelector>,
+    secs: f64,
+) -> anyhow::Result<Outcome> {
+    let interval = Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .context("--watch must be a positive number of seconds")?;
+    // One more snapshot than intervals: the first is the baseline.
+    let max_snapshots = args.count.map_or(0, |n| n.saturating_add(1));
+    let mut stream = CountersClient::new(env.channel().await?)
+        .watch(v1::WatchRequest {
+            selectors,
+            interval: Some(dpu_proto::pbjson_types::Duration {
+                seconds: i64::try_from(interval.as_secs()).unwrap_or(i64::MAX),
+                nanos: i32::try_from(interval.subsec_nanos()).unwrap_or(0),
+            }),
+            max_snapshots,
+        })
+        .await
+        .map_err(rpc_error("Counters.Watch"))?
+        .into_inner();
+    let mut previous: Option<Snapshot> = None;
+    let mut discontinuities = false;
+    while let Some(item) = stream.next().await {
+        let wire = item.map_err(rpc_error("Counters.Watch"))?;
+        if env.json() {
+            // One snapshot per line: a stream scripts can read incrementally.
+            let line = serde_json::to_string(&wire).context("cannot encode snapshot")?;
+            output::line(&line)?;
+            continue;
+        }
+        let current = snapshot_from_wire(&wire);
+        match &previous {
+            None => output::line(&format!(
+                "baseline: {} counters read within {:?}; deltas every {interval:?}",
+                current.samples.len(),
+                current.skew()
+            ))?,
+            Some(before) => {
+                let d = diff(before, &current);
+                discontinuities |= d.has_discontinuities();
+                print_diff(&d, args.nonzero)?;
+            }
+        }
+        for e in &wire.errors {
+            output::line(&format!("not read: {}", e.message))?;
+        }
+        previous = Some(current);
+    }
+    // A reset or wrap means some deltas above were unknown: say so in the exit code.
+    Ok(if discontinuities {
+        Outcome::Inconclusive
+    } else {
+        Outcome::Success
+    })
+}
+
+fn print_diff(d: &SnapshotDiff, nonzero: bool) -> anyhow::Result<()> {
+    let secs = d.interval.as_secs_f64();
+    let mut table = output::table(["source", "object", "counter", "delta", "per second", "unit"]);
+    for entry in &d.deltas {
+        let (delta, rate) = match entry.change {
+            Change::Delta(0) if nonzero => continue,
+            Change::Delta(v) => (v.to_string(), rate(v, secs)),
+            Change::Wrapped(v) => (format!("{v} (wrapped)"), rate(v, secs)),
+            Change::Reset => ("RESET".to_owned(), "-".to_owned()),
+            Change::Level => (
+                format!(
+                    "{} -> {}",
+                    entry.before.unwrap_or_default(),
+                    entry.after.unwrap_or_default()
+                ),
+                "-".to_owned(),
+            ),
+            Change::Appeared => ("appeared".to_owned(), "-".to_owned()),
+            Change::Vanished => ("vanished".to_owned(), "-".to_owned()),
+        };
+        table.add_row([
+            entry.key.source.as_str().to_owned(),
+            entry.key.object.clone(),
+            entry.key.counter.clone(),
+            delta,
+            rate,
+            unit_name(entry.unit).to_owned(),
+        ]);
+    }
+    output::line(&format!("after {secs:.3} s:"))?;
+    if d.rebooted {
+        output::line("the DPU rebooted: every counter restarted")?;
+    }
+    if table.row_count() == 0 {
+        return output::line("  no counter changed");
+    }
+    output::print_table(&table)
+}
+
+fn rate(delta: u64, secs: f64) -> String {
+    if secs > 0.0 {
+        // Precision loss above 2^53 is irrelevant for a display rate.
+        #[allow(clippy::cast_precision_loss)]
+        let per_sec = delta as f64 / secs;
+        format!("{per_sec:.1}")
+    } else {
+        "-".to_owned()
+    }
+}

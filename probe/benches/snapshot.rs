@@ -1,0 +1,316 @@
+//! Snapshot speed against what a user would otherwise run, in the same run.
+//!
+//! The tree is DPU-sized: two uplink RDMA devices with every IB PMA and mlx5 driver
+//! counter, and 66 netdevs (2 uplinks + 64 representors, veth devices in a network
+//! namespace this benchmark creates). `dpu-probe` reads the RDMA files from the tree and
+//! the link stats from one netlink dump inside the namespace; the shell baseline is what an
+//! engineer scripts: `cat` of the same counter files plus `ip -s -j link show`.
+//!
+//! A second scenario gives every representor an RDMA port too (switchdev exposes `vport_*`
+//! Q counters per representor), to show how the snapshot scales with the file count.
+//!
+//! Run: `cargo bench -p dpu-probe --bench snapshot` (as root; without root or `ip` it says
+//! why and exits 0). Targets: at least 20x faster than the shell baseline, and under 5 ms
+//! between the first and the last counter read (the snapshot's skew).
+
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::SysRoot;
+
+const PMA: &[&str] = &[
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "unicast_xmit_packets",
+    "unicast_rcv_packets",
+    "multicast_xmit_packets",
+    "multicast_rcv_packets",
+    "symbol_error",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "link_error_recovery",
+    "link_downed",
+    "port_xmit_constraint_errors",
+    "port_rcv_constraint_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "port_xmit_discards",
+    "VL15_dropped",
+    "port_xmit_wait",
+];
+
+const HW: &[&str] = &[
+    "rx_write_requests",
+    "rx_read_requests",
+    "rx_atomic_requests",
+    "rx_dct_connect",
+    "out_of_buffer",
+    "out_of_sequence",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "resp_local_length_error",
+    "resp_cqe_error",
+    "req_cqe_error",
+    "req_remote_invalid_request",
+    "req_remote_access_errors",
+    "resp_remote_access_errors",
+    "resp_cqe_flush_error",
+    "req_cqe_flush_error",
+    "req_transport_retries_exceeded",
+    "req_rnr_retries_exceeded",
+    "roce_adp_retrans",
+    "roce_adp_retrans_to",
+    "roce_slow_restart",
+    "roce_slow_restart_cnps",
+    "roce_slow_restart_trans",
+    "rp_cnp_ignored",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+    "np_cnp_sent",
+    "rx_icrc_encapsulated",
+];
+
+const REPRESENTORS: usize = 64;
+
+fn write_port(root: &Path, dev: &str, port: u32, vport: bool) -> std::io::Result<usize> {
+    let dir = root.join(format!("sys/class/infiniband/{dev}/ports/{port}"));
+    fs::create_dir_all(dir.join("counters"))?;
+    fs::create_dir_all(dir.join("hw_counters"))?;
+    let mut files = 0;
+    for (i, name) in PMA.iter().enumerate() {
+        fs::write(
+            dir.join("counters").join(name),
+            format!("{}\n", 1_000_000 + i),
+        )?;
+        files += 1;
+    }
+    for (i, name) in HW.iter().enumerate() {
+        let name = if vport {
+            format!("vport_{name}")
+        } else {
+            (*name).to_owned()
+        };
+        fs::write(dir.join("hw_counters").join(name), format!("{i}\n"))?;
+        files += 1;
+    }
+    Ok(files)
+}
+
+/// Builds the RDMA part of the tree; returns the number of counter files.
+fn build_tree(root: &Path, ports_per_device: u32) -> std::io::Result<usize> {
+    fs::create_dir_all(root.join("proc/sys/kernel/random"))?;
+    fs::write(root.join("proc/sys/kernel/random/boot_id"), "bench\n")?;
+    let mut files = 0;
+    for dev in ["mlx5_0", "mlx5_1"] {
+        for port in 1..=ports_per_device {
+            files += write_port(root, dev, port, port > 1)?;
+        }
+    }
+    Ok(files)
+}
+
+/// The benchmark's network namespace with 66 links, removed on drop. The links are veth
+/// devices (every kernel has veth; `dummy` is often a module that is not there) whose
+/// peers live in a second namespace, so the measured one holds exactly the DPU's 66.
+struct Netns(String, String);
+
+impl Netns {
+    fn create() -> Result<Self, String> {
+        let name = format!("dpu-bench-{}", std::process::id());
+        let peers = format!("{name}-peers");
+        run("ip", &["netns", "add", &name])?;
+        let ns = Self(name, peers);
+        run("ip", &["netns", "add", &ns.1])?;
+        let mut batch = String::new();
+        let mut add = |ifname: &str, i: usize| {
+            batch.push_str(&format!(
+                "link add {ifname} type veth peer name peer{i} netns {}\nlink set {ifname} up\n",
+                ns.1
+            ));
+        };
+        add("p0", 0);
+        add("p1", 1);
+        for i in 0..REPRESENTORS {
+            add(&format!("pf{}vf{}", i / 32, i % 32), i + 2);
+        }
+        let path = std::env::temp_dir().join(format!("{}.batch", ns.0));
+        fs::write(&path, batch).map_err(|e| e.to_string())?;
+        let path_text = path.to_string_lossy().into_owned();
+        let result = run("ip", &["-n", &ns.0, "-batch", &path_text]);
+        let _ = fs::remove_file(&path);
+        result?;
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run("ip", &["netns", "del", &self.0]);
+        let _ = run("ip", &["netns", "del", &self.1]);
+    }
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn max(v: &[Duration]) -> Duration {
+    v.iter().copied().max().unwrap_or_default()
+}
+
+struct Scenario {
+    name: &'static str,
+    ports_per_device: u32,
+}
+
+fn bench(ns: &Netns, scenario: &Scenario) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let files = build_tree(dir.path(), scenario.ports_per_device).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::in_netns(SysRoot::new(dir.path()), format!("/run/netns/{}", ns.0));
+    let selectors = [
+        CounterSelector::Rdma {
+            device: None,
+            port: None,
+        },
+        CounterSelector::Netdev { ifname: None },
+    ];
+
+    // Warm up: opens the netlink socket, fills the page cache.
+    let first = sampler.snapshot(&selectors);
+    if !first.errors.is_empty() {
+        return Err(format!("snapshot errors: {:?}", first.errors));
+    }
+    let counters = first.samples.len();
+    let netdev_samples = first
+        .samples
+        .iter()
+        .filter(|s| s.key.object.starts_with("netdevs/"))
+        .count();
+
+    let mut probe_times = Vec::new();
+    let mut skews = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        let snap = sampler.snapshot(&selectors);
+        probe_times.push(start.elapsed());
+        skews.push(snap.skew());
+    }
+
+    let root = dir.path().to_string_lossy().into_owned();
+    let script = r#"cat "$1"/sys/class/infiniband/*/ports/*/counters/* "$1"/sys/class/infiniband/*/ports/*/hw_counters/* >/dev/null && ip -n "$2" -s -j link show >/dev/null"#;
+    let mut shell_times = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let status = Command::new("sh")
+            .args(["-c", script, "sh", &root, &ns.0])
+            .status()
+            .map_err(|e| format!("sh: {e}"))?;
+        shell_times.push(start.elapsed());
+        if !status.success() {
+            return Err("the shell baseline failed".to_owned());
+        }
+    }
+
+    // Where the time goes: each source alone.
+    let mut parts = Vec::new();
+    for (label, only) in [
+        ("RDMA files", &selectors[..1]),
+        ("netlink", &selectors[1..]),
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            let _ = sampler.snapshot(only);
+            times.push(start.elapsed());
+        }
+        parts.push(format!("{label} {:.3?}", median(times)));
+    }
+
+    let probe = median(probe_times);
+    let shell = median(shell_times);
+    let skew = median(skews.clone());
+    let ratio = shell.as_secs_f64() / probe.as_secs_f64();
+    println!("scenario: {}", scenario.name);
+    println!(
+        "  tree: {files} RDMA counter files, {} netdevs ({netdev_samples} link samples); {counters} counters per snapshot",
+        2 + REPRESENTORS
+    );
+    println!(
+        "  dpu-probe snapshot  median {probe:>10.3?}  (200 runs; alone: {})",
+        parts.join(", ")
+    );
+    println!("  shell (cat + ip -s) median {shell:>10.3?}  (30 runs)");
+    println!(
+        "  speed-up {ratio:.1}x  [target >= 20x: {}]",
+        if ratio >= 20.0 { "met" } else { "NOT MET" }
+    );
+    println!(
+        "  skew first->last read: median {skew:.3?}, max {:.3?}  [target < 5 ms: {}]",
+        max(&skews),
+        if skew < Duration::from_millis(5) {
+            "met"
+        } else {
+            "NOT MET"
+        }
+    );
+    Ok(())
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: both run it.
+    if !nix::unistd::geteuid().is_root() {
+        println!("SKIPPED: the snapshot benchmark creates a network namespace and needs root");
+        return;
+    }
+    let ns = match Netns::create() {
+        Ok(ns) => ns,
+        Err(e) => {
+            println!("SKIPPED: cannot create the benchmark's network namespace: {e}");
+            return;
+        }
+    };
+    for scenario in [
+        Scenario {
+            name: "2 uplink RDMA devices with all counters, 66 netdevs",
+            ports_per_device: 1,
+        },
+        Scenario {
+            name: "same, plus an RDMA port (vport_ Q counters) per representor",
+            ports_per_device: 1 + (REPRESENTORS as u32) / 2,
+        },
+    ] {
+        if let Err(e) = bench(&ns, &scenario) {
+            println!("FAILED: {}: {e}", scenario.name);
+            std::process::exit(1);
+        }
+    }
+}

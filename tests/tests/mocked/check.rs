@@ -1,0 +1,167 @@
+//! `dpuctl check` against the BlueField-3 host fixture, with and without an agent on the
+//! DPU fixture: the narrow PCIe link and the GID-index trap are diagnosed by name, the
+//! agent's card is compared with the host's, and nothing uncheckable passes.
+
+use std::fs;
+
+use dpu_tests::fixture;
+use dpu_tests::harness::dpuctl;
+use serde_json::Value;
+
+use crate::Lab;
+
+fn results(stdout: &[u8]) -> Vec<Value> {
+    serde_json::from_slice::<Value>(stdout)
+        .expect("check prints JSON")
+        .as_array()
+        .expect("an array of results")
+        .clone()
+}
+
+fn status<'a>(results: &'a [Value], id: &str) -> (&'a str, &'a str) {
+    let r = results
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no result {id}"));
+    (
+        r["status"].as_str().unwrap_or_default(),
+        r["detail"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn the_host_fixture_fails_on_its_narrow_link_and_warns_about_the_gid_index() {
+    let (_dir, root) = fixture::bluefield3_host_tempdir();
+    let root = root.to_str().expect("utf-8 path");
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "--sys-root",
+        root,
+        "check",
+        "--no-agent",
+        "--mtu",
+        "9000",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "a failed check exits 1");
+    let r = results(&out.stdout);
+    let (s, d) = status(&r, "pcie.link");
+    assert_eq!(s, "fail");
+    assert!(d.contains("0000:3b:00.1") && d.contains("x8 of x16"), "{d}");
+    assert_eq!(status(&r, "pcie.bluefield").0, "pass");
+    let (s, d) = status(&r, "netdev.up");
+    assert_eq!(s, "pass", "{d}");
+    assert!(
+        d.contains("ens1f0np0"),
+        "the interface with carrier and RDMA is chosen: {d}"
+    );
+    assert_eq!(status(&r, "netdev.mtu").0, "pass");
+    assert_eq!(status(&r, "rdma.port").0, "pass");
+    assert_eq!(status(&r, "rdma.link-layer").0, "pass");
+    let (s, d) = status(&r, "rdma.gid");
+    assert_eq!(
+        s, "warn",
+        "index 3 is right, index 0 is what old tools take: {d}"
+    );
+    assert!(d.contains("index 3") && d.contains("192.168.100.1"), "{d}");
+    for id in ["agent.reachable", "agent.consistent", "agent.mtu"] {
+        assert_eq!(status(&r, id).0, "skip", "{id}");
+    }
+}
+
+#[test]
+fn a_down_interface_is_diagnosed_and_a_wrong_mtu_fails() {
+    let (_dir, root) = fixture::bluefield3_host_tempdir();
+    let root = root.to_str().expect("utf-8 path");
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "--sys-root",
+        root,
+        "check",
+        "--no-agent",
+        "--interface",
+        "ens1f1np1",
+        "--mtu",
+        "9000",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = results(&out.stdout);
+    assert_eq!(status(&r, "netdev.up").0, "fail");
+    let (s, d) = status(&r, "netdev.mtu");
+    assert_eq!(s, "fail");
+    assert!(d.contains("1500") && d.contains("9000"), "{d}");
+}
+
+#[test]
+fn an_agent_on_the_same_card_is_consistent_and_another_card_is_not() {
+    let (_host_dir, host_root) = fixture::bluefield3_host_tempdir();
+    let host_root = host_root.to_str().expect("utf-8 path");
+    let lab = Lab::start();
+    let agent = lab.agent.endpoint();
+
+    // The DPU fixture's firmware differs from the host fixture's: another card.
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "--sys-root",
+        host_root,
+        "--agent",
+        &agent,
+        "check",
+    ]);
+    let r = results(&out.stdout);
+    assert_eq!(status(&r, "agent.reachable").0, "pass");
+    let (s, d) = status(&r, "agent.consistent");
+    assert_eq!(s, "fail", "{d}");
+    assert!(d.contains("firmware"), "{d}");
+    let (s, d) = status(&r, "agent.mtu");
+    assert_eq!(
+        s, "pass",
+        "p0 9216 and pf0hpf 9000 carry the host's 9000: {d}"
+    );
+
+    // Make it the same card: now the agent's view matches the host's.
+    fs::write(
+        lab.root.join("sys/class/infiniband/mlx5_0/fw_ver"),
+        "32.41.1000\n",
+    )
+    .expect("write fw_ver");
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "--sys-root",
+        host_root,
+        "--agent",
+        &agent,
+        "check",
+    ]);
+    let r = results(&out.stdout);
+    let (s, d) = status(&r, "agent.consistent");
+    assert_eq!(s, "pass", "{d}");
+    assert!(d.contains("BlueField-3") && d.contains("DPU mode"), "{d}");
+}
+
+#[test]
+fn check_list_describes_every_check_and_runs_nothing() {
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "check",
+        "--list",
+        "--agent",
+        "unix:/nonexistent/x.sock",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = results(&out.stdout);
+    assert!(list.len() >= 12);
+    for c in &list {
+        for field in ["id", "verifies", "why", "fix"] {
+            assert!(c[field].as_str().is_some_and(|s| !s.is_empty()), "{c}");
+        }
+    }
+}
