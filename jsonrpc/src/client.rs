@@ -8,11 +8,26 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{broadcast, Mutex};
+use tokio::sync::{broadcast, watch, Mutex};
 
 use crate::connection::Connection;
 use crate::message::{encode_request, Notification, Version};
 use crate::Error;
+
+/// Where a [`Client`]'s connection stands, published through [`Client::connection_status`]
+/// so a caller holding server-side state tied to one connection (an OVSDB monitor, a lock)
+/// learns that it was lost and must be set up again: the client reconnects by itself on the
+/// next call, but a new connection starts with none of the old one's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ConnectionStatus {
+    /// How many connections have been opened so far; a new value means a new connection
+    /// (0: never connected).
+    pub generation: u64,
+    /// True while connection `generation` is open; false before the first connect and after
+    /// it ended (until the next call reconnects).
+    pub connected: bool,
+}
 
 /// How a [`Client`] talks to its socket. The defaults suit SPDK/SNAP; OVSDB and unixctl need
 /// [`ClientOptions::v1`].
@@ -74,6 +89,7 @@ struct Inner {
     next_id: AtomicU64,
     connection: Mutex<Option<Arc<Connection>>>,
     notifications: broadcast::Sender<Notification>,
+    status: watch::Sender<ConnectionStatus>,
 }
 
 impl Client {
@@ -87,6 +103,7 @@ impl Client {
                 next_id: AtomicU64::new(1),
                 connection: Mutex::new(None),
                 notifications,
+                status: watch::Sender::new(ConnectionStatus::default()),
             }),
         }
     }
@@ -117,6 +134,15 @@ impl Client {
         self.inner.notifications.subscribe()
     }
 
+    /// Watches the connection: every new connection bumps
+    /// [`generation`](ConnectionStatus::generation), and `connected` drops to false as soon as
+    /// the peer or a socket error ends it. The client never reconnects on its own, so a caller
+    /// that must restore server-side state calls again (e.g. re-sends its monitor) when it
+    /// sees `connected == false` or a generation other than the one it set the state up on.
+    pub fn connection_status(&self) -> watch::Receiver<ConnectionStatus> {
+        self.inner.status.subscribe()
+    }
+
     /// Connects now instead of on the first call, to learn early whether the peer is there.
     pub async fn connect(&self) -> Result<(), Error> {
         self.connection().await.map(drop)
@@ -129,6 +155,9 @@ impl Client {
             return Ok(Arc::clone(conn));
         }
         let opts = &self.inner.options;
+        // Only this function (under the slot lock) opens connections, so the next
+        // generation cannot be taken by anyone else meanwhile.
+        let generation = self.inner.status.borrow().generation + 1;
         let conn = Arc::new(
             Connection::open(
                 &self.inner.path,
@@ -136,19 +165,33 @@ impl Client {
                 opts.connect_timeout,
                 opts.max_frame,
                 self.inner.notifications.clone(),
+                (self.inner.status.clone(), generation),
             )
             .await?,
         );
         *slot = Some(Arc::clone(&conn));
+        // If the connection already died, its close published {generation, false}; never
+        // overwrite that with "connected".
+        self.inner.status.send_if_modified(|status| {
+            if status.generation >= generation {
+                return false;
+            }
+            *status = ConnectionStatus {
+                generation,
+                connected: true,
+            };
+            true
+        });
         Ok(conn)
     }
 
+    /// One call; returns the result and the generation of the connection that carried it.
     async fn call(
         &self,
         method: &str,
         params: Option<Value>,
         deadline: Duration,
-    ) -> Result<Value, Error> {
+    ) -> Result<(Value, u64), Error> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(self.inner.options.version, method, params.as_ref(), id)?;
         let started = Instant::now();
@@ -171,17 +214,23 @@ impl Client {
         result
     }
 
-    async fn round_trip(&self, method: &str, id: u64, bytes: Vec<u8>) -> Result<Value, Error> {
+    async fn round_trip(
+        &self,
+        method: &str,
+        id: u64,
+        bytes: Vec<u8>,
+    ) -> Result<(Value, u64), Error> {
         let conn = self.connection().await?;
         // The guard removes the pending slot however this future ends, timeouts included.
         let (_guard, reply) = conn.register(id, method)?;
         conn.send(method, bytes).await?;
-        reply.await.unwrap_or_else(|_| {
+        let value = reply.await.unwrap_or_else(|_| {
             Err(Error::ConnectionClosed {
                 method: method.to_owned(),
                 reason: "the connection was dropped".to_owned(),
             })
-        })
+        })?;
+        Ok((value, conn.generation()))
     }
 
     /// Calls still waiting for a reply on the current connection.
@@ -222,6 +271,14 @@ impl Request {
 
     /// Sends the call and returns the raw `result`.
     pub async fn execute_value(self) -> Result<Value, Error> {
+        self.execute_on_connection().await.map(|(value, _)| value)
+    }
+
+    /// Sends the call and returns the raw `result` with the
+    /// [`generation`](ConnectionStatus::generation) of the connection that carried it, for
+    /// calls that set up per-connection server state (an OVSDB `monitor`): that state lives
+    /// exactly as long as this generation, whatever other callers did meanwhile.
+    pub async fn execute_on_connection(self) -> Result<(Value, u64), Error> {
         let params = match self.params {
             None => None,
             Some(Ok(params)) => Some(params),

@@ -17,9 +17,10 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::client::ConnectionStatus;
 use crate::framing::{FrameDecoder, FrameError};
 use crate::message::{classify, encode_answer, Incoming, Notification, Version};
 use crate::Error;
@@ -44,6 +45,9 @@ pub(crate) struct Connection {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
+    /// Where the end of this connection is published, and this connection's generation.
+    status: watch::Sender<ConnectionStatus>,
+    generation: u64,
 }
 
 #[derive(Debug, Default)]
@@ -127,6 +131,19 @@ impl Shared {
             let _ = slot.reply.send(Err(reason.error_for(&slot.method)));
         }
         state.closed = Some(reason);
+        drop(state);
+        let generation = self.generation;
+        // A newer connection's status is never overwritten by an old one ending.
+        self.status.send_if_modified(|status| {
+            if status.generation > generation {
+                return false;
+            }
+            *status = ConnectionStatus {
+                generation,
+                connected: false,
+            };
+            true
+        });
     }
 }
 
@@ -154,13 +171,15 @@ struct ReaderContext {
 }
 
 impl Connection {
-    /// Connects to `path` and starts the reader and writer tasks.
+    /// Connects to `path` and starts the reader and writer tasks; when the connection ends
+    /// it publishes `{generation, connected: false}` on `status`.
     pub(crate) async fn open(
         path: &Path,
         version: Version,
         connect_timeout: Duration,
         max_frame: usize,
         notifications: broadcast::Sender<Notification>,
+        (status, generation): (watch::Sender<ConnectionStatus>, u64),
     ) -> Result<Self, Error> {
         let stream = match tokio::time::timeout(connect_timeout, UnixStream::connect(path)).await {
             Ok(Ok(stream)) => stream,
@@ -184,6 +203,8 @@ impl Connection {
         let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
+            status,
+            generation,
         });
         let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
         let ctx = ReaderContext {
@@ -201,6 +222,11 @@ impl Connection {
             reader,
             writer,
         })
+    }
+
+    /// Which connection of its client this is (see [`ConnectionStatus::generation`]).
+    pub(crate) fn generation(&self) -> u64 {
+        self.shared.generation
     }
 
     /// True once the peer or a socket error ended this connection.

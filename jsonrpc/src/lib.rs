@@ -4,9 +4,11 @@
 //! This crate owns the transport: delimiter-free framing (one JSON value after another, parsed
 //! incrementally, bounded by a maximum frame size), a persistent lazily opened connection,
 //! correlation of replies to calls by id so many calls share one socket, per-call deadlines,
-//! reconnecting after the peer restarts, answering OVSDB `echo`, and fanning out
-//! notifications. It must not know any method: nothing about SPDK, SNAP or OVSDB semantics
-//! belongs here — that is `dpu-nvmeof` and `dpu-ovs`, which build on [`Client`].
+//! reconnecting after the peer restarts (and telling callers that it did, through
+//! [`Client::connection_status`], so they can restore per-connection state such as an OVSDB
+//! monitor), answering OVSDB `echo`, and fanning out notifications. It must not know any
+//! method: nothing about SPDK, SNAP or OVSDB semantics belongs here — that is `dpu-nvmeof`
+//! and `dpu-ovs`, which build on [`Client`].
 //!
 //! Shape (after rtnetlink): a cheap-to-clone handle and a request builder.
 //!
@@ -34,7 +36,7 @@ mod error;
 mod framing;
 mod message;
 
-pub use client::{Client, ClientOptions, Request};
+pub use client::{Client, ClientOptions, ConnectionStatus, Request};
 pub use error::Error;
 pub use message::{Notification, Version};
 

@@ -384,3 +384,61 @@ async fn result_of_the_wrong_type_is_a_decode_error() {
     );
     join(server).await;
 }
+
+#[tokio::test]
+async fn connection_status_reports_loss_and_each_new_connection() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = sock(&dir);
+    let listener = UnixListener::bind(&path).expect("bind");
+    let client = Client::new(&path, ClientOptions::v1());
+    let mut status = client.connection_status();
+    assert_eq!(
+        (status.borrow().generation, status.borrow().connected),
+        (0, false),
+        "nothing connected before the first call"
+    );
+
+    let server = tokio::spawn(async move {
+        let peer = Peer::accept(&listener).await;
+        // The server goes away with the connection idle: no call fails, only the status
+        // tells the client.
+        drop(peer);
+        listener
+    });
+    client.connect().await.expect("connect");
+    assert_eq!(*status.borrow_and_update(), connected(1));
+    let listener = tokio::time::timeout(LONG, server)
+        .await
+        .expect("server script finishes")
+        .expect("server script passes");
+    tokio::time::timeout(LONG, status.wait_for(|s| !s.connected))
+        .await
+        .expect("loss published in time")
+        .expect("client alive");
+    assert_eq!(status.borrow().generation, 1);
+
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        let req = peer.recv().await;
+        peer.send(&json!({"result":"again","error":null,"id":id_of(&req)}))
+            .await;
+        // Keep the connection open until the client has seen the reply.
+        let _ = peer.stream.read(&mut [0_u8; 1]).await;
+    });
+    let (v, generation) = client
+        .request("echo-me")
+        .execute_on_connection()
+        .await
+        .expect("reconnected");
+    assert_eq!((v, generation), (json!("again"), 2));
+    assert_eq!(*status.borrow_and_update(), connected(2));
+    drop(client);
+    join(server).await;
+}
+
+fn connected(generation: u64) -> crate::ConnectionStatus {
+    crate::ConnectionStatus {
+        generation,
+        connected: true,
+    }
+}

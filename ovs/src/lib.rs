@@ -6,9 +6,13 @@
 //! netlink directly (that is `dpu-probe`), gRPC types (the agent maps to them), or any
 //! shell command (`ovs-vsctl`/`ovs-appctl` are never executed).
 //!
-//! The full clients arrive with the OVS issue; for now the crate only knows where OVS
-//! lives, so the agent can report the backend.
+//! [`ovsdb`] manages bridges, ports and `other_config` through ovsdb-server (and keeps a
+//! monitor-fed cache); [`unixctl`] runs ovs-vswitchd control commands (`version`,
+//! `dpif/show`, `dpctl/dump-flows`); both speak JSON-RPC 1.0 through `dpu-jsonrpc`.
 
+pub mod flow;
+pub mod ovsdb;
+pub mod unixctl;
 use std::path::{Path, PathBuf};
 
 /// OVS's default run directory (`OVS_RUNDIR`), where `db.sock`, the pid files and the

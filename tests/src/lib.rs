@@ -9,6 +9,7 @@ pub mod arm;
 pub mod fake_snap;
 pub mod fixture;
 pub mod harness;
+pub mod ovs;
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is
 /// printed and appended to `$DPU_TESTS_SKIP_LOG` (which `.ci/run` prints at the end); with

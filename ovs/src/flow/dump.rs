@@ -1,0 +1,151 @@
+//! A whole `dpctl/dump-flows` output: flow lines, blank lines, and the userspace
+//! datapath's per-thread headers, which give the following flows their PMD thread.
+
+use std::str::Lines;
+
+use super::error::FlowParseError;
+use super::line::{parse_line, DatapathFlow};
+use super::stats::FlowThread;
+
+/// Iterates over the flows of a dump, one `Result` per flow line.
+///
+/// Blank lines are skipped; `flow-dump from the main thread:` and
+/// `flow-dump from pmd on cpu core: N` set [`DatapathFlow::thread`] for the flows after
+/// them. A malformed line yields an error (with its line number) and the iteration goes
+/// on, so a caller can choose between failing the whole dump and skipping one line.
+#[derive(Debug, Clone)]
+pub struct DumpParser<'a> {
+    lines: Lines<'a>,
+    line_no: usize,
+    thread: Option<FlowThread>,
+}
+
+/// Parses a dump lazily; see [`DumpParser`].
+pub fn parse_dump(text: &str) -> DumpParser<'_> {
+    DumpParser {
+        lines: text.lines(),
+        line_no: 0,
+        thread: None,
+    }
+}
+
+/// Parses a whole dump, failing on the first malformed line.
+pub fn parse_dump_all(text: &str) -> Result<Vec<DatapathFlow<'_>>, FlowParseError> {
+    parse_dump(text).collect()
+}
+
+impl DumpParser<'_> {
+    /// The 1-based number of the line most recently read (0 before the first).
+    pub fn line_number(&self) -> usize {
+        self.line_no
+    }
+}
+
+const HEADER: &str = "flow-dump from ";
+const MAIN_THREAD: &str = "the main thread:";
+const PMD_THREAD: &str = "pmd on cpu core: ";
+
+impl<'a> Iterator for DumpParser<'a> {
+    type Item = Result<DatapathFlow<'a>, FlowParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = self.lines.next()?;
+            self.line_no += 1;
+            let trimmed = line.trim_matches(|c: char| c.is_ascii_whitespace());
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Some(rest) = trimmed.strip_prefix(HEADER) {
+                match parse_thread(rest) {
+                    Some(thread) => {
+                        self.thread = Some(thread);
+                        continue;
+                    }
+                    None => {
+                        let start = line.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                        let at = line.len() - start.len() + HEADER.len();
+                        return Some(Err(FlowParseError::new(
+                            self.line_no,
+                            at,
+                            "`the main thread:` or `pmd on cpu core: N`",
+                            line,
+                        )));
+                    }
+                }
+            }
+            let thread = self.thread;
+            return Some(parse_line(line, self.line_no).map(|mut flow| {
+                flow.thread = thread;
+                flow
+            }));
+        }
+    }
+}
+
+/// Reads the part of a header line after `flow-dump from `.
+fn parse_thread(rest: &str) -> Option<FlowThread> {
+    if rest == MAIN_THREAD {
+        return Some(FlowThread::Main);
+    }
+    let core = rest.strip_prefix(PMD_THREAD)?;
+    if core.is_empty() || !core.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    core.parse().ok().map(FlowThread::Pmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PMD_DUMP: &str = "flow-dump from the main thread:\n\
+        recirc_id(0),in_port(1),eth_type(0x0800), packets:0, bytes:0, used:never, actions:drop\n\
+        \n\
+        flow-dump from pmd on cpu core: 2\r\n\
+        recirc_id(0),in_port(2),eth_type(0x0800), packets:5, bytes:300, used:0.010s, actions:1\n\
+        recirc_id(0),in_port(3),eth_type(0x0806), packets:1, bytes:60, used:1.000s, actions:2\n";
+
+    #[test]
+    fn headers_attach_threads_and_blank_lines_are_skipped() {
+        let flows = parse_dump_all(PMD_DUMP).expect("dump parses");
+        let threads: Vec<_> = flows.iter().map(|f| f.thread).collect();
+        assert_eq!(
+            threads,
+            [
+                Some(FlowThread::Main),
+                Some(FlowThread::Pmd(2)),
+                Some(FlowThread::Pmd(2))
+            ]
+        );
+        assert_eq!(flows[1].packets, 5);
+    }
+
+    #[test]
+    fn errors_name_their_line_and_parsing_goes_on() {
+        let text = "in_port(1), packets:1, bytes:1, used:never, actions:drop\n\
+                    garbage\n\
+                    flow-dump from pmd on cpu core: x\n\
+                    in_port(2), packets:2, bytes:2, used:never, actions:3\n";
+        let results: Vec<_> = parse_dump(text).collect();
+        assert_eq!(results.len(), 4);
+        let err_lines: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .map(|e| (e.line, e.text.as_str()))
+            .collect();
+        assert_eq!(
+            err_lines,
+            [(2, "garbage"), (3, "flow-dump from pmd on cpu core: x")]
+        );
+        assert!(results[3].is_ok());
+        let first = parse_dump_all(text).expect_err("line 2 is malformed");
+        assert_eq!((first.line, first.column), (2, 8));
+    }
+
+    #[test]
+    fn empty_dump_has_no_flows() {
+        assert_eq!(parse_dump_all("").map(|v| v.len()), Ok(0));
+        assert_eq!(parse_dump_all("\n\n  \n").map(|v| v.len()), Ok(0));
+    }
+}

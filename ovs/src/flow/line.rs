@@ -1,0 +1,358 @@
+//! One line of `ovs-appctl dpctl/dump-flows [-m] [--names]` as a typed [`DatapathFlow`].
+//!
+//! Layout (OVS `lib/dpctl.c` `format_dpif_flow()`):
+//! `[ufid:<uuid>, ]<key>, packets:<n>, bytes:<n>, used:<never|S.mmms>[, flags:<tcp>]`
+//! `[, offloaded:<yes|partial>][, dp:<layer>], actions:<actions>[, dp-extra-info:<text>]`.
+//! The key and the actions are comma lists whose items may nest brackets and commas; a
+//! top-level `, ` separates the fields.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::action::{Action, ActionKind};
+use super::error::FlowParseError;
+use super::key::{KeyField, PortRef};
+use super::scan::{field_name_len, scan_list, scan_value, trim_ws_end, ListEnd, ScanError};
+use super::stats::{DpLayer, ExtraField, FlowThread, Offloaded, Ufid, Used};
+
+/// One datapath flow from a flow dump: what it matches, its counters, where it lives
+/// (software, tc, hardware) and what it does.
+///
+/// Text is borrowed from the dump (`'a`) so parsing a large dump copies nothing;
+/// [`DatapathFlow::into_owned`] detaches it. `Display` prints the flow back in OVS's format,
+/// and that text parses to an equal flow.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DatapathFlow<'a> {
+    /// `ufid:` (only printed with `-m`).
+    pub ufid: Option<Ufid>,
+    /// The match key, field by field, in printed order.
+    pub key: Vec<KeyField<'a>>,
+    /// `packets:` (for tc flows: software plus hardware packets).
+    pub packets: u64,
+    /// `bytes:` (tc hardware counts omit the 14-byte Ethernet header: compare packets).
+    pub bytes: u64,
+    /// `used:`.
+    pub used: Used,
+    /// `flags:`, the TCP flags seen (`SFPRU.ECN` letters); absent when none were seen,
+    /// and always absent for tc flows, which do not report them.
+    pub flags: Option<Cow<'a, str>>,
+    /// `offloaded:`, resolved with the rule in [`Offloaded`]'s doc.
+    pub offloaded: Offloaded,
+    /// `dp:` (only printed with `-m`).
+    pub dp: Option<DpLayer<'a>>,
+    /// `actions:`, top-level actions in order (nested ones stay in their parent's text).
+    pub actions: Vec<Action<'a>>,
+    /// `dp-extra-info:` (userspace datapath with `-m`, e.g. `miniflow_bits(4,1)`).
+    pub dp_extra_info: Option<Cow<'a, str>>,
+    /// Every other `name:value` field, in order, so nothing printed is lost.
+    pub extra: Vec<ExtraField<'a>>,
+    /// The PMD thread header this flow was listed under (userspace datapath dumps only).
+    pub thread: Option<FlowThread>,
+}
+
+impl<'a> DatapathFlow<'a> {
+    /// Parses one flow line; errors report it as line 1.
+    pub fn parse(line: &'a str) -> Result<Self, FlowParseError> {
+        parse_line(line, 1)
+    }
+
+    /// The first key field with this name (`"ipv4"`, `"in_port"`).
+    pub fn key_field(&self, name: &str) -> Option<&KeyField<'a>> {
+        self.key.iter().find(|f| f.name() == name)
+    }
+
+    /// The ingress port from `in_port(...)`, a number or (with `--names`) a name.
+    pub fn in_port(&self) -> Option<PortRef<'_>> {
+        let (value, _mask) = self.key_field("in_port")?.value_and_mask()?;
+        Some(PortRef::parse(value))
+    }
+
+    /// The ports the top-level actions output to, in order.
+    pub fn output_ports(&self) -> impl Iterator<Item = PortRef<'_>> {
+        self.actions.iter().filter_map(Action::output_port)
+    }
+
+    /// True when the flow drops every packet (`actions:drop`).
+    pub fn is_drop(&self) -> bool {
+        self.actions.iter().all(|a| a.kind() == ActionKind::Drop)
+    }
+
+    /// True when the line was dumped with `-m` (it carries `ufid:` or `dp:`), which is
+    /// when a missing `offloaded:` means "not offloaded".
+    pub fn is_verbose(&self) -> bool {
+        self.ufid.is_some() || self.dp.is_some()
+    }
+
+    /// The same flow, owning all its text, for keeping after the dump buffer is gone.
+    pub fn into_owned(self) -> DatapathFlow<'static> {
+        DatapathFlow {
+            ufid: self.ufid,
+            key: self.key.into_iter().map(KeyField::into_owned).collect(),
+            packets: self.packets,
+            bytes: self.bytes,
+            used: self.used,
+            flags: self.flags.map(|f| Cow::Owned(f.into_owned())),
+            offloaded: self.offloaded,
+            dp: self.dp.map(DpLayer::into_owned),
+            actions: self.actions.into_iter().map(Action::into_owned).collect(),
+            dp_extra_info: self.dp_extra_info.map(|f| Cow::Owned(f.into_owned())),
+            extra: self.extra.into_iter().map(ExtraField::into_owned).collect(),
+            thread: self.thread,
+        }
+    }
+}
+
+impl fmt::Display for DatapathFlow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(ufid) = self.ufid {
+            write!(f, "ufid:{ufid}, ")?;
+        }
+        write_list(f, &self.key)?;
+        write!(
+            f,
+            ", packets:{}, bytes:{}, used:{}",
+            self.packets, self.bytes, self.used
+        )?;
+        if let Some(flags) = &self.flags {
+            write!(f, ", flags:{flags}")?;
+        }
+        for x in &self.extra {
+            write!(f, ", {}:{}", x.name, x.value)?;
+        }
+        match self.offloaded {
+            Offloaded::Yes => f.write_str(", offloaded:yes")?,
+            Offloaded::Partial => f.write_str(", offloaded:partial")?,
+            // Only a terse line needs the word to say "no" (OVS itself never prints it).
+            Offloaded::No if !self.is_verbose() => f.write_str(", offloaded:no")?,
+            Offloaded::No | Offloaded::Unknown => {}
+        }
+        if let Some(dp) = &self.dp {
+            write!(f, ", dp:{dp}")?;
+        }
+        f.write_str(", actions:")?;
+        write_list(f, &self.actions)?;
+        if let Some(info) = &self.dp_extra_info {
+            write!(f, ", dp-extra-info:{info}")?;
+        }
+        Ok(())
+    }
+}
+
+fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+/// The fields of a line collected before the flow is assembled.
+#[derive(Default)]
+struct Fields<'a> {
+    packets: Option<u64>,
+    bytes: Option<u64>,
+    used: Option<Used>,
+    flags: Option<Cow<'a, str>>,
+    offloaded: Option<Offloaded>,
+    dp: Option<DpLayer<'a>>,
+    actions: Option<Vec<Action<'a>>>,
+    dp_extra_info: Option<Cow<'a, str>>,
+    extra: Vec<ExtraField<'a>>,
+}
+
+/// Parses one flow line numbered `line_no` (for errors).
+pub(crate) fn parse_line(line: &str, line_no: usize) -> Result<DatapathFlow<'_>, FlowParseError> {
+    let s = line.trim_end_matches(|c: char| c.is_ascii_whitespace());
+    parse_trimmed(s).map_err(|e| FlowParseError::new(line_no, e.offset, e.expected, line))
+}
+
+fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
+    let mut pos = s.len()
+        - s.trim_start_matches(|c: char| c.is_ascii_whitespace())
+            .len();
+    let ufid = match s[pos..].strip_prefix("ufid:") {
+        Some(rest) => {
+            let text = rest.get(..36).unwrap_or(rest);
+            let ufid = Ufid::parse(text)
+                .ok_or(ScanError::at(pos + 5, "a ufid of 8-4-4-4-12 hex digits"))?;
+            pos += 5 + 36;
+            if !s[pos..].starts_with(", ") {
+                return Err(ScanError::at(pos, "`, ` after the ufid"));
+            }
+            pos += 2;
+            Some(ufid)
+        }
+        None => None,
+    };
+
+    let mut key = Vec::with_capacity(16);
+    if s[pos..].starts_with(", ") {
+        // A terse dump omits wildcarded keys; a flow could in theory print none at all.
+        pos += 2;
+    } else {
+        let end = scan_list(
+            s,
+            pos,
+            "a match key field",
+            |_, _| false,
+            |it| {
+                let open = it.open.map(|o| o - it.start);
+                key.push(KeyField::from_scanned(&s[it.start..it.end], open));
+            },
+        )?;
+        pos = match end {
+            ListEnd::CommaSpace(i) => i + 2,
+            ListEnd::End => return Err(ScanError::at(s.len(), "`, packets:` after the match key")),
+        };
+    }
+
+    let b = s.as_bytes();
+    let mut fields = Fields::default();
+    loop {
+        let name_len = field_name_len(b, pos).ok_or(ScanError::at(pos, "a `name:value` field"))?;
+        let name = &s[pos..pos + name_len];
+        let vstart = pos + name_len + 1;
+        if name == "actions" {
+            if fields.actions.is_some() {
+                return Err(ScanError::at(pos, "only one `actions:` field"));
+            }
+            let mut actions = Vec::with_capacity(4);
+            let end = scan_list(s, vstart, "an action", continues_action, |it| {
+                let open = it.open.map(|o| o - it.start);
+                actions.push(Action::from_scanned(&s[it.start..it.end], open));
+            })?;
+            fields.actions = Some(actions);
+            match end {
+                ListEnd::CommaSpace(i) => pos = i + 2,
+                ListEnd::End => break,
+            }
+            continue;
+        }
+        let vend = scan_value(s, vstart)?;
+        let value_end = trim_ws_end(b, vstart, vend);
+        if value_end == vstart {
+            return Err(ScanError::at(vstart, "a value after the `:`"));
+        }
+        fields.set(pos, name, &s[vstart..value_end])?;
+        if vend == s.len() {
+            break;
+        }
+        pos = vend + 2;
+    }
+    fields.finish(s.len(), ufid, key)
+}
+
+impl<'a> Fields<'a> {
+    /// Stores one `name:value` field that starts at byte `at`.
+    fn set(&mut self, at: usize, name: &'a str, value: &'a str) -> Result<(), ScanError> {
+        let vat = at + name.len() + 1;
+        match name {
+            "packets" => once(&mut self.packets, at, "only one `packets:`", || {
+                parse_u64(value).ok_or(ScanError::at(vat, "a packet count"))
+            }),
+            "bytes" => once(&mut self.bytes, at, "only one `bytes:`", || {
+                parse_u64(value).ok_or(ScanError::at(vat, "a byte count"))
+            }),
+            "used" => once(&mut self.used, at, "only one `used:`", || {
+                Used::parse(value).ok_or(ScanError::at(vat, "`never` or seconds like `0.520s`"))
+            }),
+            "flags" => once(&mut self.flags, at, "only one `flags:`", || {
+                Ok(Cow::Borrowed(value))
+            }),
+            "dp" => once(&mut self.dp, at, "only one `dp:`", || {
+                Ok(DpLayer::parse(value))
+            }),
+            "dp-extra-info" => once(
+                &mut self.dp_extra_info,
+                at,
+                "only one `dp-extra-info:`",
+                || Ok(Cow::Borrowed(value)),
+            ),
+            "offloaded" => {
+                let state = match value {
+                    "yes" => Offloaded::Yes,
+                    "partial" => Offloaded::Partial,
+                    "no" => Offloaded::No,
+                    _ => {
+                        self.extra.push(ExtraField {
+                            name: Cow::Borrowed(name),
+                            value: Cow::Borrowed(value),
+                        });
+                        Offloaded::Unknown
+                    }
+                };
+                once(&mut self.offloaded, at, "only one `offloaded:`", || {
+                    Ok(state)
+                })
+            }
+            _ => {
+                self.extra.push(ExtraField {
+                    name: Cow::Borrowed(name),
+                    value: Cow::Borrowed(value),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(
+        self,
+        end: usize,
+        ufid: Option<Ufid>,
+        key: Vec<KeyField<'a>>,
+    ) -> Result<DatapathFlow<'a>, ScanError> {
+        let missing = |what| ScanError::at(end, what);
+        let verbose = ufid.is_some() || self.dp.is_some();
+        Ok(DatapathFlow {
+            ufid,
+            key,
+            packets: self.packets.ok_or(missing("a `packets:` field"))?,
+            bytes: self.bytes.ok_or(missing("a `bytes:` field"))?,
+            used: self.used.ok_or(missing("a `used:` field"))?,
+            flags: self.flags,
+            offloaded: self.offloaded.unwrap_or(if verbose {
+                Offloaded::No
+            } else {
+                Offloaded::Unknown
+            }),
+            dp: self.dp,
+            actions: self.actions.ok_or(missing("an `actions:` field"))?,
+            dp_extra_info: self.dp_extra_info,
+            extra: self.extra,
+            thread: None,
+        })
+    }
+}
+
+/// Whether a top-level `, ` inside the actions still belongs to the current action: only
+/// when what follows is neither a `name:` field nor blank nor another comma. OVS prints
+/// such text for an action it cannot decode (`bad length 4, expected 8 for: action12(..)`).
+fn continues_action(b: &[u8], at: usize) -> bool {
+    field_name_len(b, at).is_none()
+        && b.get(at)
+            .is_some_and(|c| !c.is_ascii_whitespace() && *c != b',')
+}
+
+/// Fills `slot` with `make()` unless a previous field already did.
+fn once<T>(
+    slot: &mut Option<T>,
+    at: usize,
+    dup: &'static str,
+    make: impl FnOnce() -> Result<T, ScanError>,
+) -> Result<(), ScanError> {
+    if slot.is_some() {
+        return Err(ScanError::at(at, dup));
+    }
+    *slot = Some(make()?);
+    Ok(())
+}
+
+/// A decimal `u64` as `PRIu64` prints it: digits only.
+fn parse_u64(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}

@@ -1,0 +1,150 @@
+//! Typed helpers for the commands the agent uses; their output is returned as text (the
+//! crate's flow-dump parser reads `dpctl/dump-flows`).
+
+use std::fmt;
+
+use super::{Command, Error};
+
+/// Which flows `dpctl/dump-flows type=...` lists (`lib/dpctl.man`; `type=` is accepted only
+/// through the control socket, not by `ovs-dpctl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpFlowsType {
+    /// `ovs`: flows in the OVS (kernel or userspace) datapath.
+    Ovs,
+    /// `tc`: flows in TC, in hardware or not.
+    Tc,
+    /// `dpdk`: flows offloaded through DPDK rte_flow.
+    Dpdk,
+    /// `offloaded`: flows in hardware (TC `in_hw` or DPDK full offload).
+    Offloaded,
+    /// `non-offloaded`: flows not in hardware.
+    NonOffloaded,
+    /// `partially-offloaded`: userspace datapath flows with a hardware MARK+RSS only.
+    PartiallyOffloaded,
+    /// `all`: everything.
+    All,
+}
+
+impl DumpFlowsType {
+    /// The value after `type=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ovs => "ovs",
+            Self::Tc => "tc",
+            Self::Dpdk => "dpdk",
+            Self::Offloaded => "offloaded",
+            Self::NonOffloaded => "non-offloaded",
+            Self::PartiallyOffloaded => "partially-offloaded",
+            Self::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for DumpFlowsType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `dpctl/dump-flows` call being built.
+#[derive(Debug)]
+#[must_use = "a command does nothing until it is executed"]
+pub struct DumpFlows {
+    command: Command,
+    more: bool,
+    names: Option<bool>,
+    datapath: Option<String>,
+    filter: Option<String>,
+    flow_type: Option<DumpFlowsType>,
+}
+
+impl DumpFlows {
+    pub(crate) fn new(command: Command) -> Self {
+        Self {
+            command,
+            more: false,
+            names: None,
+            datapath: None,
+            filter: None,
+            flow_type: None,
+        }
+    }
+
+    /// `-m`: every field with its mask, the `ufid:` and `dp:` of each flow.
+    pub fn more(mut self) -> Self {
+        self.more = true;
+        self
+    }
+
+    /// `--names`/`--no-names`: ports by name or by datapath number.
+    pub fn names(mut self, names: bool) -> Self {
+        self.names = Some(names);
+        self
+    }
+
+    /// Which datapath (`netdev@ovs-netdev`, `system@ovs-system`); needed when both exist.
+    pub fn datapath(mut self, datapath: &str) -> Self {
+        self.datapath = Some(datapath.to_owned());
+        self
+    }
+
+    /// `filter=...`: only flows matching this flow expression (e.g. `in_port(p0)`).
+    pub fn filter(mut self, filter: &str) -> Self {
+        self.filter = Some(filter.to_owned());
+        self
+    }
+
+    /// `type=...`.
+    pub fn flow_type(mut self, flow_type: DumpFlowsType) -> Self {
+        self.flow_type = Some(flow_type);
+        self
+    }
+
+    /// The arguments in `ovs-appctl`'s order: options, datapath, `filter=`, `type=`.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.more {
+            args.push("-m".to_owned());
+        }
+        match self.names {
+            Some(true) => args.push("--names".to_owned()),
+            Some(false) => args.push("--no-names".to_owned()),
+            None => {}
+        }
+        args.extend(self.datapath.clone());
+        args.extend(self.filter.as_ref().map(|f| format!("filter={f}")));
+        args.extend(self.flow_type.map(|t| format!("type={t}")));
+        args
+    }
+
+    /// Runs it; returns the flows as text, one per line after a `flow-dump from ...` header
+    /// per thread with the userspace datapath.
+    pub async fn execute(self) -> Result<String, Error> {
+        let args = self.to_args();
+        self.command.args(args).execute().await
+    }
+}
+
+/// One entry of `list-commands`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// The command name (`dpctl/dump-flows`).
+    pub name: String,
+    /// Its argument synopsis, possibly empty (`[-m] [--names | --no-names] [dp] ...`).
+    pub usage: String,
+}
+
+/// Parses `list-commands` output: a header line, then `  NAME  USAGE` per command.
+pub fn parse_list_commands(text: &str) -> Vec<CommandInfo> {
+    text.lines()
+        .filter(|line| line.starts_with(char::is_whitespace))
+        .filter_map(|line| {
+            let line = line.trim();
+            let (name, usage) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            (!name.is_empty()).then(|| CommandInfo {
+                name: name.to_owned(),
+                usage: usage.trim().to_owned(),
+            })
+        })
+        .collect()
+}
