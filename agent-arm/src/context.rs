@@ -1,5 +1,6 @@
 //! What every service shares: the effective configuration, the sysfs root, the start
-//! time and the backends. Passed explicitly (no globals), so tests build their own.
+//! time, the backends and the (lazily connected) OVS clients. Passed explicitly (no
+//! globals), so tests build their own.
 
 use std::time::Instant;
 
@@ -7,6 +8,7 @@ use dpu_probe::SysRoot;
 
 use crate::backends::Backends;
 use crate::config::Config;
+use crate::ovs::OvsBackend;
 
 /// Shared state of one running agent.
 #[derive(Debug)]
@@ -14,6 +16,7 @@ pub(crate) struct AgentContext {
     pub(crate) root: SysRoot,
     pub(crate) started: Instant,
     pub(crate) backends: Backends,
+    pub(crate) ovs: OvsBackend,
 }
 
 impl AgentContext {
@@ -22,6 +25,7 @@ impl AgentContext {
             root: SysRoot::new(&config.sys_root),
             started: Instant::now(),
             backends: Backends::new(config),
+            ovs: OvsBackend::new(config),
         }
     }
 }

@@ -11,6 +11,7 @@ mod config;
 mod context;
 mod listen;
 mod observability;
+mod ovs;
 mod server;
 mod services;
 mod version;

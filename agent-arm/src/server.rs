@@ -167,6 +167,6 @@ fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow:
         .add_service(reflection_v1alpha)
         .add_service(InventoryServer::new(InventoryService::new(Arc::clone(ctx))))
         .add_service(StorageServer::new(StorageService))
-        .add_service(SwitchServer::new(SwitchService))
+        .add_service(SwitchServer::new(SwitchService::new(Arc::clone(ctx))))
         .add_service(CountersServer::new(CountersService::new(Arc::clone(ctx)))))
 }

@@ -260,11 +260,16 @@ pub(crate) enum SwitchCommand {
         /// Bridge name.
         bridge: String,
     },
-    /// Create a bridge.
-    #[command(after_help = "Example:\n  dpuctl switch add-bridge ovsbr1")]
+    /// Create a bridge (idempotent: the same bridge again is not an error).
+    #[command(
+        after_help = "Examples:\n  dpuctl switch add-bridge ovsbr1\n  dpuctl switch add-bridge br-test --datapath-type netdev   # userspace datapath"
+    )]
     AddBridge {
         /// Bridge name.
         name: String,
+        /// Datapath: kernel ("system", OVS's default) or userspace ("netdev", also OVS-DOCA).
+        #[arg(long, value_enum)]
+        datapath_type: Option<DatapathType>,
     },
     /// Delete a bridge.
     #[command(after_help = "Example:\n  dpuctl switch del-bridge ovsbr1")]
@@ -272,8 +277,10 @@ pub(crate) enum SwitchCommand {
         /// Bridge name.
         name: String,
     },
-    /// Add a port to a bridge.
-    #[command(after_help = "Example:\n  dpuctl switch add-port ovsbr1 pf0vf0")]
+    /// Add a port to a bridge (idempotent).
+    #[command(
+        after_help = "Examples:\n  dpuctl switch add-port ovsbr1 pf0vf0\n  dpuctl switch add-port ovsbr1 vm1 --type internal"
+    )]
     AddPort {
         /// Bridge name.
         bridge: String,
@@ -291,19 +298,35 @@ pub(crate) enum SwitchCommand {
         /// Port name.
         port: String,
     },
-    /// Show or change hardware offload (`on`/`off`).
-    #[command(after_help = "Example:\n  dpuctl switch offload on")]
+    /// Show or change hardware offload (`on`/`off`); says when ovs-vswitchd must restart.
+    #[command(
+        after_help = "Examples:\n  dpuctl switch offload          # hw-offload, tc-policy, whether offload is active\n  dpuctl switch offload on       # then restart ovs-vswitchd if it says so"
+    )]
     Offload {
         /// New state; omit to show the current settings.
         state: Option<OnOff>,
     },
     /// Datapath flows with per-flow stats and offload status.
-    #[command(after_help = "Example:\n  dpuctl switch flows --type offloaded")]
+    #[command(
+        after_help = "Examples:\n  dpuctl switch flows --type offloaded\n  dpuctl -o json switch flows --in-port pf0hpf   # with the tc filters of each flow"
+    )]
     Flows {
         /// Which flows.
         #[arg(long = "type", value_enum, default_value_t = FlowType::All)]
         flow_type: FlowType,
+        /// Only flows that enter through this port.
+        #[arg(long, value_name = "PORT")]
+        in_port: Option<String>,
     },
+}
+
+/// An OVS bridge datapath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DatapathType {
+    /// The kernel datapath (OVS's default; TC offload on BlueField).
+    System,
+    /// The userspace datapath (DPDK, OVS-DOCA).
+    Netdev,
 }
 
 /// A switch for a boolean setting.

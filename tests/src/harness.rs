@@ -86,12 +86,24 @@ pub struct AgentOptions {
     pub extra_args: Vec<String>,
     /// Disable the OVS backend (the mocked tier has no ovsdb-server).
     pub ovs_disabled: bool,
+    /// Point the OVS backend at private daemons: `--ovsdb` and `--ovs-rundir` (see
+    /// [`AgentOptions::with_ovs`]).
+    pub ovs: Option<OvsTarget>,
     /// The `dpu-agent` binary; `None` runs the host build from [`bin_dir`].
     pub agent_bin: Option<PathBuf>,
     /// A command the agent runs under, e.g. `scripts/aarch64-runner` (qemu-aarch64) for
     /// the Arm build; empty runs the binary directly. The wrapper must `exec` the agent
     /// so that signals reach it.
     pub wrapper: Vec<OsString>,
+}
+
+/// Where the agent finds OVS.
+#[derive(Debug, Clone)]
+pub struct OvsTarget {
+    /// `unix:{rundir}/db.sock`, for `--ovsdb`.
+    pub ovsdb: String,
+    /// The run directory holding `ovs-vswitchd.pid` and its control socket.
+    pub rundir: PathBuf,
 }
 
 impl AgentOptions {
@@ -104,9 +116,21 @@ impl AgentOptions {
             extra_listen: Vec::new(),
             extra_args: Vec::new(),
             ovs_disabled: true,
+            ovs: None,
             agent_bin: None,
             wrapper: Vec::new(),
         }
+    }
+
+    /// Enables the OVS backend on `--ovsdb {ovsdb} --ovs-rundir {rundir}` (e.g. the
+    /// private daemons of [`crate::ovs::OvsDaemons`]).
+    pub fn with_ovs(mut self, ovsdb: &str, rundir: &Path) -> Self {
+        self.ovs_disabled = false;
+        self.ovs = Some(OvsTarget {
+            ovsdb: ovsdb.to_owned(),
+            rundir: rundir.to_owned(),
+        });
+        self
     }
 
     /// The agent's Unix socket path.
@@ -176,6 +200,12 @@ impl AgentProcess {
             let config = options.dir.join("no-ovs.toml");
             std::fs::write(&config, "[ovs]\nenabled = false\n").map_err(|e| e.to_string())?;
             cmd.arg("--config").arg(config);
+        }
+        if let Some(ovs) = &options.ovs {
+            cmd.arg("--ovsdb")
+                .arg(&ovs.ovsdb)
+                .arg("--ovs-rundir")
+                .arg(&ovs.rundir);
         }
         cmd.args(&options.extra_args);
         let log_file = File::create(&log).map_err(|e| e.to_string())?;

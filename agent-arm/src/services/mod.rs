@@ -11,6 +11,11 @@ mod status;
 mod storage;
 mod storage_validate;
 mod switch;
+mod switch_bridges;
+mod switch_convert;
+mod switch_flows;
+mod switch_offload;
+mod switch_status;
 
 pub(crate) use counters::CountersService;
 pub(crate) use inventory::InventoryService;

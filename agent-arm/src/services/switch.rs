@@ -1,18 +1,49 @@
-//! `dpu.v1.Switch`. Requests are validated here; the OVSDB and control-socket clients
-//! that carry them out arrive with the OVS work, so a valid request is answered
-//! `UNIMPLEMENTED` naming that area.
+//! `dpu.v1.Switch`: OVS bridges, ports and offload settings through OVSDB, datapath flows
+//! through ovs-vswitchd's control socket, tc filters through netlink.
+//!
+//! Each handler validates its request here (nothing invalid reaches OVS), takes the OVS
+//! clients from the context (`UNAVAILABLE` naming OVS when the backend is off), and
+//! delegates to `switch_bridges`, `switch_offload` or `switch_flows`; errors become
+//! statuses in `switch_status`. The clients connect lazily, so OVS may appear or restart
+//! while the agent runs.
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dpu_ovs::ovsdb::InterfaceType;
 use dpu_proto::names::{check_ifname, Collection, PortName};
 use dpu_proto::v1::{self, switch_server::Switch};
 use tonic::{Request, Response, Status};
 
-use super::status::{invalid, invalid_field, not_yet};
+use super::status::{invalid, invalid_field};
+use super::switch_bridges::{self as bridges, Apply, NewBridge, NewPort};
+use super::switch_convert::{bridge_to_wire, dump_type, port_to_wire};
+use super::switch_flows::{self as flows, FlowQuery};
+use super::switch_offload as offload;
+use super::switch_status::from_ovsdb;
+use crate::context::AgentContext;
+use crate::ovs::OvsClients;
 
-const AREA: &str = "ovs: OVSDB and ovs-vswitchd clients";
+/// The longest `ApplyOptions.timeout` accepted: a caller waiting longer for ovs-vswitchd
+/// has a daemon problem, not a slow change.
+const MAX_APPLY_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Serves the switch API. Stateless until the OVS clients land.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SwitchService;
+/// Serves the switch API from the agent's OVS clients.
+#[derive(Debug, Clone)]
+pub(crate) struct SwitchService {
+    ctx: Arc<AgentContext>,
+}
+
+impl SwitchService {
+    pub(crate) fn new(ctx: Arc<AgentContext>) -> Self {
+        Self { ctx }
+    }
+
+    fn ovs(&self) -> Result<&OvsClients, Status> {
+        self.ctx.ovs.clients()
+    }
+}
 
 type Reply<T> = Result<Response<T>, Status>;
 
@@ -42,72 +73,184 @@ fn interface_type(value: &str) -> Result<(), Status> {
     }
 }
 
+/// Interface options go verbatim into OVSDB: bounded, printable, no control characters.
+fn interface_options(
+    options: &HashMap<String, String>,
+) -> Result<BTreeMap<String, String>, Status> {
+    let printable = |s: &str| !s.chars().any(char::is_control);
+    for (key, value) in options {
+        if key.is_empty() || key.len() > 64 || !printable(key) || key.contains(char::is_whitespace)
+        {
+            return Err(invalid(
+                "interface_options",
+                format!("key {key:?} must be 1-64 printable characters without spaces"),
+            ));
+        }
+        if value.len() > 256 || !printable(value) {
+            return Err(invalid(
+                "interface_options",
+                format!("value of {key:?} must be at most 256 printable characters"),
+            ));
+        }
+    }
+    Ok(options.clone().into_iter().collect())
+}
+
+/// `dpctl/dump-flows` datapath names look like `system@ovs-system`.
+fn datapath_name(value: &str) -> Result<(), Status> {
+    if value.is_empty()
+        || (value.len() <= 64
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '@' | '-' | '_' | '.')))
+    {
+        Ok(())
+    } else {
+        Err(invalid(
+            "datapath",
+            format!("{value:?} is not a datapath name such as \"system@ovs-system\""),
+        ))
+    }
+}
+
+fn apply_options(options: Option<&v1::ApplyOptions>) -> Result<Apply, Status> {
+    let Some(options) = options else {
+        return Ok(Apply::default());
+    };
+    let timeout = match &options.timeout {
+        None => None,
+        Some(d) => {
+            let timeout = u64::try_from(d.seconds)
+                .ok()
+                .zip(u32::try_from(d.nanos).ok())
+                .map(|(secs, nanos)| Duration::new(secs, nanos))
+                .ok_or_else(|| invalid("options.timeout", "must not be negative"))?;
+            if timeout.is_zero() || timeout > MAX_APPLY_TIMEOUT {
+                return Err(invalid(
+                    "options.timeout",
+                    format!("{timeout:?} is outside (0s, {MAX_APPLY_TIMEOUT:?}]"),
+                ));
+            }
+            Some(timeout)
+        }
+    };
+    Ok(Apply {
+        timeout,
+        dry_run: options.dry_run,
+    })
+}
+
 #[tonic::async_trait]
 impl Switch for SwitchService {
     async fn list_bridges(
         &self,
         _request: Request<v1::ListBridgesRequest>,
     ) -> Reply<v1::ListBridgesResponse> {
-        Err(not_yet("Switch.ListBridges", AREA))
+        let ovs = self.ovs()?;
+        let bridges = ovs
+            .ovsdb
+            .bridges()
+            .list()
+            .await
+            .map_err(|e| from_ovsdb(&e))?;
+        Ok(Response::new(v1::ListBridgesResponse {
+            bridges: bridges.iter().map(bridge_to_wire).collect(),
+        }))
     }
 
     async fn get_bridge(&self, request: Request<v1::GetBridgeRequest>) -> Reply<v1::Bridge> {
-        Collection::Bridges
+        let name = Collection::Bridges
             .parse(&request.into_inner().name)
             .map_err(invalid_field("name"))?;
-        Err(not_yet("Switch.GetBridge", AREA))
+        let bridge = bridges::get_bridge(self.ovs()?, &name.id).await?;
+        Ok(Response::new(bridge_to_wire(&bridge)))
     }
 
     async fn create_bridge(&self, request: Request<v1::CreateBridgeRequest>) -> Reply<v1::Bridge> {
         let req = request.into_inner();
         check_ifname("bridge", &req.bridge_id).map_err(invalid_field("bridge_id"))?;
         datapath_type(&req.datapath_type)?;
-        Err(not_yet("Switch.CreateBridge", AREA))
+        let apply = apply_options(req.options.as_ref())?;
+        let new = NewBridge {
+            name: &req.bridge_id,
+            datapath_type: &req.datapath_type,
+        };
+        let bridge = bridges::create_bridge(self.ovs()?, &new, apply).await?;
+        Ok(Response::new(bridge))
     }
 
     async fn delete_bridge(
         &self,
         request: Request<v1::DeleteBridgeRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        Collection::Bridges
-            .parse(&request.into_inner().name)
+        let req = request.into_inner();
+        let name = Collection::Bridges
+            .parse(&req.name)
             .map_err(invalid_field("name"))?;
-        Err(not_yet("Switch.DeleteBridge", AREA))
+        let apply = apply_options(req.options.as_ref())?;
+        let reply = bridges::delete_bridge(self.ovs()?, &name.id, req.allow_missing, apply).await?;
+        Ok(Response::new(reply))
     }
 
     async fn list_ports(
         &self,
         request: Request<v1::ListPortsRequest>,
     ) -> Reply<v1::ListPortsResponse> {
-        Collection::Bridges
+        let parent = Collection::Bridges
             .parse(&request.into_inner().parent)
             .map_err(invalid_field("parent"))?;
-        Err(not_yet("Switch.ListPorts", AREA))
+        let bridge = bridges::get_bridge(self.ovs()?, &parent.id).await?;
+        Ok(Response::new(v1::ListPortsResponse {
+            ports: bridge
+                .ports
+                .iter()
+                .map(|p| port_to_wire(&bridge.name, p))
+                .collect(),
+        }))
     }
 
     async fn create_port(&self, request: Request<v1::CreatePortRequest>) -> Reply<v1::Port> {
         let req = request.into_inner();
-        Collection::Bridges
+        let parent = Collection::Bridges
             .parse(&req.parent)
             .map_err(invalid_field("parent"))?;
         check_ifname("port", &req.port_id).map_err(invalid_field("port_id"))?;
         interface_type(&req.interface_type)?;
-        Err(not_yet("Switch.CreatePort", AREA))
+        let options = interface_options(&req.interface_options)?;
+        let apply = apply_options(req.options.as_ref())?;
+        let new = NewPort {
+            bridge: &parent.id,
+            name: &req.port_id,
+            kind: InterfaceType::from_column(&req.interface_type),
+            options: &options,
+        };
+        let port = bridges::create_port(self.ovs()?, &new, apply).await?;
+        Ok(Response::new(port))
     }
 
     async fn delete_port(
         &self,
         request: Request<v1::DeletePortRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        PortName::parse(&request.into_inner().name).map_err(invalid_field("name"))?;
-        Err(not_yet("Switch.DeletePort", AREA))
+        let req = request.into_inner();
+        let name = PortName::parse(&req.name).map_err(invalid_field("name"))?;
+        let apply = apply_options(req.options.as_ref())?;
+        let reply = bridges::delete_port(
+            self.ovs()?,
+            &name.bridge,
+            &name.port,
+            req.allow_missing,
+            apply,
+        )
+        .await?;
+        Ok(Response::new(reply))
     }
 
     async fn get_offload_settings(
         &self,
         _request: Request<v1::GetOffloadSettingsRequest>,
     ) -> Reply<v1::OffloadSettings> {
-        Err(not_yet("Switch.GetOffloadSettings", AREA))
+        Ok(Response::new(offload::get(self.ovs()?).await?))
     }
 
     async fn update_offload_settings(
@@ -115,14 +258,18 @@ impl Switch for SwitchService {
         request: Request<v1::UpdateOffloadSettingsRequest>,
     ) -> Reply<v1::UpdateOffloadSettingsResponse> {
         let req = request.into_inner();
-        v1::TcPolicy::try_from(req.tc_policy)
+        let tc_policy = v1::TcPolicy::try_from(req.tc_policy)
             .map_err(|_| invalid("tc_policy", format!("unknown value {}", req.tc_policy)))?;
         if let Some(ms) = req.max_idle_ms {
             if ms < 500 {
                 return Err(invalid("max_idle_ms", "OVS requires at least 500 ms"));
             }
         }
-        Err(not_yet("Switch.UpdateOffloadSettings", AREA))
+        let apply = apply_options(req.options.as_ref())?;
+        let changes = offload::requested_changes(&req, tc_policy);
+        Ok(Response::new(
+            offload::update(self.ovs()?, &changes, apply).await?,
+        ))
     }
 
     async fn list_flows(
@@ -130,19 +277,64 @@ impl Switch for SwitchService {
         request: Request<v1::ListFlowsRequest>,
     ) -> Reply<v1::ListFlowsResponse> {
         let req = request.into_inner();
-        v1::FlowFilter::try_from(req.filter)
+        let filter = v1::FlowFilter::try_from(req.filter)
             .map_err(|_| invalid("filter", format!("unknown value {}", req.filter)))?;
         if !req.in_port.is_empty() {
             check_ifname("in_port", &req.in_port).map_err(invalid_field("in_port"))?;
         }
-        Err(not_yet("Switch.ListFlows", AREA))
+        datapath_name(&req.datapath)?;
+        let query = FlowQuery {
+            dump_type: dump_type(filter),
+            in_port: &req.in_port,
+            datapath: &req.datapath,
+        };
+        Ok(Response::new(flows::list_flows(self.ovs()?, &query).await?))
     }
 
     async fn list_tc_filters(
         &self,
         request: Request<v1::ListTcFiltersRequest>,
     ) -> Reply<v1::ListTcFiltersResponse> {
-        check_ifname("netdev", &request.into_inner().netdev).map_err(invalid_field("netdev"))?;
-        Err(not_yet("Switch.ListTcFilters", "probe: netlink tc filters"))
+        let netdev = request.into_inner().netdev;
+        check_ifname("netdev", &netdev).map_err(invalid_field("netdev"))?;
+        // tc lives in the kernel: this call needs netlink only, not OVS.
+        let filters = flows::list_tc_filters(&netdev).await?;
+        Ok(Response::new(v1::ListTcFiltersResponse { filters }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpu_proto::pbjson_types;
+
+    #[test]
+    fn apply_options_bound_the_timeout() {
+        let options = |seconds| v1::ApplyOptions {
+            timeout: Some(pbjson_types::Duration { seconds, nanos: 0 }),
+            dry_run: true,
+        };
+        let apply = apply_options(Some(&options(5))).expect("valid");
+        assert_eq!(apply.timeout, Some(Duration::from_secs(5)));
+        assert!(apply.dry_run);
+        for bad in [0, -1, 601] {
+            let err = apply_options(Some(&options(bad))).expect_err("out of range");
+            assert!(err.message().starts_with("options.timeout"), "{err:?}");
+        }
+        assert!(apply_options(None).expect("absent").timeout.is_none());
+    }
+
+    #[test]
+    fn names_and_options_are_checked_before_ovs() {
+        datapath_name("system@ovs-system").expect("kernel datapath");
+        datapath_name("").expect("unset");
+        assert!(datapath_name("a b").is_err());
+        assert!(datapath_type("vhost").is_err());
+        assert!(interface_type("Internal").is_err());
+        let ok = HashMap::from([("remote_ip".to_owned(), "192.0.2.1".to_owned())]);
+        assert_eq!(interface_options(&ok).expect("valid").len(), 1);
+        let bad = HashMap::from([("a b".to_owned(), "x".to_owned())]);
+        let err = interface_options(&bad).expect_err("space in key");
+        assert!(err.message().starts_with("interface_options"), "{err:?}");
     }
 }

@@ -1,25 +1,34 @@
-//! `dpuctl switch ...` through the agent's Switch service.
+//! `dpuctl switch ...` through the agent's Switch service: bridges, ports, offload
+//! settings and datapath flows. Tables for people, proto3 JSON (`-o json`) for scripts.
 
+use dpu_proto::names::Collection;
 use dpu_proto::v1::{self, switch_client::SwitchClient};
 use tonic::transport::Channel;
 
 use super::{rpc_error, Env};
-use crate::cli::{FlowType, SwitchCommand};
+use crate::cli::{DatapathType, FlowType, OnOff, SwitchCommand};
 use crate::outcome::Outcome;
 use crate::output;
 
 pub(crate) async fn run(env: &Env<'_>, cmd: &SwitchCommand) -> anyhow::Result<Outcome> {
     match cmd {
         SwitchCommand::Bridges => bridges(env).await,
-        SwitchCommand::Flows { flow_type } => flows(env, *flow_type).await,
-        // Said before connecting, so the answer does not depend on the agent being up.
-        SwitchCommand::Ports { .. }
-        | SwitchCommand::AddBridge { .. }
-        | SwitchCommand::DelBridge { .. }
-        | SwitchCommand::AddPort { .. }
-        | SwitchCommand::DelPort { .. }
-        | SwitchCommand::Offload { .. } => {
-            super::pending::not_yet("switch", "ovs: OVSDB and ovs-vswitchd clients")
+        SwitchCommand::Ports { bridge } => ports(env, bridge).await,
+        SwitchCommand::AddBridge {
+            name,
+            datapath_type,
+        } => add_bridge(env, name, *datapath_type).await,
+        SwitchCommand::DelBridge { name } => del_bridge(env, name).await,
+        SwitchCommand::AddPort {
+            bridge,
+            port,
+            interface_type,
+        } => add_port(env, bridge, port, interface_type).await,
+        SwitchCommand::DelPort { bridge, port } => del_port(env, bridge, port).await,
+        SwitchCommand::Offload { state: None } => show_offload(env).await,
+        SwitchCommand::Offload { state: Some(state) } => set_offload(env, *state).await,
+        SwitchCommand::Flows { flow_type, in_port } => {
+            flows(env, *flow_type, in_port.as_deref()).await
         }
     }
 }
@@ -52,7 +61,254 @@ async fn bridges(env: &Env<'_>) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-async fn flows(env: &Env<'_>, flow_type: FlowType) -> anyhow::Result<Outcome> {
+async fn ports(env: &Env<'_>, bridge: &str) -> anyhow::Result<Outcome> {
+    let reply = client(env)
+        .await?
+        .list_ports(v1::ListPortsRequest {
+            parent: Collection::Bridges.format(bridge),
+        })
+        .await
+        .map_err(rpc_error("Switch.ListPorts"))?
+        .into_inner();
+    if env.json() {
+        output::json(&reply)?;
+    } else {
+        print_ports(&reply.ports)?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn print_ports(ports: &[v1::Port]) -> anyhow::Result<()> {
+    let mut table = output::table(["port", "type", "ofport", "admin", "link", "error"]);
+    for p in ports {
+        table.add_row([
+            p.port.clone(),
+            interface_type(&p.interface_type).to_owned(),
+            p.ofport.to_string(),
+            output::or_dash(&p.admin_state).to_owned(),
+            output::or_dash(&p.link_state).to_owned(),
+            output::or_dash(&p.error).to_owned(),
+        ]);
+    }
+    output::print_table(&table)
+}
+
+/// OVS stores a kernel device's type as "": show it as "system".
+fn interface_type(kind: &str) -> &str {
+    if kind.is_empty() {
+        "system"
+    } else {
+        kind
+    }
+}
+
+async fn add_bridge(
+    env: &Env<'_>,
+    name: &str,
+    datapath_type: Option<DatapathType>,
+) -> anyhow::Result<Outcome> {
+    let datapath_type = match datapath_type {
+        None => "",
+        Some(DatapathType::System) => "system",
+        Some(DatapathType::Netdev) => "netdev",
+    };
+    let bridge = client(env)
+        .await?
+        .create_bridge(v1::CreateBridgeRequest {
+            bridge_id: name.to_owned(),
+            datapath_type: datapath_type.to_owned(),
+            options: None,
+        })
+        .await
+        .map_err(rpc_error("Switch.CreateBridge"))?
+        .into_inner();
+    if env.json() {
+        output::json(&bridge)?;
+    } else {
+        output::line(&format!(
+            "bridge {} ready (datapath {}, uuid {})",
+            bridge.bridge,
+            if bridge.datapath_type.is_empty() {
+                "system"
+            } else {
+                &bridge.datapath_type
+            },
+            bridge.uuid
+        ))?;
+    }
+    Ok(Outcome::Success)
+}
+
+async fn del_bridge(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
+    let reply = client(env)
+        .await?
+        .delete_bridge(v1::DeleteBridgeRequest {
+            name: Collection::Bridges.format(name),
+            allow_missing: false,
+            options: None,
+        })
+        .await
+        .map_err(rpc_error("Switch.DeleteBridge"))?
+        .into_inner();
+    print_deleted(env, &reply, &format!("bridge {name}"))
+}
+
+async fn add_port(
+    env: &Env<'_>,
+    bridge: &str,
+    port: &str,
+    interface_type: &str,
+) -> anyhow::Result<Outcome> {
+    let created = client(env)
+        .await?
+        .create_port(v1::CreatePortRequest {
+            parent: Collection::Bridges.format(bridge),
+            port_id: port.to_owned(),
+            interface_type: interface_type.to_owned(),
+            ..Default::default()
+        })
+        .await
+        .map_err(rpc_error("Switch.CreatePort"))?
+        .into_inner();
+    if env.json() {
+        output::json(&created)?;
+    } else {
+        print_ports(std::slice::from_ref(&created))?;
+    }
+    Ok(Outcome::Success)
+}
+
+async fn del_port(env: &Env<'_>, bridge: &str, port: &str) -> anyhow::Result<Outcome> {
+    let reply = client(env)
+        .await?
+        .delete_port(v1::DeletePortRequest {
+            name: format!("{}/ports/{port}", Collection::Bridges.format(bridge)),
+            allow_missing: false,
+            options: None,
+        })
+        .await
+        .map_err(rpc_error("Switch.DeletePort"))?
+        .into_inner();
+    print_deleted(env, &reply, &format!("port {port} of bridge {bridge}"))
+}
+
+fn print_deleted(env: &Env<'_>, reply: &v1::DeleteResponse, what: &str) -> anyhow::Result<Outcome> {
+    if env.json() {
+        output::json(reply)?;
+    } else if reply.deleted {
+        output::line(&format!("deleted {what}"))?;
+    } else {
+        output::line(&format!("{what} did not exist"))?;
+    }
+    Ok(Outcome::Success)
+}
+
+async fn show_offload(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let settings = client(env)
+        .await?
+        .get_offload_settings(v1::GetOffloadSettingsRequest {})
+        .await
+        .map_err(rpc_error("Switch.GetOffloadSettings"))?
+        .into_inner();
+    if env.json() {
+        output::json(&settings)?;
+    } else {
+        print_settings(&settings)?;
+    }
+    Ok(Outcome::Success)
+}
+
+async fn set_offload(env: &Env<'_>, state: OnOff) -> anyhow::Result<Outcome> {
+    let reply = client(env)
+        .await?
+        .update_offload_settings(v1::UpdateOffloadSettingsRequest {
+            hw_offload: Some(state == OnOff::On),
+            ..Default::default()
+        })
+        .await
+        .map_err(rpc_error("Switch.UpdateOffloadSettings"))?
+        .into_inner();
+    if env.json() {
+        output::json(&reply)?;
+        return Ok(Outcome::Success);
+    }
+    if let Some(settings) = &reply.settings {
+        print_settings(settings)?;
+    }
+    if reply.changed_keys.is_empty() {
+        output::line("nothing changed: the setting was already in place")?;
+    } else {
+        output::line(&format!("changed: {}", reply.changed_keys.join(", ")))?;
+    }
+    output::line(if reply.restart_required {
+        "restart required: yes. ovs-vswitchd reads hw-offload only at start; restart it \
+         (e.g. `systemctl restart openvswitch-switch`) for the change to take effect"
+    } else {
+        "restart required: no"
+    })?;
+    Ok(Outcome::Success)
+}
+
+fn print_settings(s: &v1::OffloadSettings) -> anyhow::Result<()> {
+    let policy = v1::TcPolicy::try_from(s.tc_policy).unwrap_or(v1::TcPolicy::Unspecified);
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let mut table = output::table(["setting", "value"]);
+    for (key, value) in [
+        ("hw-offload", s.hw_offload.to_string()),
+        ("offload active", yes_no(s.offload_active)),
+        ("tc-policy", tc_policy(policy).to_owned()),
+        (
+            "max-idle",
+            if s.max_idle_ms == 0 {
+                "default (10000 ms)".to_owned()
+            } else {
+                format!("{} ms", s.max_idle_ms)
+            },
+        ),
+        ("doca-init", s.doca_init.to_string()),
+        (
+            "applied",
+            format!(
+                "{} (cur_cfg {}, next_cfg {})",
+                yes_no(s.cur_cfg >= s.next_cfg),
+                s.cur_cfg,
+                s.next_cfg
+            ),
+        ),
+        ("ovs version", output::or_dash(&s.ovs_version).to_owned()),
+    ] {
+        table.add_row([key.to_owned(), value]);
+    }
+    let mut keys: Vec<_> = s.other_config.iter().collect();
+    keys.sort();
+    for (key, value) in keys {
+        table.add_row([format!("other_config:{key}"), value.clone()]);
+    }
+    output::print_table(&table)
+}
+
+/// The policy as OVS spells it in `other_config:tc-policy`.
+fn tc_policy(policy: v1::TcPolicy) -> &'static str {
+    match policy {
+        v1::TcPolicy::None => "none",
+        v1::TcPolicy::SkipSw => "skip_sw",
+        v1::TcPolicy::SkipHw => "skip_hw",
+        v1::TcPolicy::Unspecified => "unknown (see other_config:tc-policy)",
+    }
+}
+
+/// `OFFLOAD_STATUS_NOT_OFFLOADED` → `not-offloaded`.
+fn enum_name(name: &str, prefix: &str) -> String {
+    name.trim_start_matches(prefix)
+        .to_ascii_lowercase()
+        .replace('_', "-")
+}
+
+async fn flows(
+    env: &Env<'_>,
+    flow_type: FlowType,
+    in_port: Option<&str>,
+) -> anyhow::Result<Outcome> {
     let filter = match flow_type {
         FlowType::Offloaded => v1::FlowFilter::Offloaded,
         FlowType::NonOffloaded => v1::FlowFilter::NonOffloaded,
@@ -63,7 +319,8 @@ async fn flows(env: &Env<'_>, flow_type: FlowType) -> anyhow::Result<Outcome> {
         .await?
         .list_flows(v1::ListFlowsRequest {
             filter: filter as i32,
-            ..Default::default()
+            in_port: in_port.unwrap_or_default().to_owned(),
+            datapath: String::new(),
         })
         .await
         .map_err(rpc_error("Switch.ListFlows"))?
@@ -71,24 +328,67 @@ async fn flows(env: &Env<'_>, flow_type: FlowType) -> anyhow::Result<Outcome> {
     if env.json() {
         output::json(&reply)?;
     } else {
-        let mut table =
-            output::table(["in_port", "packets", "bytes", "offloaded", "dp", "actions"]);
+        let mut table = output::table([
+            "in_port",
+            "packets",
+            "bytes",
+            "used",
+            "offloaded",
+            "dp",
+            "tc hw pkts",
+            "actions",
+        ]);
         for f in &reply.flows {
             let offloaded =
                 v1::OffloadStatus::try_from(f.offloaded).unwrap_or(v1::OffloadStatus::Unspecified);
+            let hw_packets: Option<u64> = (!f.tc_filters.is_empty()).then(|| {
+                f.tc_filters
+                    .iter()
+                    .filter_map(|t| t.actions.first())
+                    .map(|a| a.hw_packets)
+                    .sum()
+            });
             table.add_row([
-                f.in_port.clone(),
+                output::or_dash(&f.in_port).to_owned(),
                 f.packets.to_string(),
                 f.bytes.to_string(),
-                offloaded
-                    .as_str_name()
-                    .trim_start_matches("OFFLOAD_STATUS_")
-                    .to_ascii_lowercase(),
-                f.dp_layer.clone(),
+                used(f.used.as_ref()),
+                enum_name(offloaded.as_str_name(), "OFFLOAD_STATUS_"),
+                output::or_dash(&f.dp_layer).to_owned(),
+                hw_packets.map_or_else(|| "-".to_owned(), |n| n.to_string()),
                 f.actions.clone(),
             ]);
         }
         output::print_table(&table)?;
     }
     Ok(Outcome::Success)
+}
+
+/// Time since last use the way OVS prints it: `0.320s`, or `never`.
+fn used(d: Option<&dpu_proto::pbjson_types::Duration>) -> String {
+    match d {
+        Some(d) => format!("{}.{:03}s", d.seconds, d.nanos / 1_000_000),
+        None => "never".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_names_and_times_read_like_ovs() {
+        assert_eq!(tc_policy(v1::TcPolicy::SkipSw), "skip_sw");
+        assert_eq!(
+            enum_name("OFFLOAD_STATUS_NOT_OFFLOADED", "OFFLOAD_STATUS_"),
+            "not-offloaded"
+        );
+        let d = dpu_proto::pbjson_types::Duration {
+            seconds: 1,
+            nanos: 20_000_000,
+        };
+        assert_eq!(used(Some(&d)), "1.020s");
+        assert_eq!(used(None), "never");
+        assert_eq!(interface_type(""), "system");
+    }
 }

@@ -146,6 +146,19 @@ impl OtherConfigHandle {
         self.change(key, None)
     }
 
+    /// Several keys set (`Some`) or removed (`None`) in one transaction: all of them or
+    /// none, so a bad value for the third key cannot leave the first two changed.
+    pub fn update(
+        &self,
+        changes: impl IntoIterator<Item = (String, Option<String>)>,
+    ) -> UpdateOtherConfig {
+        UpdateOtherConfig {
+            ovsdb: self.ovsdb.clone(),
+            changes: changes.into_iter().collect(),
+            policy: WaitPolicy::default(),
+        }
+    }
+
     fn change(&self, key: &str, value: Option<&str>) -> SetOtherConfig {
         SetOtherConfig {
             ovsdb: self.ovsdb.clone(),
@@ -153,6 +166,95 @@ impl OtherConfigHandle {
             value: value.map(str::to_owned),
             policy: WaitPolicy::default(),
         }
+    }
+}
+
+/// A change of several `other_config` keys being built; see [`OtherConfigHandle::update`].
+#[derive(Debug)]
+#[must_use = "a request does nothing until it is executed"]
+pub struct UpdateOtherConfig {
+    ovsdb: Ovsdb,
+    changes: Vec<(String, Option<String>)>,
+    policy: WaitPolicy,
+}
+
+impl UpdateOtherConfig {
+    /// Returns once committed, without waiting for ovs-vswitchd to apply it.
+    pub fn no_wait(mut self) -> Self {
+        self.policy.no_wait = true;
+        self
+    }
+
+    /// How long to wait for ovs-vswitchd (default: the handle's apply timeout).
+    pub fn apply_timeout(mut self, timeout: Duration) -> Self {
+        self.policy.timeout = Some(timeout);
+        self
+    }
+
+    /// Validates every key and value first, then commits all changes with one
+    /// `next_cfg += 1` and waits for ovs-vswitchd. One [`ConfigChange`] per key, in
+    /// request order.
+    pub async fn execute(self) -> Result<Vec<ConfigChange>, Error> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (key, value) in &self.changes {
+            if key.is_empty() {
+                return Err(Error::InvalidValue {
+                    key: "other_config".to_owned(),
+                    value: String::new(),
+                    reason: "the key must not be empty".to_owned(),
+                });
+            }
+            if !seen.insert(key.as_str()) {
+                return Err(Error::InvalidValue {
+                    key: format!("other_config:{key}"),
+                    value: value.clone().unwrap_or_default(),
+                    reason: "the key is changed twice in one update".to_owned(),
+                });
+            }
+            if let Some(value) = value {
+                validate(key, value)?;
+            }
+        }
+        if self.changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<serde_json::Value> = self.changes.iter().map(|(k, _)| json!(k)).collect();
+        let mut mutations = vec![Mutation::delete("other_config", set(keys))];
+        let pairs: Vec<serde_json::Value> = self
+            .changes
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| json!([k, v])))
+            .collect();
+        if !pairs.is_empty() {
+            mutations.push(Mutation::insert("other_config", json!(["map", pairs])));
+        }
+        let ops = vec![
+            Operation::select(OPEN_VSWITCH, vec![], &["other_config"]),
+            Operation::mutate(OPEN_VSWITCH, vec![], mutations),
+        ];
+        let (results, applied) = self.ovsdb.commit_change(ops, self.policy).await?;
+        let before = results.first().map(|r| r.rows()).unwrap_or_default();
+        let mut previous_map = before
+            .first()
+            .map(|row| str_map(row.get("other_config")))
+            .ok_or_else(not_initialized)?;
+        Ok(self
+            .changes
+            .into_iter()
+            .map(|(key, value)| {
+                let previous = previous_map.remove(&key);
+                let changed = previous != value;
+                let restart_required = changed && restart_note(&key).is_some();
+                tracing::info!(%key, ?previous, ?value, restart_required, "other_config changed");
+                ConfigChange {
+                    key,
+                    previous,
+                    value,
+                    applied,
+                    restart_required,
+                }
+            })
+            .collect())
     }
 }
 
@@ -198,45 +300,20 @@ impl SetOtherConfig {
 
     /// Commits the change with `next_cfg += 1` and waits for ovs-vswitchd.
     pub async fn execute(self) -> Result<ConfigChange, Error> {
-        if self.key.is_empty() {
-            return Err(Error::InvalidValue {
-                key: "other_config".to_owned(),
+        let update = UpdateOtherConfig {
+            ovsdb: self.ovsdb,
+            changes: vec![(self.key.clone(), self.value)],
+            policy: self.policy,
+        };
+        update
+            .execute()
+            .await?
+            .pop()
+            .ok_or_else(|| Error::InvalidValue {
+                key: format!("other_config:{}", self.key),
                 value: String::new(),
-                reason: "the key must not be empty".to_owned(),
-            });
-        }
-        if let Some(value) = &self.value {
-            validate(&self.key, value)?;
-        }
-        let mut mutations = vec![Mutation::delete("other_config", set([json!(self.key)]))];
-        if let Some(value) = &self.value {
-            mutations.push(Mutation::insert(
-                "other_config",
-                json!(["map", [[self.key, value]]]),
-            ));
-        }
-        let ops = vec![
-            Operation::select(OPEN_VSWITCH, vec![], &["other_config"]),
-            Operation::mutate(OPEN_VSWITCH, vec![], mutations),
-        ];
-        let (results, applied) = self.ovsdb.commit_change(ops, self.policy).await?;
-        let before = results.first().map(|r| r.rows()).unwrap_or_default();
-        let previous = before
-            .first()
-            .map(|row| str_map(row.get("other_config")))
-            .ok_or_else(not_initialized)?
-            .remove(&self.key);
-        let changed = previous != self.value;
-        let restart_required = changed && restart_note(&self.key).is_some();
-        tracing::info!(key = %self.key, ?previous, value = ?self.value, restart_required,
-            "other_config changed");
-        Ok(ConfigChange {
-            key: self.key,
-            previous,
-            value: self.value,
-            applied,
-            restart_required,
-        })
+                reason: "no change was made".to_owned(),
+            })
     }
 }
 

@@ -50,7 +50,9 @@ use serde_json::{json, Value};
 
 pub use apply::Applied;
 pub use bridge::{AddBridge, BridgeHandle, DelBridge};
-pub use config::{restart_note, ConfigChange, OtherConfigHandle, SetOtherConfig};
+pub use config::{
+    restart_note, ConfigChange, OtherConfigHandle, SetOtherConfig, UpdateOtherConfig,
+};
 pub use datum::{named_uuid, set, string_map, Row, Uuid};
 pub use error::Error;
 pub use model::{Bridge, Interface, OpenVswitch, Port, Tables, COLUMNS};

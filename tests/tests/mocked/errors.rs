@@ -1,6 +1,8 @@
 //! Status codes at the API edge: unknown resources are NOT_FOUND, malformed requests are
 //! INVALID_ARGUMENT naming the field, valid requests for backends not built yet are
-//! UNIMPLEMENTED naming the area, and nothing invalid reaches a backend.
+//! UNIMPLEMENTED naming the area, valid requests for a backend the agent does not have
+//! (OVS is off in this tier) are UNAVAILABLE naming it, and nothing invalid reaches a
+//! backend.
 
 use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
 use dpu_proto::v1::{counters_client::CountersClient, switch_client::SwitchClient};
@@ -205,4 +207,90 @@ async fn valid_requests_without_a_backend_are_unimplemented_naming_the_area() {
         .expect_err("not built yet");
     assert_eq!(err.code(), Code::Unimplemented, "{err:?}");
     assert!(err.message().contains("nvmeof"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn switch_calls_without_ovs_are_unavailable_naming_it() {
+    let lab = Lab::start();
+    let mut switch = SwitchClient::new(lab.agent.channel().await);
+    let mut failures = Vec::new();
+    let mut expect = |what: &str, result: Result<(), tonic::Status>| match result {
+        Err(status) if status.code() == Code::Unavailable && status.message().contains("ovsdb") => {
+        }
+        other => failures.push(format!(
+            "{what}: expected UNAVAILABLE naming ovsdb, got {other:?}"
+        )),
+    };
+    expect(
+        "ListBridges",
+        switch
+            .list_bridges(v1::ListBridgesRequest {})
+            .await
+            .map(drop),
+    );
+    expect(
+        "CreateBridge",
+        switch
+            .create_bridge(v1::CreateBridgeRequest {
+                bridge_id: "ovsbr1".to_owned(),
+                ..Default::default()
+            })
+            .await
+            .map(drop),
+    );
+    expect(
+        "DeletePort",
+        switch
+            .delete_port(v1::DeletePortRequest {
+                name: "bridges/ovsbr1/ports/pf0hpf".to_owned(),
+                ..Default::default()
+            })
+            .await
+            .map(drop),
+    );
+    expect(
+        "GetOffloadSettings",
+        switch
+            .get_offload_settings(v1::GetOffloadSettingsRequest {})
+            .await
+            .map(drop),
+    );
+    expect(
+        "UpdateOffloadSettings",
+        switch
+            .update_offload_settings(v1::UpdateOffloadSettingsRequest {
+                hw_offload: Some(true),
+                ..Default::default()
+            })
+            .await
+            .map(drop),
+    );
+    expect(
+        "ListFlows",
+        switch
+            .list_flows(v1::ListFlowsRequest::default())
+            .await
+            .map(drop),
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // tc filters come from the kernel, not from OVS: served without it.
+    let err = switch
+        .list_tc_filters(v1::ListTcFiltersRequest {
+            netdev: "dpunosuch0".to_owned(),
+        })
+        .await
+        .expect_err("no such netdev");
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert!(err.message().contains("dpunosuch0"), "{}", err.message());
+
+    // dpuctl says the same, with exit code 2.
+    let endpoint = lab.agent.endpoint();
+    let out = dpu_tests::harness::dpuctl(&["--agent", &endpoint, "switch", "bridges"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Unavailable") && stderr.contains("ovsdb"),
+        "{stderr}"
+    );
 }

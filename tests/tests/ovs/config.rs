@@ -132,3 +132,45 @@ async fn without_ovs_vswitchd_a_change_is_stored_but_not_applied() {
         .expect("no_wait");
     assert!(change.applied.changed && !change.applied.confirmed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_keys_change_together_or_not_at_all() {
+    let daemons = daemons!();
+    let ovs = client(&daemons, Duration::from_secs(20));
+    let get = |key: &str| {
+        let column = format!("other_config:{key}");
+        daemons
+            .vsctl(&["get", "Open_vSwitch", ".", &column])
+            .map(|v| unquote(&v))
+            .ok()
+    };
+
+    // A bad value for the second key: nothing at all is written.
+    let err = ovs
+        .other_config()
+        .update([
+            ("max-idle".to_owned(), Some("7000".to_owned())),
+            ("hw-offload".to_owned(), Some("yes".to_owned())),
+        ])
+        .execute()
+        .await
+        .expect_err("hw-offload=yes is not a boolean");
+    assert!(err.to_string().contains("hw-offload"), "{err}");
+    assert_eq!(get("max-idle"), None, "the first key was not half-applied");
+
+    // Both keys in one transaction: one next_cfg, both visible to ovs-vsctl.
+    let changes = ovs
+        .other_config()
+        .update([
+            ("max-idle".to_owned(), Some("7000".to_owned())),
+            ("tc-policy".to_owned(), Some("skip_hw".to_owned())),
+        ])
+        .execute()
+        .await
+        .expect("update");
+    assert_eq!(changes.len(), 2);
+    assert_eq!(changes[0].applied.next_cfg, changes[1].applied.next_cfg);
+    assert!(changes.iter().all(|c| c.applied.confirmed));
+    assert_eq!(get("max-idle").as_deref(), Some("7000"));
+    assert_eq!(get("tc-policy").as_deref(), Some("skip_hw"));
+}

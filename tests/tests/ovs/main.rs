@@ -7,6 +7,7 @@
 //! Needs root and `openvswitch-switch`, `iproute2`, `iputils-ping`; without them each test
 //! is skipped with the reason (a failure under `DPU_TESTS_STRICT=1`).
 
+mod agent;
 mod bridges;
 mod config;
 mod monitor;

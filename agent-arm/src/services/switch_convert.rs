@@ -1,0 +1,267 @@
+//! Conversions between the OVS and netlink types and the `dpu.v1` Switch messages. Pure
+//! functions, so every mapping is unit-tested without a daemon.
+
+use std::collections::{BTreeMap, HashMap};
+
+use dpu_ovs::flow::{DatapathFlow, DpLayer, DumpType, Offloaded, Used};
+use dpu_ovs::ovsdb;
+use dpu_probe::netlink::{TcFilter, TcFilterAction};
+use dpu_proto::names::Collection;
+use dpu_proto::pbjson_types::Duration;
+use dpu_proto::v1;
+
+/// `other_config` keys of the offload settings.
+pub(crate) const HW_OFFLOAD: &str = "hw-offload";
+pub(crate) const TC_POLICY: &str = "tc-policy";
+pub(crate) const MAX_IDLE: &str = "max-idle";
+const DOCA_INIT: &str = "doca-init";
+
+/// `bridges/{bridge}/ports/{port}`.
+pub(crate) fn port_name(bridge: &str, port: &str) -> String {
+    format!("{}/ports/{port}", Collection::Bridges.format(bridge))
+}
+
+/// A bridge with its ports, as the API shows it.
+pub(crate) fn bridge_to_wire(bridge: &ovsdb::Bridge) -> v1::Bridge {
+    v1::Bridge {
+        name: Collection::Bridges.format(&bridge.name),
+        bridge: bridge.name.clone(),
+        datapath_type: bridge.datapath_type.clone(),
+        ports: bridge
+            .ports
+            .iter()
+            .map(|p| port_to_wire(&bridge.name, p))
+            .collect(),
+        uuid: bridge.uuid.to_string(),
+    }
+}
+
+/// A port with its interface: the one named like the port (the only one, except bonds).
+pub(crate) fn port_to_wire(bridge: &str, port: &ovsdb::Port) -> v1::Port {
+    let iface = port
+        .interfaces
+        .iter()
+        .find(|i| i.name == port.name)
+        .or_else(|| port.interfaces.first());
+    let text = |value: Option<&String>| value.cloned().unwrap_or_default();
+    v1::Port {
+        name: port_name(bridge, &port.name),
+        port: port.name.clone(),
+        interface_type: iface.map(|i| i.kind.clone()).unwrap_or_default(),
+        // Not assigned yet (ovs-vswitchd has not seen the port) reads like "could not
+        // open it": -1, the value OVS itself stores on failure.
+        ofport: iface.and_then(|i| i.ofport).unwrap_or(-1),
+        error: text(iface.and_then(|i| i.error.as_ref())),
+        link_state: text(iface.and_then(|i| i.link_state.as_ref())),
+        admin_state: text(iface.and_then(|i| i.admin_state.as_ref())),
+        options: iface
+            .map(|i| i.options.clone().into_iter().collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The offload settings of the root row; `offload_active` comes from ovs-vswitchd.
+pub(crate) fn settings_to_wire(
+    root: &ovsdb::OpenVswitch,
+    offload_active: bool,
+) -> v1::OffloadSettings {
+    let config = &root.other_config;
+    let is_true = |key: &str| config.get(key).is_some_and(|v| v == "true");
+    v1::OffloadSettings {
+        hw_offload: is_true(HW_OFFLOAD),
+        tc_policy: tc_policy_from_config(config.get(TC_POLICY).map(String::as_str)) as i32,
+        max_idle_ms: config
+            .get(MAX_IDLE)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        doca_init: is_true(DOCA_INIT),
+        offload_active,
+        next_cfg: root.next_cfg,
+        cur_cfg: root.cur_cfg,
+        ovs_version: root.ovs_version.clone().unwrap_or_default(),
+        other_config: config.clone().into_iter().collect(),
+    }
+}
+
+/// `tc-policy` as the enum; unset is OVS's default `none`, an unknown value unspecified
+/// (the raw value stays visible in `other_config`).
+fn tc_policy_from_config(value: Option<&str>) -> v1::TcPolicy {
+    match value {
+        None | Some("none") => v1::TcPolicy::None,
+        Some("skip_sw") => v1::TcPolicy::SkipSw,
+        Some("skip_hw") => v1::TcPolicy::SkipHw,
+        Some(_) => v1::TcPolicy::Unspecified,
+    }
+}
+
+/// The value to store for a requested policy; `None` for "leave it".
+pub(crate) fn tc_policy_value(policy: v1::TcPolicy) -> Option<&'static str> {
+    match policy {
+        v1::TcPolicy::Unspecified => None,
+        v1::TcPolicy::None => Some("none"),
+        v1::TcPolicy::SkipSw => Some("skip_sw"),
+        v1::TcPolicy::SkipHw => Some("skip_hw"),
+    }
+}
+
+/// The `type=` of a flow filter; unspecified means all, like OVS without `type=`.
+pub(crate) fn dump_type(filter: v1::FlowFilter) -> DumpType {
+    match filter {
+        v1::FlowFilter::Unspecified | v1::FlowFilter::All => DumpType::All,
+        v1::FlowFilter::Offloaded => DumpType::Offloaded,
+        v1::FlowFilter::NonOffloaded => DumpType::NonOffloaded,
+        v1::FlowFilter::PartiallyOffloaded => DumpType::PartiallyOffloaded,
+    }
+}
+
+/// One datapath flow. Key and actions are printed back exactly as OVS wrote them; fields
+/// the parser does not model go to `extra_fields`.
+pub(crate) fn flow_to_wire(flow: &DatapathFlow<'_>) -> v1::Flow {
+    let join = |items: Vec<String>| items.join(",");
+    v1::Flow {
+        ufid: flow.ufid.map(|u| u.to_string()).unwrap_or_default(),
+        r#match: join(flow.key.iter().map(ToString::to_string).collect()),
+        in_port: flow.in_port().map(|p| p.to_string()).unwrap_or_default(),
+        packets: flow.packets,
+        bytes: flow.bytes,
+        used: used_to_wire(flow.used),
+        tcp_flags: flow.flags.as_deref().unwrap_or_default().to_owned(),
+        offloaded: offload_status(flow.offloaded) as i32,
+        dp_layer: flow
+            .dp
+            .as_ref()
+            .map(DpLayer::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        actions: join(flow.actions.iter().map(ToString::to_string).collect()),
+        dp_extra_info: flow.dp_extra_info.as_deref().unwrap_or_default().to_owned(),
+        extra_fields: flow
+            .extra
+            .iter()
+            .map(|x| (x.name.to_string(), x.value.to_string()))
+            .collect(),
+        tc_filters: Vec::new(),
+    }
+}
+
+/// `used:`; a negative age (clock rounding in tc) reads as "just now".
+fn used_to_wire(used: Used) -> Option<Duration> {
+    match used {
+        Used::Never => None,
+        Used::Millis(ms) => {
+            let ms = ms.max(0);
+            Some(Duration {
+                seconds: ms / 1000,
+                // Below 1000 ms * 1e6 < i32::MAX.
+                nanos: i32::try_from((ms % 1000) * 1_000_000).unwrap_or(0),
+            })
+        }
+    }
+}
+
+fn offload_status(offloaded: Offloaded) -> v1::OffloadStatus {
+    match offloaded {
+        Offloaded::Yes => v1::OffloadStatus::Offloaded,
+        Offloaded::Partial => v1::OffloadStatus::Partial,
+        Offloaded::No => v1::OffloadStatus::NotOffloaded,
+        Offloaded::Unknown => v1::OffloadStatus::Unspecified,
+    }
+}
+
+/// A tc action cookie read as an OVS ufid: OVS copies the 16-byte `ovs_u128` into the
+/// cookie, four u32 words in host order, and prints it with `UUID_FMT` over those words
+/// (ovs-netlink.md §1.2). The agent runs on the machine that wrote it, so native order.
+pub(crate) fn cookie_ufid(cookie: &[u8]) -> Option<String> {
+    let bytes: [u8; 16] = cookie.try_into().ok()?;
+    let word = |i: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&bytes[i * 4..i * 4 + 4]);
+        u32::from_ne_bytes(w)
+    };
+    let (a, b, c, d) = (word(0), word(1), word(2), word(3));
+    Some(format!(
+        "{a:08x}-{:04x}-{:04x}-{:04x}-{:04x}{d:08x}",
+        b >> 16,
+        b & 0xffff,
+        c >> 16,
+        c & 0xffff
+    ))
+}
+
+/// True for a real filter; a dump also lists a per-priority header entry (handle 0, no
+/// actions) before a classifier's filters.
+pub(crate) fn is_real_filter(filter: &TcFilter) -> bool {
+    filter.handle != 0 || !filter.actions.is_empty()
+}
+
+/// A tc filter with its per-action counters split into software and hardware.
+pub(crate) fn tc_filter_to_wire(netdev: &str, filter: &TcFilter) -> v1::TcFilter {
+    let flags = filter.flags.unwrap_or_default();
+    let cookie = filter.actions.iter().find_map(|a| a.cookie.as_deref());
+    v1::TcFilter {
+        netdev: netdev.to_owned(),
+        chain: filter.chain,
+        priority: u32::from(filter.prio),
+        handle: filter.handle,
+        skip_hw: flags.skip_hw(),
+        skip_sw: flags.skip_sw(),
+        in_hw: flags.in_hw(),
+        not_in_hw: flags.not_in_hw(),
+        in_hw_count: filter.in_hw_count.unwrap_or(0),
+        cookie: cookie.map(hex).unwrap_or_default(),
+        ufid: cookie.and_then(cookie_ufid).unwrap_or_default(),
+        actions: filter.actions.iter().map(action_to_wire).collect(),
+    }
+}
+
+fn action_to_wire(action: &TcFilterAction) -> v1::TcAction {
+    let stats = action.stats;
+    let total = stats.map(|s| s.total).unwrap_or_default();
+    let hw = stats.and_then(|s| s.hw).unwrap_or_default();
+    let sw = stats.map(|s| s.software()).unwrap_or_default();
+    v1::TcAction {
+        order: u32::from(action.order),
+        kind: action.kind.clone(),
+        packets: total.packets,
+        bytes: total.bytes,
+        hw_packets: hw.packets,
+        hw_bytes: hw.bytes,
+        sw_packets: sw.packets,
+        sw_bytes: sw.bytes,
+        drops: stats.and_then(|s| s.drops).map_or(0, u64::from),
+        installed_sec: action.times.map_or(0, |t| t.installed_ago.as_secs()),
+        last_used_sec: action.times.map_or(0, |t| t.last_used_ago.as_secs()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Attaches to each flow the tc filters whose cookie is its ufid.
+pub(crate) fn join_tc_filters(flows: &mut [v1::Flow], filters: Vec<v1::TcFilter>) {
+    let mut by_ufid: HashMap<String, Vec<v1::TcFilter>> = HashMap::new();
+    for filter in filters.into_iter().filter(|f| !f.ufid.is_empty()) {
+        by_ufid.entry(filter.ufid.clone()).or_default().push(filter);
+    }
+    for flow in flows.iter_mut().filter(|f| !f.ufid.is_empty()) {
+        if let Some(found) = by_ufid.get(&flow.ufid) {
+            flow.tc_filters.clone_from(found);
+        }
+    }
+}
+
+/// The netdevs whose tc filters can hold these flows: the in_port of every `dp:tc` flow
+/// with a ufid, once each.
+pub(crate) fn tc_ports(flows: &[v1::Flow]) -> Vec<String> {
+    let ports: BTreeMap<&str, ()> = flows
+        .iter()
+        .filter(|f| f.dp_layer == "tc" && !f.ufid.is_empty() && !f.in_port.is_empty())
+        .map(|f| (f.in_port.as_str(), ()))
+        .collect();
+    ports.into_keys().map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+#[path = "switch_convert_tests.rs"]
+mod tests;

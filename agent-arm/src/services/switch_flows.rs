@@ -1,0 +1,167 @@
+//! Datapath flows (`dpctl/dump-flows -m --names` through ovs-vswitchd's control socket)
+//! and the tc filters that hold offloaded ones (netlink), joined by ufid.
+
+use std::time::Duration;
+
+use dpu_ovs::flow::{parse_dump, DumpType};
+use dpu_ovs::unixctl::DumpFlowsType;
+use dpu_probe::netlink::{RouteSocket, RouteStats, TcParent};
+use dpu_proto::v1;
+use tonic::Status;
+
+use super::switch_convert::{
+    flow_to_wire, is_real_filter, join_tc_filters, tc_filter_to_wire, tc_ports,
+};
+use super::switch_status::{from_netlink, from_unixctl};
+use crate::ovs::OvsClients;
+
+/// A dump of a busy datapath (100,000 flows) takes seconds; the control socket's default
+/// call deadline is sized for small commands.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What `ListFlows` asks for, validated.
+#[derive(Debug)]
+pub(crate) struct FlowQuery<'a> {
+    pub(crate) dump_type: DumpType,
+    /// Only flows whose in_port is this port; empty: all.
+    pub(crate) in_port: &'a str,
+    /// The datapath to dump; empty: the only one there is.
+    pub(crate) datapath: &'a str,
+}
+
+pub(crate) async fn list_flows(
+    ovs: &OvsClients,
+    query: &FlowQuery<'_>,
+) -> Result<v1::ListFlowsResponse, Status> {
+    let Some(datapath) = choose_datapath(ovs, query.datapath).await? else {
+        // No bridge yet, so no datapath and no flows.
+        return Ok(v1::ListFlowsResponse::default());
+    };
+    let mut dump = ovs
+        .vswitchd
+        .dump_flows()
+        .more()
+        .names(true)
+        .datapath(&datapath);
+    if let Some(flow_type) = dump_flows_type(query.dump_type) {
+        dump = dump.flow_type(flow_type);
+    }
+    let text = ovs
+        .vswitchd
+        .command("dpctl/dump-flows")
+        .args(dump.to_args())
+        .timeout(DUMP_TIMEOUT)
+        .execute()
+        .await
+        .map_err(|e| from_unixctl(&e))?;
+    let mut flows = Vec::new();
+    for parsed in parse_dump(&text) {
+        let flow = parsed.map_err(|e| {
+            Status::internal(format!(
+                "ovs-vswitchd: cannot parse dpctl/dump-flows output: {e}"
+            ))
+        })?;
+        // OVS applied type= already; the same rule here guards against an OVS that
+        // ignored it. A line that cannot tell (`None`) is kept.
+        if query.dump_type.matches(&flow) == Some(false) {
+            continue;
+        }
+        let wire = flow_to_wire(&flow);
+        if query.in_port.is_empty() || wire.in_port == query.in_port {
+            flows.push(wire);
+        }
+    }
+    let ports = tc_ports(&flows);
+    if !ports.is_empty() {
+        let filters = read_tc_filters(ports, false).await?;
+        join_tc_filters(&mut flows, filters);
+    }
+    Ok(v1::ListFlowsResponse { flows, datapath })
+}
+
+/// The ingress tc filters of one netdev in the agent's network namespace.
+pub(crate) async fn list_tc_filters(netdev: &str) -> Result<Vec<v1::TcFilter>, Status> {
+    read_tc_filters(vec![netdev.to_owned()], true).await
+}
+
+/// `dpctl/dump-flows` needs a datapath when there are several; the request's, checked
+/// against `dpctl/dump-dps`, or the only one. `None` when there is none at all.
+async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<String>, Status> {
+    let text = ovs
+        .vswitchd
+        .command("dpctl/dump-dps")
+        .execute()
+        .await
+        .map_err(|e| from_unixctl(&e))?;
+    let datapaths: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if !requested.is_empty() {
+        return if datapaths.contains(&requested) {
+            Ok(Some(requested.to_owned()))
+        } else {
+            Err(Status::not_found(format!(
+                "ovs-vswitchd: datapath {requested} not found; datapaths: {datapaths:?}"
+            )))
+        };
+    }
+    match datapaths.as_slice() {
+        [] => Ok(None),
+        [only] => Ok(Some((*only).to_owned())),
+        several => Err(Status::failed_precondition(format!(
+            "ovs-vswitchd has several datapaths {several:?}: set `datapath` to one of them"
+        ))),
+    }
+}
+
+/// The `type=` argument; none for "all", which every OVS version understands that way.
+fn dump_flows_type(dump_type: DumpType) -> Option<DumpFlowsType> {
+    match dump_type {
+        DumpType::All => None,
+        DumpType::Ovs => Some(DumpFlowsType::Ovs),
+        DumpType::Tc => Some(DumpFlowsType::Tc),
+        DumpType::Dpdk => Some(DumpFlowsType::Dpdk),
+        DumpType::Offloaded => Some(DumpFlowsType::Offloaded),
+        DumpType::NonOffloaded => Some(DumpFlowsType::NonOffloaded),
+        DumpType::PartiallyOffloaded => Some(DumpFlowsType::PartiallyOffloaded),
+    }
+}
+
+/// Reads the ingress filters of `netdevs` on the blocking pool (netlink is synchronous).
+/// A netdev that does not exist is `NOT_FOUND` when `required`, else skipped: a flow's
+/// in_port may be a port that is not a netdev of this namespace.
+async fn read_tc_filters(
+    netdevs: Vec<String>,
+    required: bool,
+) -> Result<Vec<v1::TcFilter>, Status> {
+    tokio::task::spawn_blocking(move || {
+        let mut socket = RouteSocket::open().map_err(|e| from_netlink(&e))?;
+        let links = socket.links().map_err(|e| from_netlink(&e))?;
+        let mut filters = Vec::new();
+        for netdev in &netdevs {
+            let Some(link) = links.iter().find(|l| l.ifname == *netdev) else {
+                if required {
+                    return Err(Status::not_found(format!(
+                        "netlink: netdev {netdev} not found in the agent's network namespace"
+                    )));
+                }
+                tracing::debug!(%netdev, "no such netdev; its flows get no tc filters");
+                continue;
+            };
+            let found = socket
+                .tc_filters(link.ifindex, TcParent::Ingress)
+                .map_err(|e| from_netlink(&e))?;
+            filters.extend(
+                found
+                    .iter()
+                    .filter(|f| is_real_filter(f))
+                    .map(|f| tc_filter_to_wire(netdev, f)),
+            );
+        }
+        Ok(filters)
+    })
+    .await
+    .map_err(|e| Status::internal(format!("netlink reader task failed: {e}")))?
+}

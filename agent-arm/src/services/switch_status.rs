@@ -1,0 +1,140 @@
+//! OVSDB, ovs-vswitchd and netlink errors as gRPC statuses. Every message starts with the
+//! backend it came from (`ovsdb:`, `ovs-vswitchd:`, `netlink:`) and carries the whole error
+//! chain, so the user knows which daemon to look at and what it said.
+
+use dpu_ovs::{ovsdb, unixctl};
+use dpu_probe::netlink::NetlinkError;
+use tonic::Status;
+
+use super::status::error_chain;
+
+/// Maps an OVSDB client error: ovsdb-server away is `UNAVAILABLE`, a missing bridge or
+/// port `NOT_FOUND`, an existing one with other settings `ALREADY_EXISTS`, a value OVS
+/// would refuse `INVALID_ARGUMENT`, ovs-vswitchd not applying in time `DEADLINE_EXCEEDED`,
+/// and a transaction the database refused `FAILED_PRECONDITION`.
+pub(crate) fn from_ovsdb(err: &ovsdb::Error) -> Status {
+    use ovsdb::Error as E;
+    let chain = error_chain(err);
+    match err {
+        E::Rpc { .. } if err.is_transient() => Status::unavailable(format!(
+            "ovsdb: ovsdb-server is unavailable: {chain} (the agent reconnects on the next call)"
+        )),
+        E::NotFound {
+            kind: "Open_vSwitch row",
+            ..
+        } => Status::failed_precondition(format!("ovsdb: {chain}")),
+        E::NotFound { .. } => Status::not_found(format!("ovsdb: {chain}")),
+        E::Conflict { .. } => Status::already_exists(format!("ovsdb: {chain}")),
+        E::InvalidName { .. } | E::InvalidValue { .. } => {
+            Status::invalid_argument(format!("ovsdb: {chain}"))
+        }
+        E::NotApplied { .. } | E::CacheTimeout { .. } => {
+            Status::deadline_exceeded(format!("ovsdb: {chain}"))
+        }
+        E::Address { .. }
+        | E::Refused { .. }
+        | E::Operation { .. }
+        | E::Commit { .. }
+        | E::Schema { .. } => Status::failed_precondition(format!("ovsdb: {chain}")),
+        _ => Status::internal(format!("ovsdb: {chain}")),
+    }
+}
+
+/// Maps a control-socket error: ovs-vswitchd not running (no pid file, a stale socket) is
+/// `UNAVAILABLE`; a command OVS refused is `FAILED_PRECONDITION` with OVS's own text.
+pub(crate) fn from_unixctl(err: &unixctl::Error) -> Status {
+    use unixctl::Error as E;
+    let chain = error_chain(err);
+    match err {
+        E::PidFile { .. } | E::BadPidFile { .. } => Status::unavailable(format!(
+            "ovs-vswitchd: ovs-vswitchd is not running: {chain}"
+        )),
+        E::Rpc { .. } if err.is_transient() => Status::unavailable(format!(
+            "ovs-vswitchd: ovs-vswitchd is unavailable: {chain}"
+        )),
+        E::Command { .. } => Status::failed_precondition(format!("ovs-vswitchd: {chain}")),
+        _ => Status::internal(format!("ovs-vswitchd: {chain}")),
+    }
+}
+
+/// Maps a netlink read error; the kernel being unreadable is an agent-side problem.
+pub(crate) fn from_netlink(err: &NetlinkError) -> Status {
+    Status::internal(format!("netlink: {}", error_chain(err)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tonic::Code;
+
+    use super::*;
+
+    #[test]
+    fn ovsdb_errors_map_to_the_documented_codes() {
+        let cases = [
+            (
+                ovsdb::Error::NotFound {
+                    kind: "bridge",
+                    name: "br0".to_owned(),
+                    detail: None,
+                },
+                Code::NotFound,
+            ),
+            (
+                ovsdb::Error::NotFound {
+                    kind: "Open_vSwitch row",
+                    name: "Open_vSwitch".to_owned(),
+                    detail: None,
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                ovsdb::Error::Conflict {
+                    kind: "bridge",
+                    name: "br0".to_owned(),
+                    detail: "datapath_type differs".to_owned(),
+                },
+                Code::AlreadyExists,
+            ),
+            (
+                ovsdb::Error::NotApplied {
+                    next_cfg: 3,
+                    cur_cfg: Some(2),
+                    after: Duration::from_secs(1),
+                },
+                Code::DeadlineExceeded,
+            ),
+            (
+                ovsdb::Error::Operation {
+                    index: 0,
+                    op: "insert".to_owned(),
+                    error: "constraint violation".to_owned(),
+                    details: None,
+                },
+                Code::FailedPrecondition,
+            ),
+        ];
+        for (err, code) in cases {
+            let status = from_ovsdb(&err);
+            assert_eq!(status.code(), code, "{err}");
+            assert!(status.message().starts_with("ovsdb: "), "{status:?}");
+        }
+    }
+
+    #[test]
+    fn unreachable_daemons_are_unavailable_and_named() {
+        let err = unixctl::Error::PidFile {
+            path: "/run/openvswitch/ovs-vswitchd.pid".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let status = from_unixctl(&err);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(status.message().contains("ovs-vswitchd.pid"), "{status:?}");
+        let refused = unixctl::Error::Command {
+            command: "dpctl/dump-flows".to_owned(),
+            message: "datapath not found".to_owned(),
+        };
+        assert_eq!(from_unixctl(&refused).code(), Code::FailedPrecondition);
+    }
+}
