@@ -34,6 +34,10 @@ struct SnapBackend {
 struct OvsdbBackend {
     socket: PathBuf,
     client: dpu_jsonrpc::Client,
+    /// ovs-vswitchd's control socket, found through its pid file in the run directory:
+    /// OVSDB can be up while the switch daemon that applies its configuration is not.
+    vswitchd: dpu_ovs::unixctl::Unixctl,
+    rundir: PathBuf,
 }
 
 impl Backends {
@@ -57,6 +61,8 @@ impl Backends {
             OvsdbBackend {
                 client: dpu_jsonrpc::Client::new(&socket, options),
                 socket,
+                vswitchd: dpu_ovs::unixctl::Unixctl::vswitchd(&config.ovs.rundir),
+                rundir: config.ovs.rundir.clone(),
             }
         });
         Self {
@@ -68,8 +74,9 @@ impl Backends {
 
     /// Checks every backend concurrently, each bounded by [`CHECK_TIMEOUT`].
     pub(crate) async fn check_all(&self) -> Vec<BackendStatus> {
-        let (snap, ovsdb) = tokio::join!(self.check_snap(), self.check_ovsdb());
-        vec![self.check_sysfs(), snap, ovsdb]
+        let (snap, ovsdb, vswitchd) =
+            tokio::join!(self.check_snap(), self.check_ovsdb(), self.check_vswitchd());
+        vec![self.check_sysfs(), snap, ovsdb, vswitchd]
     }
 
     fn check_sysfs(&self) -> BackendStatus {
@@ -145,6 +152,30 @@ impl Backends {
             ),
             Err(_) => status(
                 "ovsdb",
+                BackendState::Unavailable,
+                endpoint,
+                "",
+                timeout_detail(),
+            ),
+        }
+    }
+}
+
+impl Backends {
+    async fn check_vswitchd(&self) -> BackendStatus {
+        const NAME: &str = "ovs-vswitchd";
+        let Some(ovs) = &self.ovsdb else {
+            return disabled(NAME);
+        };
+        let endpoint = format!("rundir:{}", ovs.rundir.display());
+        match tokio::time::timeout(CHECK_TIMEOUT, ovs.vswitchd.version()).await {
+            Ok(Ok(version)) => {
+                let version = version.lines().next().unwrap_or_default().trim().to_owned();
+                status(NAME, BackendState::Ready, endpoint, &version, String::new())
+            }
+            Ok(Err(e)) => status(NAME, state_for(e.is_transient()), endpoint, "", chain(&e)),
+            Err(_) => status(
+                NAME,
                 BackendState::Unavailable,
                 endpoint,
                 "",

@@ -235,17 +235,17 @@ pub(crate) enum Transport {
 pub(crate) struct ReadArgs {
     /// Block device or file.
     pub(crate) path: PathBuf,
-    /// Block size (k/m/g suffixes).
-    #[arg(long, default_value = "128k")]
-    pub(crate) bs: String,
-    /// Requests in flight.
-    #[arg(long, default_value_t = 32)]
+    /// Block size: a power of two, at least 512 (k/m/g suffixes, binary: 4k = 4096).
+    #[arg(long, default_value = "128k", value_parser = crate::storage_read::size::parse_block_size)]
+    pub(crate) bs: u64,
+    /// Requests in flight (1-1024).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) iodepth: u32,
-    /// Bytes to read (k/m/g suffixes).
-    #[arg(long, conflicts_with = "runtime")]
-    pub(crate) size: Option<String>,
-    /// Seconds to read for.
-    #[arg(long)]
+    /// Bytes to read, wrapping at the end (k/m/g suffixes); default: the whole file once.
+    #[arg(long, conflicts_with = "runtime", value_parser = crate::storage_read::size::parse_positive_size)]
+    pub(crate) size: Option<u64>,
+    /// Seconds to read for, wrapping at the end.
+    #[arg(long, value_parser = crate::storage_read::parse_runtime)]
     pub(crate) runtime: Option<f64>,
 }
 

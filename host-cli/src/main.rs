@@ -12,6 +12,7 @@ mod commands;
 mod outcome;
 mod output;
 mod snapshot_wire;
+mod storage_read;
 
 use std::process::ExitCode;
 

@@ -8,7 +8,8 @@
 //!
 //! - [`nqn`]: validated NVMe Qualified Names.
 //! - [`address`]: `traddr`/`trsvcid` validation.
-//! - [`snap`]: the SNAP/SPDK JSON-RPC client and dialect detection.
+//! - [`snap`]: the SNAP/SPDK JSON-RPC client, dialect detection, typed SNAP 4 / SNAP 3 / SPDK
+//!   bdev operations and [`NvmeEmulation`], one interface over both SNAP dialects.
 
 pub mod address;
 pub mod nqn;
@@ -16,4 +17,7 @@ pub mod snap;
 
 pub use address::{validate_traddr, validate_trsvcid, AddressError, AddressFamily};
 pub use nqn::{Nqn, NqnError};
-pub use snap::{SnapClient, SnapDialect, SnapError, SpdkVersion, DEFAULT_SNAP_SOCKET};
+pub use snap::{
+    NvmeEmulation, SnapClient, SnapDialect, SnapError, SnapErrorKind, SpdkVersion,
+    DEFAULT_SNAP_SOCKET,
+};

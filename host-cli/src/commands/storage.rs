@@ -102,7 +102,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
                 )
             })
         }
-        StorageCommand::Read(_) => super::pending::not_yet("storage read", "nvmeof: the read demo"),
+        StorageCommand::Read(args) => crate::storage_read::run(env, args),
     }
 }
 

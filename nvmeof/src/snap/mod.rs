@@ -3,12 +3,41 @@
 //! SNAP 4 (DOCA SNAP, BlueField-3), SNAP 3 (mlnx_snap, BlueField-2) and plain SPDK share the
 //! transport and the standard SPDK methods but name the NVMe emulation methods differently,
 //! so the agent asks `rpc_get_methods` which dialect it is talking to before it acts.
+//!
+//! Every typed operation is a method on [`SnapClient`] returning a [`SnapCall`] (set a
+//! `timeout`, then `execute`): standard SPDK bdev methods in `bdev.rs`, DOCA SNAP `nvme_*` in
+//! `snap4.rs`, mlnx_snap `subsystem_nvme_*`/`controller_nvme_*` in `snap3.rs`, and
+//! [`NvmeEmulation`] dispatching between the two. Keys the reference marks UNVERIFIED live in
+//! [`unverified`]. Errors keep SNAP's code and message ([`SnapError::kind`] classifies them).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dpu_jsonrpc::{Client, ClientOptions};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+mod bdev;
+mod call;
+mod emulation;
+mod error;
+mod snap3;
+mod snap4;
+pub mod unverified;
+
+pub use bdev::{AddressFamilyParam, AttachController, BdevInfo, BdevIostat, Iostat, TransportType};
+pub use call::{IostatCall, SnapCall};
+pub use emulation::{ControllerRef, EmulatedFunction, NvmeEmulation};
+pub use error::{SnapError, SnapErrorKind};
+pub use snap3::{
+    Snap3ControllerCreate, Snap3ControllerCreated, Snap3NamespaceAttach, Snap3Subsystem,
+    Snap3SubsystemInfo,
+};
+pub use snap4::{
+    ControllerCreate, ControllerCreated, Ignored, NamespaceCreate, NamespaceInfo,
+    SubsystemController, SubsystemInfo,
+};
+pub use unverified::{ControllerInfo, SubsystemCreate};
 
 /// Where SNAP and SPDK listen unless told otherwise (`SPDK_DEFAULT_RPC_ADDR`).
 pub const DEFAULT_SNAP_SOCKET: &str = "/var/tmp/spdk.sock";
@@ -46,31 +75,6 @@ impl SnapDialect {
 pub struct SpdkVersion {
     /// E.g. `SPDK v23.01`, as SNAP reports it.
     pub version: String,
-}
-
-/// Why a SNAP/SPDK call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SnapError {
-    /// The JSON-RPC call failed (socket missing, refused, timed out, or an error reply).
-    #[error("SNAP/SPDK JSON-RPC on {} failed", socket.display())]
-    Rpc {
-        /// The socket that was called.
-        socket: PathBuf,
-        /// The transport or server error.
-        #[source]
-        source: dpu_jsonrpc::Error,
-    },
-}
-
-impl SnapError {
-    /// True when SNAP may simply not be up (yet) and a retry could succeed; the agent reports
-    /// such errors as the backend being unavailable.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            Self::Rpc { source, .. } => source.is_transient(),
-        }
-    }
 }
 
 /// Talks to SNAP or SPDK over its JSON-RPC 2.0 socket; cheap to clone, shares one connection.
@@ -130,6 +134,16 @@ impl SnapClient {
             socket: self.socket().to_owned(),
             source,
         }
+    }
+
+    /// Starts a typed call of `method` with `params`; the result decodes into `T`.
+    fn call<T: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> SnapCall<T> {
+        SnapCall::new(self.rpc.request(method).params(params), self.socket())
+    }
+
+    /// Starts a typed call of `method` without params.
+    fn call_bare<T: DeserializeOwned>(&self, method: &str) -> SnapCall<T> {
+        SnapCall::new(self.rpc.request(method), self.socket())
     }
 }
 

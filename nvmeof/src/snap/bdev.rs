@@ -1,0 +1,157 @@
+//! Standard SPDK bdev methods SNAP accepts: attaching the remote NVMe-oF controller as a
+//! bdev, listing bdevs and reading their 64-bit I/O counters (storage.md §3.2).
+
+use serde::{Deserialize, Serialize};
+
+use super::{IostatCall, SnapCall, SnapClient};
+
+/// `trtype` of `bdev_nvme_attach_controller`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TransportType {
+    /// NVMe over RDMA (RoCE): the DPU's production path.
+    #[serde(rename = "rdma")]
+    Rdma,
+    /// NVMe over TCP (labs, loopback tests).
+    #[serde(rename = "tcp")]
+    Tcp,
+}
+
+/// `adrfam` of `bdev_nvme_attach_controller`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AddressFamilyParam {
+    /// IPv4 `traddr`.
+    #[serde(rename = "ipv4")]
+    Ipv4,
+    /// IPv6 `traddr`.
+    #[serde(rename = "ipv6")]
+    Ipv6,
+}
+
+/// Params of `bdev_nvme_attach_controller`: connect to a remote NVMe-oF subsystem and create
+/// one bdev per namespace, named `<name>n<nsid>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachController {
+    /// Controller name, the prefix of the bdev names.
+    pub name: String,
+    /// Transport.
+    pub trtype: TransportType,
+    /// Address family of `traddr`.
+    pub adrfam: AddressFamilyParam,
+    /// Target address (validate with [`crate::validate_traddr`] first).
+    pub traddr: String,
+    /// Target service id (port), a string in SPDK's schema.
+    pub trsvcid: String,
+    /// The remote subsystem's NQN.
+    pub subnqn: String,
+    /// Host NQN to connect as; SPDK picks its own when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostnqn: Option<String>,
+}
+
+/// One entry of `bdev_get_bdevs` (the fields the agent uses; others are ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct BdevInfo {
+    /// Bdev name.
+    pub name: String,
+    /// E.g. `NVMe disk`.
+    #[serde(default)]
+    pub product_name: String,
+    /// Logical block size in bytes.
+    #[serde(default)]
+    pub block_size: u64,
+    /// Number of blocks.
+    #[serde(default)]
+    pub num_blocks: u64,
+    /// Bdev UUID, when it has one.
+    #[serde(default)]
+    pub uuid: Option<String>,
+    /// Whether a module (e.g. a SNAP namespace) claimed it.
+    #[serde(default)]
+    pub claimed: bool,
+}
+
+/// `bdev_get_iostat`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Iostat {
+    /// Ticks per second, to turn latency ticks into time.
+    pub tick_rate: u64,
+    /// The tick counter when the stats were taken (absent in some versions).
+    #[serde(default)]
+    pub ticks: Option<u64>,
+    /// Per-bdev counters.
+    pub bdevs: Vec<BdevIostat>,
+}
+
+/// 64-bit cumulative counters of one bdev.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct BdevIostat {
+    /// Bdev name.
+    pub name: String,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Read operations.
+    pub num_read_ops: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Write operations.
+    pub num_write_ops: u64,
+    /// Bytes unmapped.
+    #[serde(default)]
+    pub bytes_unmapped: u64,
+    /// Unmap operations.
+    #[serde(default)]
+    pub num_unmap_ops: u64,
+    /// Sum of read latencies in ticks.
+    #[serde(default)]
+    pub read_latency_ticks: u64,
+    /// Sum of write latencies in ticks.
+    #[serde(default)]
+    pub write_latency_ticks: u64,
+    /// Sum of unmap latencies in ticks.
+    #[serde(default)]
+    pub unmap_latency_ticks: u64,
+}
+
+#[derive(Serialize)]
+pub(super) struct IostatByName {
+    pub(super) name: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct IostatByNames {
+    pub(super) names: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ByName<'a> {
+    name: &'a str,
+}
+
+impl SnapClient {
+    /// `bdev_nvme_attach_controller`: returns the created bdev names (e.g. `["Nvme0n1"]`).
+    pub fn bdev_nvme_attach_controller(&self, params: &AttachController) -> SnapCall<Vec<String>> {
+        self.call("bdev_nvme_attach_controller", params)
+    }
+
+    /// `bdev_nvme_detach_controller {name}`: removes the controller and its bdevs.
+    pub fn bdev_nvme_detach_controller(&self, name: &str) -> SnapCall<bool> {
+        self.call("bdev_nvme_detach_controller", ByName { name })
+    }
+
+    /// `bdev_get_bdevs`: every bdev, or only `name` (an unknown name is an error).
+    pub fn bdev_get_bdevs(&self, name: Option<&str>) -> SnapCall<Vec<BdevInfo>> {
+        match name {
+            Some(name) => self.call("bdev_get_bdevs", ByName { name }),
+            None => self.call_bare("bdev_get_bdevs"),
+        }
+    }
+
+    /// `bdev_get_iostat` for `name` (or every bdev), in whichever param form the peer takes.
+    pub fn bdev_get_iostat(&self, name: Option<&str>) -> IostatCall {
+        IostatCall {
+            client: self.clone(),
+            name: name.map(str::to_owned),
+            timeout: None,
+        }
+    }
+}

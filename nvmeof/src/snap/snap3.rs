@@ -1,0 +1,145 @@
+//! mlnx_snap (SNAP 3, BlueField-2) NVMe emulation methods, keys per storage.md §1.5/§2.4.
+
+use serde::{Deserialize, Serialize};
+
+use super::{SnapCall, SnapClient};
+
+/// Params of `subsystem_nvme_create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snap3Subsystem {
+    /// Subsystem NQN.
+    pub nqn: String,
+    /// Serial number (required by SNAP 3).
+    pub serial_number: String,
+    /// Model number (required by SNAP 3).
+    pub model_number: String,
+}
+
+/// Params of `controller_nvme_create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snap3ControllerCreate {
+    /// Subsystem NQN.
+    pub nqn: String,
+    /// RDMA device managing the emulation, e.g.
+    /// [`DEFAULT_EMULATION_MANAGER`](super::unverified::DEFAULT_EMULATION_MANAGER).
+    pub emulation_manager: String,
+    /// PF index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pf_id: Option<u32>,
+    /// VF index (with `pf_id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vf_id: Option<u32>,
+    /// PCI BDF instead of indexes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pci_bdf: Option<String>,
+}
+
+/// `controller_nvme_create`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Snap3ControllerCreated {
+    /// Controller name, e.g. `NvmeEmu0pf0`.
+    pub name: String,
+    /// Controller id within the subsystem.
+    pub cntlid: u16,
+}
+
+/// Params of `controller_nvme_namespace_attach`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snap3NamespaceAttach {
+    /// Always `spdk` for SPDK bdevs.
+    pub bdev_type: &'static str,
+    /// Backing bdev.
+    pub bdev: String,
+    /// Namespace id.
+    pub nsid: u32,
+    /// Subsystem NQN.
+    pub subnqn: String,
+    /// Controller id.
+    pub cntlid: u16,
+    /// Namespace UUID.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+}
+
+/// One entry of `subsystem_nvme_list`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Snap3SubsystemInfo {
+    /// Subsystem NQN.
+    pub nqn: String,
+    /// Serial number.
+    #[serde(default)]
+    pub serial_number: String,
+}
+
+#[derive(Serialize)]
+struct Nqn<'a> {
+    nqn: &'a str,
+}
+
+#[derive(Serialize)]
+struct Cntl<'a> {
+    subnqn: &'a str,
+    cntlid: u16,
+}
+
+#[derive(Serialize)]
+struct CntlNs<'a> {
+    nsid: u32,
+    subnqn: &'a str,
+    cntlid: u16,
+}
+
+impl SnapClient {
+    /// `subsystem_nvme_create` (SNAP 3).
+    pub fn subsystem_nvme_create(&self, params: &Snap3Subsystem) -> SnapCall<bool> {
+        self.call("subsystem_nvme_create", params)
+    }
+
+    /// `subsystem_nvme_delete {nqn}` (SNAP 3).
+    pub fn subsystem_nvme_delete(&self, nqn: &str) -> SnapCall<bool> {
+        self.call("subsystem_nvme_delete", Nqn { nqn })
+    }
+
+    /// `subsystem_nvme_list` (SNAP 3).
+    pub fn subsystem_nvme_list(&self) -> SnapCall<Vec<Snap3SubsystemInfo>> {
+        self.call_bare("subsystem_nvme_list")
+    }
+
+    /// `controller_nvme_create` (SNAP 3); controllers start live, there is no suspend.
+    pub fn controller_nvme_create(
+        &self,
+        params: &Snap3ControllerCreate,
+    ) -> SnapCall<Snap3ControllerCreated> {
+        self.call("controller_nvme_create", params)
+    }
+
+    /// `controller_nvme_delete {subnqn, cntlid}` (SNAP 3).
+    pub fn controller_nvme_delete(&self, subnqn: &str, cntlid: u16) -> SnapCall<bool> {
+        self.call("controller_nvme_delete", Cntl { subnqn, cntlid })
+    }
+
+    /// `controller_nvme_namespace_attach` (SNAP 3).
+    pub fn controller_nvme_namespace_attach(
+        &self,
+        params: &Snap3NamespaceAttach,
+    ) -> SnapCall<bool> {
+        self.call("controller_nvme_namespace_attach", params)
+    }
+
+    /// `controller_nvme_namespace_detach {nsid, subnqn, cntlid}` (SNAP 3).
+    pub fn controller_nvme_namespace_detach(
+        &self,
+        subnqn: &str,
+        cntlid: u16,
+        nsid: u32,
+    ) -> SnapCall<bool> {
+        self.call(
+            "controller_nvme_namespace_detach",
+            CntlNs {
+                nsid,
+                subnqn,
+                cntlid,
+            },
+        )
+    }
+}
