@@ -24,7 +24,7 @@ use std::path::Path;
 
 use nix::errno::Errno;
 
-use crate::counter_file::{self, CounterDir};
+use crate::counter_file::{self, CounterDir, FileCache};
 use crate::root::list_dir;
 use crate::snapshot::{Sample, Source, Unit};
 use crate::{ProbeError, SysRoot};
@@ -121,6 +121,15 @@ pub fn read_pma_counters(
     ibdev: &str,
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
+    read_pma_counters_cached(root, ibdev, port, &mut FileCache::default())
+}
+
+fn read_pma_counters_cached(
+    root: &SysRoot,
+    ibdev: &str,
+    port: u32,
+    cache: &mut FileCache,
+) -> Result<Vec<Sample>, ProbeError> {
     let Some(dir) = CounterDir::open(port_dir(root, ibdev, port)?.join("counters"))? else {
         return Ok(Vec::new());
     };
@@ -131,7 +140,7 @@ pub fn read_pma_counters(
     let object = port_object(ibdev, port);
     let mut samples = Vec::with_capacity(names.len());
     for name in &names {
-        let Some(raw) = read_counter(&dir, name)? else {
+        let Some(raw) = read_counter(&dir, name, cache)? else {
             continue;
         };
         let unit = pma_counter_unit(name);
@@ -151,7 +160,7 @@ pub fn read_pma_counters(
 /// firmware have none) and gives an empty list.
 pub fn read_hw_counters(root: &SysRoot, ibdev: &str, port: u32) -> Result<Vec<Sample>, ProbeError> {
     let dir = port_dir(root, ibdev, port)?.join("hw_counters");
-    read_hw_dir(&dir, &port_object(ibdev, port))
+    read_hw_dir(&dir, &port_object(ibdev, port), &mut FileCache::default())
 }
 
 /// Both families of one port, PMA first.
@@ -160,16 +169,36 @@ pub fn read_port_counters(
     ibdev: &str,
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
-    let mut samples = read_pma_counters(root, ibdev, port)?;
-    samples.extend(read_hw_counters(root, ibdev, port)?);
+    read_port_counters_cached(root, ibdev, port, &mut FileCache::default())
+}
+
+/// [`read_port_counters`] through a sampler's open-file cache.
+pub(crate) fn read_port_counters_cached(
+    root: &SysRoot,
+    ibdev: &str,
+    port: u32,
+    cache: &mut FileCache,
+) -> Result<Vec<Sample>, ProbeError> {
+    let mut samples = read_pma_counters_cached(root, ibdev, port, cache)?;
+    let dir = port_dir(root, ibdev, port)?.join("hw_counters");
+    samples.extend(read_hw_dir(&dir, &port_object(ibdev, port), cache)?);
     Ok(samples)
 }
 
 /// Device-wide driver counters (`<dev>/hw_counters/`: older mlx5 kernels in switchdev
 /// mode expose Q counters only there), object `rdmaDevices/{ibdev}`.
 pub fn read_device_hw_counters(root: &SysRoot, ibdev: &str) -> Result<Vec<Sample>, ProbeError> {
+    read_device_hw_counters_cached(root, ibdev, &mut FileCache::default())
+}
+
+/// [`read_device_hw_counters`] through a sampler's open-file cache.
+pub(crate) fn read_device_hw_counters_cached(
+    root: &SysRoot,
+    ibdev: &str,
+    cache: &mut FileCache,
+) -> Result<Vec<Sample>, ProbeError> {
     let dir = device_dir(root, ibdev)?.join("hw_counters");
-    read_hw_dir(&dir, &device_object(ibdev))
+    read_hw_dir(&dir, &device_object(ibdev), cache)
 }
 
 /// The ports of a device, by number; non-numeric entries are ignored.
@@ -267,7 +296,7 @@ fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/')
 }
 
-fn read_hw_dir(dir: &Path, object: &str) -> Result<Vec<Sample>, ProbeError> {
+fn read_hw_dir(dir: &Path, object: &str, cache: &mut FileCache) -> Result<Vec<Sample>, ProbeError> {
     let Some(dir) = CounterDir::open(dir.to_owned())? else {
         return Ok(Vec::new());
     };
@@ -278,7 +307,7 @@ fn read_hw_dir(dir: &Path, object: &str) -> Result<Vec<Sample>, ProbeError> {
         if name == "lifespan" {
             continue;
         }
-        if let Some(raw) = read_counter(&dir, &name)? {
+        if let Some(raw) = read_counter(&dir, &name, cache)? {
             let unit = hw_counter_unit(&name);
             samples
                 .push(Sample::cumulative(Source::RdmaHw, object, &name, raw, unit).with_width(0));
@@ -291,9 +320,13 @@ fn read_hw_dir(dir: &Path, object: &str) -> Result<Vec<Sample>, ProbeError> {
 /// with EINVAL/EOPNOTSUPP/ENODATA (the driver declines), the file vanished since the
 /// listing, or the PMA is absent (`N/A (no PMA)`, mlx4 VFs). Other read errors and
 /// malformed values name the file.
-fn read_counter(dir: &CounterDir, name: &str) -> Result<Option<u64>, ProbeError> {
+fn read_counter(
+    dir: &CounterDir,
+    name: &str,
+    cache: &mut FileCache,
+) -> Result<Option<u64>, ProbeError> {
     let mut buf = counter_file::buffer();
-    let value = match dir.read(name, &mut buf) {
+    let value = match cache.read(dir, name, &mut buf) {
         Ok(text) => text,
         Err(e) if is_unavailable(&e) => return Ok(None),
         Err(e) => return Err(ProbeError::read(dir.file_path(name), e)),

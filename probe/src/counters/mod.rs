@@ -38,11 +38,13 @@ impl NetdevSource {
 }
 
 /// Takes snapshots. Holds what is worth keeping between snapshots of a `Watch` (the
-/// netlink socket), so a stream does not reopen it every interval.
+/// netlink sockets and interface names, the open RDMA counter files), so a stream does
+/// not reopen them every interval.
 #[derive(Debug)]
 pub struct Sampler {
     root: SysRoot,
     netdevs: read::NetdevReader,
+    rdma_files: read::RdmaFiles,
 }
 
 impl Sampler {
@@ -57,6 +59,7 @@ impl Sampler {
     pub fn with_netdev_source(root: SysRoot, source: NetdevSource) -> Self {
         Self {
             netdevs: read::NetdevReader::new(source),
+            rdma_files: read::RdmaFiles::default(),
             root,
         }
     }
@@ -68,6 +71,7 @@ impl Sampler {
     pub fn in_netns(root: SysRoot, netns: impl Into<std::path::PathBuf>) -> Self {
         Self {
             netdevs: read::NetdevReader::in_netns(netns.into()),
+            rdma_files: read::RdmaFiles::default(),
             root,
         }
     }
@@ -77,6 +81,7 @@ impl Sampler {
     pub fn with_route_stats(root: SysRoot, stats: Box<dyn RouteStats + Send>) -> Self {
         Self {
             netdevs: read::NetdevReader::with_route_stats(stats),
+            rdma_files: read::RdmaFiles::default(),
             root,
         }
     }
@@ -109,7 +114,13 @@ impl Sampler {
         let mut collector = Collector::start(&self.root);
         if netlink.is_empty() || files.is_empty() || !parallel_cores() {
             for selector in selectors {
-                read::collect(&self.root, &mut self.netdevs, selector, &mut collector);
+                read::collect(
+                    &self.root,
+                    &mut self.netdevs,
+                    &mut self.rdma_files,
+                    selector,
+                    &mut collector,
+                );
             }
         } else {
             // Netlink dumps and sysfs files do not wait on each other: read them at the
@@ -118,11 +129,14 @@ impl Sampler {
             // netlink ones, each part in selector order.
             let root = &self.root;
             let netdevs = &mut self.netdevs;
+            let rdma_files = &mut self.rdma_files;
             let (netlink_part, file_part) = std::thread::scope(|scope| {
                 let handle = scope.spawn(move || {
                     let mut part = Collector::part();
+                    // The netlink half holds no RDMA selector, so it never uses this.
+                    let mut no_rdma = read::RdmaFiles::default();
                     for selector in netlink {
-                        read::collect(root, netdevs, selector, &mut part);
+                        read::collect(root, netdevs, &mut no_rdma, selector, &mut part);
                     }
                     part
                 });
@@ -130,7 +144,7 @@ impl Sampler {
                 // The file half holds no netdev or tc selector, so it never uses this.
                 let mut no_netdevs = read::NetdevReader::new(NetdevSource::Sysfs);
                 for selector in files {
-                    read::collect(root, &mut no_netdevs, selector, &mut part);
+                    read::collect(root, &mut no_netdevs, rdma_files, selector, &mut part);
                 }
                 let netlink_part = handle
                     .join()

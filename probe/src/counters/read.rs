@@ -1,9 +1,11 @@
 //! Dispatch from a selector to the readers. Kept apart from the engine so each reader's
 //! failure mode (skip, error entry) is decided in one place.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::{CounterSelector, NetdevSource};
+use crate::counter_file::FileCache;
 use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,
 };
@@ -112,14 +114,28 @@ impl NetdevReader {
     }
 }
 
+/// Open RDMA counter files per object (device or port), kept across snapshots so a
+/// `Watch` reads each counter with one `pread`. Bounded in total.
+#[derive(Debug, Default)]
+pub(super) struct RdmaFiles {
+    per_object: HashMap<String, FileCache>,
+}
+
+/// Most counter files one sampler keeps open: far below the usual 1024 descriptor limit,
+/// and enough for two uplink devices with every counter.
+const MAX_OPEN_COUNTER_FILES: usize = 512;
+
 pub(super) fn collect(
     root: &SysRoot,
     netdevs: &mut NetdevReader,
+    rdma_files: &mut RdmaFiles,
     selector: &CounterSelector,
     out: &mut Collector,
 ) {
     match selector {
-        CounterSelector::Rdma { device, port } => rdma(root, device.as_deref(), *port, out),
+        CounterSelector::Rdma { device, port } => {
+            rdma(root, rdma_files, device.as_deref(), *port, out);
+        }
         CounterSelector::Block { device } => block(root, device.as_deref(), out),
         CounterSelector::Netdev { ifname } => match netdevs.source {
             NetdevSource::Sysfs => netdev_sysfs(root, ifname.as_deref(), out),
@@ -150,10 +166,14 @@ impl RdmaJob {
         }
     }
 
-    fn read(&self, root: &SysRoot) -> Result<Vec<crate::snapshot::Sample>, ProbeError> {
+    fn read(
+        &self,
+        root: &SysRoot,
+        cache: &mut FileCache,
+    ) -> Result<Vec<crate::snapshot::Sample>, ProbeError> {
         match self {
-            Self::Device(d) => rdma_counters::read_device_hw_counters(root, d),
-            Self::Port(d, p) => rdma_counters::read_port_counters(root, d, *p),
+            Self::Device(d) => rdma_counters::read_device_hw_counters_cached(root, d, cache),
+            Self::Port(d, p) => rdma_counters::read_port_counters_cached(root, d, *p, cache),
         }
     }
 }
@@ -164,10 +184,22 @@ const PORTS_PER_THREAD: usize = 8;
 /// the only thing running on them.
 const MAX_THREADS: usize = 8;
 
-fn rdma(root: &SysRoot, device: Option<&str>, port: Option<u32>, out: &mut Collector) {
+fn rdma(
+    root: &SysRoot,
+    files: &mut RdmaFiles,
+    device: Option<&str>,
+    port: Option<u32>,
+    out: &mut Collector,
+) {
     if let (Some(device), Some(port)) = (device, port) {
-        let object = rdma_counters::port_object(device, port);
-        let result = rdma_counters::read_port_counters(root, device, port);
+        let job = RdmaJob::Port(device.to_owned(), port);
+        let object = job.object();
+        let cache = files
+            .per_object
+            .entry(object.clone())
+            .or_insert_with(|| FileCache::with_budget(MAX_OPEN_COUNTER_FILES));
+        cache.start_round();
+        let result = job.read(root, cache);
         return out.record(Source::Rdma, &object, result);
     }
     let devices = match device {
@@ -200,20 +232,45 @@ fn rdma(root: &SysRoot, device: Option<&str>, port: Option<u32>, out: &mut Colle
             ),
         }
     }
+    // Each object keeps its own open files; objects gone since the last snapshot drop
+    // theirs (and their descriptors) here.
+    let budget = MAX_OPEN_COUNTER_FILES / jobs.len().max(1);
+    let mut caches: Vec<FileCache> = jobs
+        .iter()
+        .map(|job| {
+            let mut cache = files
+                .per_object
+                .remove(&job.object())
+                .unwrap_or_else(|| FileCache::with_budget(budget));
+            cache.set_budget(budget);
+            cache.start_round();
+            cache
+        })
+        .collect();
+    files.per_object.clear();
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(MAX_THREADS)
         .min(jobs.len() / PORTS_PER_THREAD)
         .max(1);
     let results: Vec<_> = if threads == 1 {
-        jobs.iter().map(|job| job.read(root)).collect()
+        jobs.iter()
+            .zip(caches.iter_mut())
+            .map(|(job, cache)| job.read(root, cache))
+            .collect()
     } else {
         let chunk = jobs.len().div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || part.iter().map(|job| job.read(root)).collect::<Vec<_>>())
+                .zip(caches.chunks_mut(chunk))
+                .map(|(part, part_caches)| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .zip(part_caches.iter_mut())
+                            .map(|(job, cache)| job.read(root, cache))
+                            .collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             handles
@@ -225,6 +282,9 @@ fn rdma(root: &SysRoot, device: Option<&str>, port: Option<u32>, out: &mut Colle
                 .collect()
         })
     };
+    for (job, cache) in jobs.iter().zip(caches) {
+        files.per_object.insert(job.object(), cache);
+    }
     for (job, result) in jobs.iter().zip(results) {
         out.record(Source::Rdma, &job.object(), result);
     }
@@ -436,7 +496,13 @@ mod tests {
         let selector = CounterSelector::Netdev {
             ifname: ifname.map(str::to_owned),
         };
-        collect(&root, reader, &selector, &mut out);
+        collect(
+            &root,
+            reader,
+            &mut RdmaFiles::default(),
+            &selector,
+            &mut out,
+        );
         out.finish()
     }
 
