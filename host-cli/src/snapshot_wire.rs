@@ -82,7 +82,7 @@ pub(crate) fn snapshot_from_wire(wire: &v1::CounterSnapshot) -> Snapshot {
             key: CounterKey {
                 source,
                 object: s.object.clone(),
-                counter: s.counter.clone(),
+                counter: s.counter.clone().into(),
             },
             value: s.value,
             unit: unit(s.unit),

@@ -141,14 +141,14 @@ pub fn block_object(name: &str) -> String {
 /// Turns a parsed `stat` into samples named as in the module table.
 pub fn block_stat_samples(name: &str, stat: &BlockStat) -> Vec<Sample> {
     let object = block_object(name);
-    let count = |counter: &str, value: u64| {
+    let count = |counter: &'static str, value: u64| {
         Sample::cumulative(Source::Block, &object, counter, value, Unit::Operations)
     };
-    let bytes = |counter: &str, sectors: u64| {
+    let bytes = |counter: &'static str, sectors: u64| {
         Sample::cumulative(Source::Block, &object, counter, sectors, Unit::Bytes)
             .scaled(SECTOR_BYTES)
     };
-    let ms = |counter: &str, value: u64| {
+    let ms = |counter: &'static str, value: u64| {
         Sample::cumulative(Source::Block, &object, counter, value, Unit::Milliseconds)
             .with_width(32)
     };

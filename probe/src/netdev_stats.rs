@@ -46,7 +46,7 @@ pub fn read_netdev_stats(root: &SysRoot, ifname: &str) -> Result<Vec<Sample>, Pr
             Ok(Sample::cumulative(
                 Source::Netdev,
                 object.clone(),
-                name.as_str(),
+                name.clone(),
                 value,
                 unit,
             ))
@@ -126,7 +126,7 @@ mod tests {
             ],
         );
         let samples = read_netdev_stats(&root, "pf0hpf").expect("read");
-        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_str()).collect();
+        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_ref()).collect();
         assert_eq!(
             names,
             ["multicast", "rx_crc_errors", "rx_packets", "tx_bytes"]

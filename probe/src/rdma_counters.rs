@@ -150,7 +150,8 @@ fn read_pma_counters_cached(
         } else {
             0
         };
-        let sample = Sample::cumulative(Source::Rdma, &object, name, raw, unit).with_width(width);
+        let sample =
+            Sample::cumulative(Source::Rdma, &object, name.clone(), raw, unit).with_width(width);
         samples.push(if is_data { sample.scaled(4) } else { sample });
     }
     Ok(samples)
@@ -309,8 +310,7 @@ fn read_hw_dir(dir: &Path, object: &str, cache: &mut FileCache) -> Result<Vec<Sa
         }
         if let Some(raw) = read_counter(&dir, &name, cache)? {
             let unit = hw_counter_unit(&name);
-            samples
-                .push(Sample::cumulative(Source::RdmaHw, object, &name, raw, unit).with_width(0));
+            samples.push(Sample::cumulative(Source::RdmaHw, object, name, raw, unit).with_width(0));
         }
     }
     Ok(samples)

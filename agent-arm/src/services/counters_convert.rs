@@ -142,7 +142,7 @@ pub(crate) fn snapshot_to_wire(snapshot: &Snapshot) -> v1::CounterSnapshot {
             .map(|s| v1::CounterSample {
                 source: s.key.source.as_str().to_owned(),
                 object: s.key.object.clone(),
-                counter: s.key.counter.clone(),
+                counter: s.key.counter.to_string(),
                 value: s.value,
                 unit: unit(s.unit).into(),
                 kind: kind(s.kind).into(),

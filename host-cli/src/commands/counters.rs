@@ -47,7 +47,7 @@ async fn once(
         table.add_row([
             s.key.source.as_str().to_owned(),
             s.key.object.clone(),
-            s.key.counter.clone(),
+            s.key.counter.to_string(),
             s.value.to_string(),
             unit_name(s.unit).to_owned(),
         ]);
@@ -152,7 +152,7 @@ fn print_diff(d: &SnapshotDiff, nonzero: bool) -> anyhow::Result<()> {
         table.add_row([
             entry.key.source.as_str().to_owned(),
             entry.key.object.clone(),
-            entry.key.counter.clone(),
+            entry.key.counter.to_string(),
             delta,
             rate,
             unit_name(entry.unit).to_owned(),

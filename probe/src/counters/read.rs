@@ -34,10 +34,6 @@ impl std::fmt::Debug for NetdevReader {
 }
 
 impl NetdevReader {
-    pub(super) fn source(&self) -> NetdevSource {
-        self.source
-    }
-
     pub(super) fn new(source: NetdevSource) -> Self {
         Self {
             source,

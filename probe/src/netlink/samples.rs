@@ -256,7 +256,7 @@ pub fn tc_samples(ifname: &str, filter: &TcFilter) -> Vec<Sample> {
 }
 
 fn push_action(samples: &mut Vec<Sample>, object: &str, stats: &TcActionStats) {
-    let counter = |name: &str, value: u64, unit: Unit, width: u32| {
+    let counter = |name: &'static str, value: u64, unit: Unit, width: u32| {
         Sample::cumulative(Source::Tc, object, name, value, unit).with_width(width)
     };
     samples.push(counter("bytes", stats.total.bytes, Unit::Bytes, 64));
@@ -345,7 +345,7 @@ mod tests {
             cpu_hit: Some(hit),
         };
         let samples = offload_samples("pf0vf0", &stats);
-        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_str()).collect();
+        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_ref()).collect();
         assert_eq!(
             names,
             [
@@ -388,7 +388,7 @@ mod tests {
         let samples = reading_samples("pf0vf0", &representor);
         assert_eq!(samples.len(), 28);
         assert!(samples.iter().all(|s| s.key.object == "netdevs/pf0vf0"));
-        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_str()).collect();
+        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_ref()).collect();
         assert_eq!(names[0], "rx_packets");
         assert_eq!(names[23], "rx_nohandler");
         assert_eq!(
@@ -508,7 +508,7 @@ mod tests {
             packets_width: 32,
         };
         let samples = tc_samples("pf0vf0", &filter(0, vec![action(1, Some(stats(Some(hw))))]));
-        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_str()).collect();
+        let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_ref()).collect();
         assert_eq!(
             names,
             [

@@ -105,7 +105,7 @@ fn reads_hw_counters_skipping_lifespan() {
     let root = SysRoot::new(dir.path());
     mlx5_port(&root);
     let samples = read_hw_counters(&root, "mlx5_0", 1).expect("read");
-    let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_str()).collect();
+    let names: Vec<_> = samples.iter().map(|s| s.key.counter.as_ref()).collect();
     assert_eq!(
         names,
         [

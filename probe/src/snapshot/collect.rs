@@ -46,28 +46,6 @@ impl Collector {
         }
     }
 
-    /// A collector for one part of a snapshot read on another thread: no clock, no
-    /// boot id; its samples and errors join the real snapshot through
-    /// [`Collector::absorb`].
-    pub fn part() -> Self {
-        Self {
-            snapshot: Snapshot {
-                taken_at: SystemTime::UNIX_EPOCH,
-                monotonic_start: Duration::ZERO,
-                monotonic_end: Duration::ZERO,
-                boot_id: None,
-                samples: Vec::new(),
-                errors: Vec::new(),
-            },
-        }
-    }
-
-    /// Appends a part's samples and errors.
-    pub fn absorb(&mut self, part: Collector) {
-        self.snapshot.samples.extend(part.snapshot.samples);
-        self.snapshot.errors.extend(part.snapshot.errors);
-    }
-
     /// Adds one reading.
     pub fn push(&mut self, sample: Sample) {
         self.snapshot.samples.push(sample);

@@ -184,7 +184,7 @@ mod tests {
         .scaled(4)
     }
 
-    fn bytes(counter: &str, value: u64) -> Sample {
+    fn bytes(counter: &'static str, value: u64) -> Sample {
         Sample::cumulative(Source::Netdev, "netdevs/p0", counter, value, Unit::Bytes)
     }
 
@@ -283,7 +283,7 @@ mod tests {
         let changes: Vec<_> = d
             .deltas
             .iter()
-            .map(|x| (x.key.counter.as_str(), x.change))
+            .map(|x| (x.key.counter.as_ref(), x.change))
             .collect();
         assert_eq!(
             changes,

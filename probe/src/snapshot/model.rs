@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -102,8 +103,10 @@ pub struct CounterKey {
     /// The object as a resource name: `rdmaDevices/mlx5_0/ports/1`, `netdevs/pf0hpf`,
     /// `blockDevices/nvme0n1`.
     pub object: String,
-    /// Counter name as the kernel or daemon spells it.
-    pub counter: String,
+    /// Counter name as the kernel or daemon spells it. Borrowed when the name is a
+    /// compile-time constant (netlink fields, block stat fields): a 66-interface snapshot
+    /// then allocates one string per object instead of one per counter.
+    pub counter: Cow<'static, str>,
 }
 
 impl fmt::Display for CounterKey {
@@ -136,7 +139,7 @@ impl Sample {
     pub fn cumulative(
         source: Source,
         object: impl Into<String>,
-        counter: impl Into<String>,
+        counter: impl Into<Cow<'static, str>>,
         value: u64,
         unit: Unit,
     ) -> Self {
@@ -158,7 +161,7 @@ impl Sample {
     pub fn gauge(
         source: Source,
         object: impl Into<String>,
-        counter: impl Into<String>,
+        counter: impl Into<Cow<'static, str>>,
         value: u64,
         unit: Unit,
     ) -> Self {

@@ -400,7 +400,7 @@ fn netdev_key(ifname: &str, counter: &str) -> CounterKey {
     CounterKey {
         source: Source::Netdev,
         object: format!("netdevs/{ifname}"),
-        counter: counter.to_owned(),
+        counter: counter.to_owned().into(),
     }
 }
 
