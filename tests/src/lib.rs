@@ -6,6 +6,7 @@
 //! any shipped crate.
 
 pub mod arm;
+pub mod command;
 pub mod fake_snap;
 pub mod fixture;
 pub mod harness;

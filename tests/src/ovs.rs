@@ -60,35 +60,8 @@ fn effective_uid() -> Option<u32> {
     line.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// A program on `PATH`, or in `/usr/sbin` (where Debian puts the daemons) when `PATH`
-/// lacks it.
-fn program_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
-/// Runs a program with an argument vector (never a shell string); stdout, or an error with
-/// the command line and stderr.
-pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let exe = program_path(program).ok_or_else(|| format!("{program} not found"))?;
-    let output = Command::new(exe)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{program} {}: {e}", args.join(" ")))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{program} {} failed ({}): {}",
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
-}
+use crate::command::program_path;
+pub use crate::command::run;
 
 /// A network namespace, deleted (with every interface in it) when dropped.
 #[derive(Debug)]

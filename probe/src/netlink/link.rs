@@ -223,25 +223,14 @@ fn operstate_name(value: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_core::{Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload};
     use netlink_packet_route::link::{LinkFlags, State};
     use netlink_packet_route::RouteNetlinkMessage;
 
     /// Emits a link message into kernel wire format and parses it back, so the test covers
     /// the same decoding path as a real dump.
     fn round_trip(message: LinkMessage) -> LinkMessage {
-        let mut packet = NetlinkMessage::new(
-            NetlinkHeader::default(),
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(message)),
-        );
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.emit(&mut bytes);
-        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes)
-            .expect("parse")
-            .payload
-        {
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(m)) => m,
+        match super::super::wire_test::round_trip(RouteNetlinkMessage::NewLink(message)) {
+            RouteNetlinkMessage::NewLink(m) => m,
             other => panic!("unexpected {other:?}"),
         }
     }

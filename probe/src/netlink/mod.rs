@@ -25,6 +25,8 @@ mod socket;
 mod stats;
 mod tc;
 mod tc_decode;
+#[cfg(test)]
+mod wire_test;
 
 pub use error::NetlinkError;
 pub(crate) use link::link_counter_unit;

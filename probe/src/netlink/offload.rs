@@ -61,24 +61,13 @@ pub(crate) fn offload_from_message(message: &StatsMessage) -> OffloadStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_core::{Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload};
     use netlink_packet_route::link::Stats64;
     use netlink_packet_route::stats::HwStatsInfo;
     use netlink_packet_route::RouteNetlinkMessage;
 
     fn round_trip(message: StatsMessage) -> StatsMessage {
-        let mut packet = NetlinkMessage::new(
-            NetlinkHeader::default(),
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewStats(message)),
-        );
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.emit(&mut bytes);
-        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes)
-            .expect("parse")
-            .payload
-        {
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewStats(m)) => m,
+        match super::super::wire_test::round_trip(RouteNetlinkMessage::NewStats(message)) {
+            RouteNetlinkMessage::NewStats(m) => m,
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -2,25 +2,15 @@
 //! parsed back, so every test runs the same decoding as a real dump.
 
 use super::*;
-use netlink_packet_core::{DefaultNla, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+use netlink_packet_core::DefaultNla;
 use netlink_packet_route::tc::{TcHandle, TcHeader, TcStatsQueue, TcU32OptionFlags};
 use netlink_packet_route::RouteNetlinkMessage;
 
 const ETH_P_IP: u16 = 0x0800;
 
 fn round_trip(message: TcMessage) -> TcMessage {
-    let mut packet = NetlinkMessage::new(
-        NetlinkHeader::default(),
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewTrafficFilter(message)),
-    );
-    packet.finalize();
-    let mut bytes = vec![0; packet.buffer_len()];
-    packet.emit(&mut bytes);
-    match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes)
-        .expect("parse")
-        .payload
-    {
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewTrafficFilter(m)) => m,
+    match super::super::wire_test::round_trip(RouteNetlinkMessage::NewTrafficFilter(message)) {
+        RouteNetlinkMessage::NewTrafficFilter(m) => m,
         other => panic!("unexpected {other:?}"),
     }
 }
