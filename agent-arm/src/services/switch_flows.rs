@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use dpu_ovs::flow::{parse_dump, DumpType};
-use dpu_ovs::unixctl::DumpFlowsType;
 use dpu_probe::netlink::{RouteSocket, RouteStats, TcParent};
 use dpu_proto::v1;
 use tonic::Status;
@@ -43,8 +42,9 @@ pub(crate) async fn list_flows(
         .more()
         .names(true)
         .datapath(&datapath);
-    if let Some(flow_type) = dump_flows_type(query.dump_type) {
-        dump = dump.flow_type(flow_type);
+    // No `type=` for "all", which every OVS version understands that way.
+    if query.dump_type != DumpType::All {
+        dump = dump.flow_type(query.dump_type);
     }
     let text = ovs
         .vswitchd
@@ -113,19 +113,6 @@ async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<Str
         several => Err(Status::failed_precondition(format!(
             "ovs-vswitchd has several datapaths {several:?}: set `datapath` to one of them"
         ))),
-    }
-}
-
-/// The `type=` argument; none for "all", which every OVS version understands that way.
-fn dump_flows_type(dump_type: DumpType) -> Option<DumpFlowsType> {
-    match dump_type {
-        DumpType::All => None,
-        DumpType::Ovs => Some(DumpFlowsType::Ovs),
-        DumpType::Tc => Some(DumpFlowsType::Tc),
-        DumpType::Dpdk => Some(DumpFlowsType::Dpdk),
-        DumpType::Offloaded => Some(DumpFlowsType::Offloaded),
-        DumpType::NonOffloaded => Some(DumpFlowsType::NonOffloaded),
-        DumpType::PartiallyOffloaded => Some(DumpFlowsType::PartiallyOffloaded),
     }
 }
 

@@ -1,50 +1,8 @@
 //! Typed helpers for the commands the agent uses; their output is returned as text (the
 //! crate's flow-dump parser reads `dpctl/dump-flows`).
 
-use std::fmt;
-
 use super::{Command, Error};
-
-/// Which flows `dpctl/dump-flows type=...` lists (`lib/dpctl.man`; `type=` is accepted only
-/// through the control socket, not by `ovs-dpctl`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DumpFlowsType {
-    /// `ovs`: flows in the OVS (kernel or userspace) datapath.
-    Ovs,
-    /// `tc`: flows in TC, in hardware or not.
-    Tc,
-    /// `dpdk`: flows offloaded through DPDK rte_flow.
-    Dpdk,
-    /// `offloaded`: flows in hardware (TC `in_hw` or DPDK full offload).
-    Offloaded,
-    /// `non-offloaded`: flows not in hardware.
-    NonOffloaded,
-    /// `partially-offloaded`: userspace datapath flows with a hardware MARK+RSS only.
-    PartiallyOffloaded,
-    /// `all`: everything.
-    All,
-}
-
-impl DumpFlowsType {
-    /// The value after `type=`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ovs => "ovs",
-            Self::Tc => "tc",
-            Self::Dpdk => "dpdk",
-            Self::Offloaded => "offloaded",
-            Self::NonOffloaded => "non-offloaded",
-            Self::PartiallyOffloaded => "partially-offloaded",
-            Self::All => "all",
-        }
-    }
-}
-
-impl fmt::Display for DumpFlowsType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::flow::DumpType;
 
 /// A `dpctl/dump-flows` call being built.
 #[derive(Debug)]
@@ -55,7 +13,7 @@ pub struct DumpFlows {
     names: Option<bool>,
     datapath: Option<String>,
     filter: Option<String>,
-    flow_type: Option<DumpFlowsType>,
+    flow_type: Option<DumpType>,
 }
 
 impl DumpFlows {
@@ -95,7 +53,7 @@ impl DumpFlows {
     }
 
     /// `type=...`.
-    pub fn flow_type(mut self, flow_type: DumpFlowsType) -> Self {
+    pub fn flow_type(mut self, flow_type: DumpType) -> Self {
         self.flow_type = Some(flow_type);
         self
     }

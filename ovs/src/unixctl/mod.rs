@@ -8,14 +8,15 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), dpu_ovs::unixctl::Error> {
-//! use dpu_ovs::unixctl::{DumpFlowsType, Unixctl};
+//! use dpu_ovs::flow::DumpType;
+//! use dpu_ovs::unixctl::Unixctl;
 //!
 //! let vswitchd = Unixctl::vswitchd(dpu_ovs::DEFAULT_RUNDIR);
 //! let version = vswitchd.version().await?;
 //! let flows = vswitchd
 //!     .dump_flows()
 //!     .more()
-//!     .flow_type(DumpFlowsType::Offloaded)
+//!     .flow_type(DumpType::Offloaded)
 //!     .execute()
 //!     .await?;
 //! # let _ = (version, flows);
@@ -33,7 +34,7 @@ use std::time::Duration;
 use dpu_jsonrpc::{Client, ClientOptions, Version};
 use serde_json::Value;
 
-pub use commands::{parse_list_commands, CommandInfo, DumpFlows, DumpFlowsType};
+pub use commands::{parse_list_commands, CommandInfo, DumpFlows};
 pub use error::Error;
 
 /// The daemon that owns the datapath and answers `dpctl/*`, `dpif/*`, `upcall/*`.

@@ -9,7 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 
-use super::{parse_list_commands, DumpFlowsType, Error, Unixctl};
+use super::{parse_list_commands, Error, Unixctl};
+use crate::flow::DumpType;
 
 const LONG: Duration = Duration::from_secs(10);
 
@@ -76,7 +77,7 @@ async fn commands_reach_the_socket_named_by_the_pid_file() {
         .dump_flows()
         .more()
         .names(true)
-        .flow_type(DumpFlowsType::Offloaded)
+        .flow_type(DumpType::Offloaded)
         .execute()
         .await
         .expect("dump");

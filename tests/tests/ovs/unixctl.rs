@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use dpu_ovs::flow::DumpType;
 use dpu_ovs::ovsdb::InterfaceType;
-use dpu_ovs::unixctl::{DumpFlowsType, Error, Unixctl};
+use dpu_ovs::unixctl::{Error, Unixctl};
 use dpu_tests::ovs::Netns;
 
 use crate::{client, daemons};
@@ -118,14 +119,14 @@ async fn ping_across_a_bridge_shows_real_datapath_flows() {
     // No hardware here: nothing is offloaded, everything is in the software datapath.
     let offloaded = ctl
         .dump_flows()
-        .flow_type(DumpFlowsType::Offloaded)
+        .flow_type(DumpType::Offloaded)
         .execute()
         .await
         .expect("offloaded");
     assert!(!offloaded.contains("in_port("), "{offloaded}");
     let software = ctl
         .dump_flows()
-        .flow_type(DumpFlowsType::NonOffloaded)
+        .flow_type(DumpType::NonOffloaded)
         .execute()
         .await
         .expect("non-offloaded");
