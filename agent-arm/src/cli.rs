@@ -39,6 +39,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 
+    /// Storage backend: snap (BlueField) or kernel (nvmet + nvme-fabrics).
+    #[arg(long, value_name = "BACKEND")]
+    pub(crate) storage_backend: Option<crate::config::StorageBackendKind>,
+
     /// SNAP/SPDK JSON-RPC socket.
     #[arg(long, value_name = "PATH")]
     pub(crate) snap_socket: Option<PathBuf>,

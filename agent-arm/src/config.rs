@@ -25,9 +25,62 @@ pub(crate) struct Config {
     /// How long in-flight calls may run after SIGTERM before the agent exits anyway.
     #[serde(with = "seconds")]
     pub(crate) shutdown_grace: Duration,
+    pub(crate) storage: StorageConfig,
     pub(crate) snap: SnapConfig,
+    pub(crate) kernel: KernelConfig,
     pub(crate) ovs: OvsConfig,
     pub(crate) log: LogConfig,
+}
+
+/// The Storage service: which backend carries it out and how often the desired state is
+/// re-checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct StorageConfig {
+    pub(crate) backend: StorageBackendKind,
+    /// Seconds between background reconciliations of the desired state (repairs what a
+    /// SNAP restart lost, finishes what an agent crash interrupted).
+    #[serde(with = "seconds")]
+    pub(crate) reconcile_interval: Duration,
+    /// Default deadline for carrying out one change (ApplyOptions.timeout overrides it).
+    #[serde(with = "seconds")]
+    pub(crate) apply_timeout: Duration,
+}
+
+/// Which storage backend the agent drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum StorageBackendKind {
+    /// NVIDIA SNAP through its JSON-RPC socket (BlueField).
+    Snap,
+    /// Linux nvmet configfs and /dev/nvme-fabrics (the lab, servers without SNAP).
+    Kernel,
+}
+
+/// The SNAP method set to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SnapDialectChoice {
+    /// Ask the server once (`rpc_get_methods`).
+    Auto,
+    /// DOCA SNAP 4 (BlueField-3): `nvme_subsystem_create`, ...
+    Snap4,
+    /// mlnx_snap 3 (BlueField-2): `subsystem_nvme_create`, ...
+    Snap3,
+}
+
+/// The kernel backend's paths (overridable so tests can point it at a fake tree).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct KernelConfig {
+    /// Root under which sys/kernel/config/nvmet, sys and dev/nvme-fabrics are found.
+    pub(crate) root: PathBuf,
+    /// nvmet ports every subsystem is exported on: "tcp:ADDR:PORT", "rdma:ADDR:PORT"
+    /// (IPv6 in brackets) or "loop".
+    pub(crate) export_ports: Vec<String>,
+    /// Host NQN to connect as when a remote controller names none; empty means the
+    /// kernel's default host NQN.
+    pub(crate) hostnqn: String,
 }
 
 /// The SNAP/SPDK JSON-RPC backend.
@@ -36,6 +89,8 @@ pub(crate) struct Config {
 pub(crate) struct SnapConfig {
     pub(crate) enabled: bool,
     pub(crate) socket: PathBuf,
+    /// Method set: "auto", "snap4" or "snap3".
+    pub(crate) dialect: SnapDialectChoice,
     /// Deadline for one JSON-RPC call.
     #[serde(with = "seconds")]
     pub(crate) call_timeout: Duration,
@@ -82,7 +137,9 @@ impl Default for Config {
             sys_root: PathBuf::from("/"),
             state_dir: PathBuf::from("/var/lib/dpu-agent"),
             shutdown_grace: Duration::from_secs(10),
+            storage: StorageConfig::default(),
             snap: SnapConfig::default(),
+            kernel: KernelConfig::default(),
             ovs: OvsConfig::default(),
             log: LogConfig::default(),
         }
@@ -94,7 +151,28 @@ impl Default for SnapConfig {
         Self {
             enabled: true,
             socket: PathBuf::from(dpu_nvmeof::snap::DEFAULT_SNAP_SOCKET),
+            dialect: SnapDialectChoice::Auto,
             call_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            backend: StorageBackendKind::Snap,
+            reconcile_interval: Duration::from_secs(30),
+            apply_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from("/"),
+            export_ports: Vec::new(),
+            hostnqn: String::new(),
         }
     }
 }
@@ -177,6 +255,9 @@ impl Config {
         if let Some(dir) = &args.state_dir {
             self.state_dir.clone_from(dir);
         }
+        if let Some(backend) = args.storage_backend {
+            self.storage.backend = backend;
+        }
         if let Some(socket) = &args.snap_socket {
             self.snap.socket.clone_from(socket);
         }
@@ -205,6 +286,14 @@ impl Config {
                 return Err(ConfigError::Invalid(format!("listener {a} is given twice")));
             }
         }
+        for (text, id) in self.kernel.export_ports.iter().zip(1u16..) {
+            crate::storage::kernel::parse_export_port(id, text)
+                .map_err(|e| ConfigError::Invalid(format!("kernel.export_ports: {e}")))?;
+        }
+        if !self.kernel.hostnqn.is_empty() {
+            dpu_nvmeof::Nqn::parse(&self.kernel.hostnqn)
+                .map_err(|e| ConfigError::Invalid(format!("kernel.hostnqn: {e}")))?;
+        }
         if let Some(endpoint @ Endpoint::Tcp { .. }) = &self.ovs.ovsdb {
             return Err(ConfigError::Invalid(format!(
                 "ovs.ovsdb = {endpoint}: only unix: OVSDB endpoints are supported"
@@ -212,6 +301,11 @@ impl Config {
         }
         for (key, value) in [
             ("snap.call_timeout", self.snap.call_timeout),
+            (
+                "storage.reconcile_interval",
+                self.storage.reconcile_interval,
+            ),
+            ("storage.apply_timeout", self.storage.apply_timeout),
             ("ovs.call_timeout", self.ovs.call_timeout),
         ] {
             if value.is_zero() {

@@ -2,6 +2,7 @@
 //! time, the backends and the (lazily connected) OVS clients. Passed explicitly (no
 //! globals), so tests build their own.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use dpu_probe::SysRoot;
@@ -9,6 +10,8 @@ use dpu_probe::SysRoot;
 use crate::backends::Backends;
 use crate::config::Config;
 use crate::ovs::OvsBackend;
+use crate::storage::store::StoreError;
+use crate::storage::StorageEngine;
 
 /// Shared state of one running agent.
 #[derive(Debug)]
@@ -17,15 +20,19 @@ pub(crate) struct AgentContext {
     pub(crate) started: Instant,
     pub(crate) backends: Backends,
     pub(crate) ovs: OvsBackend,
+    pub(crate) storage: Arc<StorageEngine>,
 }
 
 impl AgentContext {
-    pub(crate) fn new(config: &Config) -> Self {
-        Self {
+    /// Fails only when the saved storage state cannot be read: starting with an empty
+    /// state would make the agent forget (and later undo) what the host was given.
+    pub(crate) fn new(config: &Config) -> Result<Self, StoreError> {
+        Ok(Self {
             root: SysRoot::new(&config.sys_root),
             started: Instant::now(),
             backends: Backends::new(config),
             ovs: OvsBackend::new(config),
-        }
+            storage: Arc::new(StorageEngine::open(config)?),
+        })
     }
 }

@@ -14,6 +14,7 @@ mod observability;
 mod ovs;
 mod server;
 mod services;
+mod storage;
 mod version;
 
 use std::process::ExitCode;

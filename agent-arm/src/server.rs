@@ -39,7 +39,12 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    let ctx = Arc::new(AgentContext::new(&config));
+    let ctx =
+        Arc::new(AgentContext::new(&config).context("cannot load the agent's storage state")?);
+    // Re-apply the saved storage state now (finishing whatever a crash interrupted) and
+    // keep checking it, so a SNAP restart that loses state is repaired.
+    ctx.storage
+        .spawn_reconciler(config.storage.reconcile_interval);
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     for service in dpu_proto::SERVICE_NAMES {
         health_reporter
@@ -166,7 +171,9 @@ fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow:
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(InventoryServer::new(InventoryService::new(Arc::clone(ctx))))
-        .add_service(StorageServer::new(StorageService))
+        .add_service(StorageServer::new(StorageService::new(Arc::clone(
+            &ctx.storage,
+        ))))
         .add_service(SwitchServer::new(SwitchService::new(Arc::clone(ctx))))
         .add_service(CountersServer::new(CountersService::new(Arc::clone(ctx)))))
 }

@@ -8,10 +8,13 @@
 //!
 //! - [`nqn`]: validated NVMe Qualified Names.
 //! - [`address`]: `traddr`/`trsvcid` validation.
+//! - [`kernel`]: the Linux kernel backend, an nvmet target through configfs and an
+//!   nvme-fabrics initiator through `/dev/nvme-fabrics` and sysfs.
 //! - [`snap`]: the SNAP/SPDK JSON-RPC client, dialect detection, typed SNAP 4 / SNAP 3 / SPDK
 //!   bdev operations and [`NvmeEmulation`], one interface over both SNAP dialects.
 
 pub mod address;
+pub mod kernel;
 pub mod nqn;
 pub mod snap;
 

@@ -89,6 +89,8 @@ pub struct AgentOptions {
     /// Point the OVS backend at private daemons: `--ovsdb` and `--ovs-rundir` (see
     /// [`AgentOptions::with_ovs`]).
     pub ovs: Option<OvsTarget>,
+    /// Extra TOML for the agent's config file (e.g. `[storage]\nreconcile_interval = 1`).
+    pub config_toml: String,
     /// The `dpu-agent` binary; `None` runs the host build from [`bin_dir`].
     pub agent_bin: Option<PathBuf>,
     /// A command the agent runs under, e.g. `scripts/aarch64-runner` (qemu-aarch64) for
@@ -117,6 +119,7 @@ impl AgentOptions {
             extra_args: Vec::new(),
             ovs_disabled: true,
             ovs: None,
+            config_toml: String::new(),
             agent_bin: None,
             wrapper: Vec::new(),
         }
@@ -196,9 +199,13 @@ impl AgentProcess {
         for listen in &options.extra_listen {
             cmd.arg("--listen").arg(listen);
         }
-        if options.ovs_disabled {
-            let config = options.dir.join("no-ovs.toml");
-            std::fs::write(&config, "[ovs]\nenabled = false\n").map_err(|e| e.to_string())?;
+        if options.ovs_disabled || !options.config_toml.is_empty() {
+            let mut text = options.config_toml.clone();
+            if options.ovs_disabled {
+                text.push_str("\n[ovs]\nenabled = false\n");
+            }
+            let config = options.dir.join("agent-test.toml");
+            std::fs::write(&config, text).map_err(|e| e.to_string())?;
             cmd.arg("--config").arg(config);
         }
         if let Some(ovs) = &options.ovs {

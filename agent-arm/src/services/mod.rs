@@ -7,7 +7,7 @@ mod convert;
 mod counters;
 mod counters_convert;
 mod inventory;
-mod status;
+pub(crate) mod status;
 mod storage;
 mod storage_validate;
 mod switch;

@@ -1,21 +1,96 @@
-//! `dpu.v1.Storage`. Requests are fully validated here; the backends (SNAP JSON-RPC and
-//! the kernel's nvmet/nvme-fabrics) that carry them out arrive with the nvmeof work, so a
-//! valid request is answered `UNIMPLEMENTED` naming that area — never with a fake result.
+//! `dpu.v1.Storage`: trace (the server's span) → validate every field at the edge →
+//! delegate to the storage engine (edit the desired document, converge the backend, roll
+//! back on failure) → map to `Status`. Reads combine the document with what the backend
+//! reports now (see `storage::view`).
+//!
+//! The agent lists what it manages: objects made on the DPU by other tools (snap_rpc.py)
+//! are not in the desired document and are not shown, so a `dpuctl storage list` never
+//! offers to delete something the agent did not create.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use dpu_proto::names::{Collection, ControllerName, NamespaceName, SubsystemName};
 use dpu_proto::v1::{self, storage_server::Storage};
 use tonic::{Request, Response, Status};
 
-use super::status::{invalid, invalid_field, not_yet};
+use super::status::{invalid, invalid_field};
 use super::storage_validate as check;
+use crate::storage::backend::FailureKind;
+use crate::storage::desired::{
+    split_volume_id, ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc,
+};
+use crate::storage::edit;
+use crate::storage::view::{self, Observed};
+use crate::storage::StorageEngine;
 
-const AREA: &str = "nvmeof: SNAP and kernel NVMe-oF backends";
+/// Serves the storage API over the shared engine.
+#[derive(Debug, Clone)]
+pub(crate) struct StorageService {
+    engine: Arc<StorageEngine>,
+}
 
-/// Serves the storage API. Stateless until the backends land.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct StorageService;
+impl StorageService {
+    pub(crate) fn new(engine: Arc<StorageEngine>) -> Self {
+        Self { engine }
+    }
+
+    /// What the backend reports now; a failure is kept as a `detail`, not an error, so a
+    /// listing still shows the desired objects while SNAP is down.
+    async fn observe(&self) -> Observed {
+        let backend = self.engine.backend();
+        let remotes = self.engine.doc().await.remotes.clone();
+        let mut seen = Observed::default();
+        match backend.volumes(&remotes).await {
+            Ok(v) => seen.volumes = Some(v),
+            Err(e) => seen.problem = Some(e.describe()),
+        }
+        match backend.controllers().await {
+            Ok(c) => seen.controllers = Some(c),
+            Err(e) if e.kind == FailureKind::Unsupported => seen.controllers = Some(Vec::new()),
+            Err(e) => seen.problem = Some(e.describe()),
+        }
+        seen
+    }
+
+    async fn change(
+        &self,
+        options: Option<&v1::ApplyOptions>,
+        edit: impl FnOnce(&mut Desired) -> Result<edit::Touched, Status>,
+    ) -> Result<(Desired, bool), Status> {
+        let dry_run = options.is_some_and(|o| o.dry_run);
+        let timeout = options.and_then(|o| o.timeout.as_ref()).map(|d| {
+            Duration::new(
+                u64::try_from(d.seconds).unwrap_or(0),
+                u32::try_from(d.nanos).unwrap_or(0),
+            )
+        });
+        let applied = self.engine.change(dry_run, timeout, edit).await?;
+        Ok((applied.doc, applied.changed))
+    }
+
+    async fn controller_reply(&self, doc: &Desired, nqn: &str, id: &str) -> Reply<v1::Controller> {
+        let ctrl = doc
+            .controller(nqn, id)
+            .ok_or_else(|| not_found(&Key::Controller(nqn.to_owned(), id.to_owned())))?;
+        let seen = self.observe().await;
+        Ok(Response::new(view::controller(nqn, id, ctrl, &seen)))
+    }
+}
 
 type Reply<T> = Result<Response<T>, Status>;
+
+fn not_found(key: &Key) -> Status {
+    Status::not_found(format!("{key} does not exist"))
+}
+
+/// A Delete answer: `deleted` is false only for a missing object with `allow_missing`.
+fn deleted(existed: bool, allow_missing: bool, key: &Key) -> Reply<v1::DeleteResponse> {
+    if !existed && !allow_missing {
+        return Err(not_found(key));
+    }
+    Ok(Response::new(v1::DeleteResponse { deleted: existed }))
+}
 
 fn subsystem_name(field: &'static str, name: &str) -> Result<SubsystemName, Status> {
     let parsed = SubsystemName::parse(name).map_err(invalid_field(field))?;
@@ -35,26 +110,44 @@ fn controller_name(field: &'static str, name: &str) -> Result<ControllerName, St
     Ok(parsed)
 }
 
+fn flat_id(collection: Collection, name: &str) -> Result<String, Status> {
+    Ok(collection.parse(name).map_err(invalid_field("name"))?.id)
+}
+
+/// What a stats request names.
+enum StatsTarget {
+    Volume(String),
+    Namespace(NamespaceName),
+    Controller(ControllerName),
+}
+
 /// A stats target is a namespace, a controller or a volume.
-fn stats_target(name: &str) -> Result<(), Status> {
+fn stats_target(name: &str) -> Result<StatsTarget, Status> {
     if name.starts_with("volumes/") {
-        Collection::Volumes
-            .parse(name)
-            .map_err(invalid_field("name"))?;
+        Ok(StatsTarget::Volume(flat_id(Collection::Volumes, name)?))
     } else if name.contains("/namespaces/") {
-        namespace_name(name)?;
+        Ok(StatsTarget::Namespace(namespace_name(name)?))
     } else if name.contains("/controllers/") {
-        controller_name("name", name)?;
+        Ok(StatsTarget::Controller(controller_name("name", name)?))
     } else {
-        return Err(invalid(
+        Err(invalid(
             "name",
             format!(
                 "{name:?} is not a namespace, controller or volume name \
                  (subsystems/{{nqn}}/namespaces/{{nsid}}, subsystems/{{nqn}}/controllers/{{id}}, volumes/{{bdev}})"
             ),
-        ));
+        ))
     }
-    Ok(())
+}
+
+fn now() -> Option<dpu_proto::pbjson_types::Timestamp> {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(dpu_proto::pbjson_types::Timestamp {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    })
 }
 
 #[tonic::async_trait]
@@ -66,65 +159,134 @@ impl Storage for StorageService {
         let req = request.into_inner();
         check::client_id("remote_controller_id", &req.remote_controller_id)?;
         check::remote_spec("spec", req.spec.as_ref())?;
-        Err(not_yet("Storage.CreateRemoteController", AREA))
+        let id = req.remote_controller_id;
+        let spec = req.spec.unwrap_or_default();
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::create_remote(doc, &id, &spec)
+            })
+            .await?;
+        let spec = doc.remote(&id).cloned().unwrap_or(spec);
+        Ok(Response::new(view::remote_controller(
+            &id,
+            &spec,
+            &self.observe().await,
+        )))
     }
 
     async fn get_remote_controller(
         &self,
         request: Request<v1::GetRemoteControllerRequest>,
     ) -> Reply<v1::RemoteController> {
-        Collection::RemoteControllers
-            .parse(&request.into_inner().name)
-            .map_err(invalid_field("name"))?;
-        Err(not_yet("Storage.GetRemoteController", AREA))
+        let id = flat_id(Collection::RemoteControllers, &request.into_inner().name)?;
+        let spec = self.engine.doc().await.remote(&id).cloned();
+        let spec = spec.ok_or_else(|| not_found(&Key::Remote(id.clone())))?;
+        Ok(Response::new(view::remote_controller(
+            &id,
+            &spec,
+            &self.observe().await,
+        )))
     }
 
     async fn list_remote_controllers(
         &self,
-        _request: Request<v1::ListRemoteControllersRequest>,
+        request: Request<v1::ListRemoteControllersRequest>,
     ) -> Reply<v1::ListRemoteControllersResponse> {
-        Err(not_yet("Storage.ListRemoteControllers", AREA))
+        let doc = self.engine.doc().await.clone();
+        let seen = self.observe().await;
+        let all: Vec<v1::RemoteController> = doc
+            .remotes
+            .iter()
+            .filter_map(|(id, e)| {
+                e.live()
+                    .map(|spec| view::remote_controller(id, spec, &seen))
+            })
+            .collect();
+        let (remote_controllers, next_page_token) =
+            view::page(all, |r| r.name.as_str(), request.get_ref().page.as_ref());
+        Ok(Response::new(v1::ListRemoteControllersResponse {
+            remote_controllers,
+            next_page_token,
+        }))
     }
 
     async fn delete_remote_controller(
         &self,
         request: Request<v1::DeleteRemoteControllerRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        Collection::RemoteControllers
-            .parse(&request.into_inner().name)
-            .map_err(invalid_field("name"))?;
-        Err(not_yet("Storage.DeleteRemoteController", AREA))
+        let req = request.into_inner();
+        let id = flat_id(Collection::RemoteControllers, &req.name)?;
+        let (_, existed) = self
+            .change(req.options.as_ref(), |doc| edit::delete_remote(doc, &id))
+            .await?;
+        deleted(existed, req.allow_missing, &Key::Remote(id))
     }
 
     async fn create_subsystem(
         &self,
         request: Request<v1::CreateSubsystemRequest>,
     ) -> Reply<v1::Subsystem> {
-        check::subsystem(request.get_ref().subsystem.as_ref())?;
-        Err(not_yet("Storage.CreateSubsystem", AREA))
+        let req = request.into_inner();
+        check::subsystem(req.subsystem.as_ref())?;
+        let sub = req.subsystem.unwrap_or_default();
+        let nqn = sub.nqn.clone();
+        let wanted = SubsystemDoc {
+            serial_number: sub.serial_number,
+            model_number: sub.model_number,
+            max_namespaces: sub.max_namespaces,
+        };
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::create_subsystem(doc, &nqn, wanted.clone())
+            })
+            .await?;
+        let sub = doc.subsystem(&nqn).cloned().unwrap_or(wanted);
+        Ok(Response::new(view::subsystem(&doc, &nqn, &sub)))
     }
 
     async fn get_subsystem(
         &self,
         request: Request<v1::GetSubsystemRequest>,
     ) -> Reply<v1::Subsystem> {
-        subsystem_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.GetSubsystem", AREA))
+        let nqn = subsystem_name("name", &request.into_inner().name)?.nqn;
+        let doc = self.engine.doc().await;
+        let sub = doc
+            .subsystem(&nqn)
+            .ok_or_else(|| not_found(&Key::Subsystem(nqn.clone())))?;
+        Ok(Response::new(view::subsystem(&doc, &nqn, sub)))
     }
 
     async fn list_subsystems(
         &self,
-        _request: Request<v1::ListSubsystemsRequest>,
+        request: Request<v1::ListSubsystemsRequest>,
     ) -> Reply<v1::ListSubsystemsResponse> {
-        Err(not_yet("Storage.ListSubsystems", AREA))
+        let all: Vec<v1::Subsystem> = {
+            let doc = self.engine.doc().await;
+            doc.subsystems
+                .iter()
+                .filter_map(|(nqn, e)| e.live().map(|sub| view::subsystem(&doc, nqn, sub)))
+                .collect()
+        };
+        let (subsystems, next_page_token) =
+            view::page(all, |s| s.name.as_str(), request.get_ref().page.as_ref());
+        Ok(Response::new(v1::ListSubsystemsResponse {
+            subsystems,
+            next_page_token,
+        }))
     }
 
     async fn delete_subsystem(
         &self,
         request: Request<v1::DeleteSubsystemRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        subsystem_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.DeleteSubsystem", AREA))
+        let req = request.into_inner();
+        let nqn = subsystem_name("name", &req.name)?.nqn;
+        let (_, existed) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::delete_subsystem(doc, &nqn)
+            })
+            .await?;
+        deleted(existed, req.allow_missing, &Key::Subsystem(nqn))
     }
 
     async fn create_namespace(
@@ -132,33 +294,100 @@ impl Storage for StorageService {
         request: Request<v1::CreateNamespaceRequest>,
     ) -> Reply<v1::Namespace> {
         let req = request.into_inner();
-        subsystem_name("parent", &req.parent)?;
+        let nqn = subsystem_name("parent", &req.parent)?.nqn;
         check::namespace(req.namespace.as_ref())?;
-        Err(not_yet("Storage.CreateNamespace", AREA))
+        let ns = req.namespace.unwrap_or_default();
+        let volume = flat_id(Collection::Volumes, &ns.volume)
+            .map_err(|_| invalid("namespace.volume", "must be volumes/{id}"))?;
+        let wanted = NamespaceDoc {
+            volume: volume.clone(),
+            uuid: ns.uuid,
+            nguid: ns.nguid,
+            eui64: ns.eui64,
+        };
+        // A volume not made by one of the agent's remote controllers must exist already.
+        let remotes = self.engine.doc().await.remotes.clone();
+        let from_remote = split_volume_id(&volume)
+            .is_some_and(|(remote, _)| remotes.get(remote).is_some_and(|e| !e.deleting));
+        let volume_known = from_remote
+            || self
+                .engine
+                .backend()
+                .volumes(&remotes)
+                .await
+                .map_err(|e| e.to_status())?
+                .iter()
+                .any(|v| v.id == volume);
+        let nsid = ns.nsid;
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::create_namespace(doc, &nqn, nsid, wanted.clone(), volume_known)
+            })
+            .await?;
+        let ns = doc.namespace(&nqn, nsid).cloned().unwrap_or(wanted);
+        Ok(Response::new(view::namespace(
+            &doc,
+            &nqn,
+            nsid,
+            &ns,
+            &self.observe().await,
+        )))
     }
 
     async fn get_namespace(
         &self,
         request: Request<v1::GetNamespaceRequest>,
     ) -> Reply<v1::Namespace> {
-        namespace_name(&request.into_inner().name)?;
-        Err(not_yet("Storage.GetNamespace", AREA))
+        let name = namespace_name(&request.into_inner().name)?;
+        let (nqn, nsid) = (name.subsystem.nqn, name.nsid);
+        let doc = self.engine.doc().await.clone();
+        let ns = doc
+            .namespace(&nqn, nsid)
+            .ok_or_else(|| not_found(&Key::Namespace(nqn.clone(), nsid)))?;
+        Ok(Response::new(view::namespace(
+            &doc,
+            &nqn,
+            nsid,
+            ns,
+            &self.observe().await,
+        )))
     }
 
     async fn list_namespaces(
         &self,
         request: Request<v1::ListNamespacesRequest>,
     ) -> Reply<v1::ListNamespacesResponse> {
-        subsystem_name("parent", &request.into_inner().parent)?;
-        Err(not_yet("Storage.ListNamespaces", AREA))
+        let req = request.into_inner();
+        let nqn = subsystem_name("parent", &req.parent)?.nqn;
+        let doc = self.engine.doc().await.clone();
+        if doc.subsystem(&nqn).is_none() {
+            return Err(not_found(&Key::Subsystem(nqn)));
+        }
+        let seen = self.observe().await;
+        let all = doc
+            .namespaces_of(&nqn)
+            .map(|(nsid, ns)| view::namespace(&doc, &nqn, nsid, ns, &seen))
+            .collect();
+        let (namespaces, next_page_token) = view::page(all, |n| n.name.as_str(), req.page.as_ref());
+        Ok(Response::new(v1::ListNamespacesResponse {
+            namespaces,
+            next_page_token,
+        }))
     }
 
     async fn delete_namespace(
         &self,
         request: Request<v1::DeleteNamespaceRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        namespace_name(&request.into_inner().name)?;
-        Err(not_yet("Storage.DeleteNamespace", AREA))
+        let req = request.into_inner();
+        let name = namespace_name(&req.name)?;
+        let (nqn, nsid) = (name.subsystem.nqn, name.nsid);
+        let (_, existed) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::delete_namespace(doc, &nqn, nsid)
+            })
+            .await?;
+        deleted(existed, req.allow_missing, &Key::Namespace(nqn, nsid))
     }
 
     async fn create_controller(
@@ -166,34 +395,72 @@ impl Storage for StorageService {
         request: Request<v1::CreateControllerRequest>,
     ) -> Reply<v1::Controller> {
         let req = request.into_inner();
-        subsystem_name("parent", &req.parent)?;
+        let nqn = subsystem_name("parent", &req.parent)?.nqn;
         check::client_id("controller_id", &req.controller_id)?;
         check::controller("controller", req.controller.as_ref())?;
-        Err(not_yet("Storage.CreateController", AREA))
+        let ctrl = req.controller.unwrap_or_default();
+        let wanted = ControllerDoc {
+            function: ctrl.function.unwrap_or_default(),
+            num_queues: ctrl.num_queues,
+            mdts: ctrl.mdts,
+            ..ControllerDoc::default()
+        };
+        let id = req.controller_id;
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::create_controller(doc, &nqn, &id, wanted)
+            })
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
     }
 
     async fn get_controller(
         &self,
         request: Request<v1::GetControllerRequest>,
     ) -> Reply<v1::Controller> {
-        controller_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.GetController", AREA))
+        let name = controller_name("name", &request.into_inner().name)?;
+        let doc = self.engine.doc().await.clone();
+        self.controller_reply(&doc, &name.subsystem.nqn, &name.id)
+            .await
     }
 
     async fn list_controllers(
         &self,
         request: Request<v1::ListControllersRequest>,
     ) -> Reply<v1::ListControllersResponse> {
-        subsystem_name("parent", &request.into_inner().parent)?;
-        Err(not_yet("Storage.ListControllers", AREA))
+        let req = request.into_inner();
+        let nqn = subsystem_name("parent", &req.parent)?.nqn;
+        let doc = self.engine.doc().await.clone();
+        if doc.subsystem(&nqn).is_none() {
+            return Err(not_found(&Key::Subsystem(nqn)));
+        }
+        let seen = self.observe().await;
+        let all = doc
+            .controllers_of(&nqn)
+            .map(|(id, c)| view::controller(&nqn, id, c, &seen))
+            .collect();
+        let (controllers, next_page_token) =
+            view::page(all, |c| c.name.as_str(), req.page.as_ref());
+        Ok(Response::new(v1::ListControllersResponse {
+            controllers,
+            next_page_token,
+        }))
     }
 
     async fn delete_controller(
         &self,
         request: Request<v1::DeleteControllerRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        controller_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.DeleteController", AREA))
+        let req = request.into_inner();
+        let name = controller_name("name", &req.name)?;
+        let (nqn, id) = (name.subsystem.nqn, name.id);
+        let force = req.force;
+        let (_, existed) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::delete_controller(doc, &nqn, &id, force)
+            })
+            .await?;
+        deleted(existed, req.allow_missing, &Key::Controller(nqn, id))
     }
 
     async fn attach_namespace(
@@ -201,9 +468,15 @@ impl Storage for StorageService {
         request: Request<v1::AttachNamespaceRequest>,
     ) -> Reply<v1::Controller> {
         let req = request.into_inner();
-        controller_name("controller", &req.controller)?;
+        let name = controller_name("controller", &req.controller)?;
         dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
-        Err(not_yet("Storage.AttachNamespace", AREA))
+        let (nqn, id, nsid) = (name.subsystem.nqn, name.id, req.nsid);
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::attach(doc, &nqn, &id, nsid)
+            })
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
     }
 
     async fn detach_namespace(
@@ -211,25 +484,45 @@ impl Storage for StorageService {
         request: Request<v1::DetachNamespaceRequest>,
     ) -> Reply<v1::Controller> {
         let req = request.into_inner();
-        controller_name("controller", &req.controller)?;
+        let name = controller_name("controller", &req.controller)?;
         dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
-        Err(not_yet("Storage.DetachNamespace", AREA))
+        let (nqn, id, nsid) = (name.subsystem.nqn, name.id, req.nsid);
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::detach(doc, &nqn, &id, nsid)
+            })
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
     }
 
     async fn suspend_controller(
         &self,
         request: Request<v1::SuspendControllerRequest>,
     ) -> Reply<v1::Controller> {
-        controller_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.SuspendController", AREA))
+        let req = request.into_inner();
+        let name = controller_name("name", &req.name)?;
+        let (nqn, id) = (name.subsystem.nqn, name.id);
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::set_running(doc, &nqn, &id, false)
+            })
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
     }
 
     async fn resume_controller(
         &self,
         request: Request<v1::ResumeControllerRequest>,
     ) -> Reply<v1::Controller> {
-        controller_name("name", &request.into_inner().name)?;
-        Err(not_yet("Storage.ResumeController", AREA))
+        let req = request.into_inner();
+        let name = controller_name("name", &req.name)?;
+        let (nqn, id) = (name.subsystem.nqn, name.id);
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::set_running(doc, &nqn, &id, true)
+            })
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
     }
 
     async fn apply_exposure(
@@ -239,21 +532,123 @@ impl Storage for StorageService {
         let req = request.into_inner();
         check::client_id("exposure_id", &req.exposure_id)?;
         check::exposure_spec(req.spec.as_ref())?;
-        Err(not_yet("Storage.ApplyExposure", AREA))
+        let id = req.exposure_id;
+        let spec = req.spec.unwrap_or_default();
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::apply_exposure(doc, &id, &spec)
+            })
+            .await?;
+        Ok(Response::new(view::exposure(
+            &doc,
+            &id,
+            &spec,
+            &self.observe().await,
+        )))
+    }
+
+    async fn get_exposure(&self, request: Request<v1::GetExposureRequest>) -> Reply<v1::Exposure> {
+        let id = flat_id(Collection::Exposures, &request.into_inner().name)?;
+        let doc = self.engine.doc().await.clone();
+        let spec = doc
+            .exposures
+            .get(&id)
+            .ok_or_else(|| Status::not_found(format!("exposures/{id} does not exist")))?;
+        Ok(Response::new(view::exposure(
+            &doc,
+            &id,
+            spec,
+            &self.observe().await,
+        )))
+    }
+
+    async fn list_exposures(
+        &self,
+        request: Request<v1::ListExposuresRequest>,
+    ) -> Reply<v1::ListExposuresResponse> {
+        let doc = self.engine.doc().await.clone();
+        let seen = self.observe().await;
+        let all = doc
+            .exposures
+            .iter()
+            .map(|(id, spec)| view::exposure(&doc, id, spec, &seen))
+            .collect();
+        let (exposures, next_page_token) =
+            view::page(all, |e| e.name.as_str(), request.get_ref().page.as_ref());
+        Ok(Response::new(v1::ListExposuresResponse {
+            exposures,
+            next_page_token,
+        }))
     }
 
     async fn delete_exposure(
         &self,
         request: Request<v1::DeleteExposureRequest>,
     ) -> Reply<v1::DeleteResponse> {
-        Collection::Exposures
-            .parse(&request.into_inner().name)
-            .map_err(invalid_field("name"))?;
-        Err(not_yet("Storage.DeleteExposure", AREA))
+        let req = request.into_inner();
+        let id = flat_id(Collection::Exposures, &req.name)?;
+        let (_, existed) = self
+            .change(req.options.as_ref(), |doc| edit::delete_exposure(doc, &id))
+            .await?;
+        if !existed && !req.allow_missing {
+            return Err(Status::not_found(format!("exposures/{id} does not exist")));
+        }
+        Ok(Response::new(v1::DeleteResponse { deleted: existed }))
     }
 
     async fn get_io_stats(&self, request: Request<v1::GetIoStatsRequest>) -> Reply<v1::IoStats> {
-        stats_target(&request.into_inner().name)?;
-        Err(not_yet("Storage.GetIoStats", AREA))
+        let name = request.into_inner().name;
+        let (volumes, remotes): (Vec<String>, _) = {
+            let doc = self.engine.doc().await;
+            let remotes = doc.remotes.clone();
+            let volumes = match stats_target(&name)? {
+                StatsTarget::Volume(id) => vec![id],
+                StatsTarget::Namespace(ns) => {
+                    let key = Key::Namespace(ns.subsystem.nqn.clone(), ns.nsid);
+                    let found = doc
+                        .namespace(&ns.subsystem.nqn, ns.nsid)
+                        .ok_or_else(|| not_found(&key))?;
+                    vec![found.volume.clone()]
+                }
+                StatsTarget::Controller(c) => {
+                    let nqn = c.subsystem.nqn;
+                    let ctrl = doc
+                        .controller(&nqn, &c.id)
+                        .ok_or_else(|| not_found(&Key::Controller(nqn.clone(), c.id.clone())))?;
+                    ctrl.attached
+                        .iter()
+                        .filter_map(|nsid| doc.namespace(&nqn, *nsid).map(|ns| ns.volume.clone()))
+                        .collect()
+                }
+            };
+            (volumes, remotes)
+        };
+        let mut stats = v1::IoStats {
+            name,
+            taken_at: now(),
+            ..v1::IoStats::default()
+        };
+        let mut sources = Vec::new();
+        for volume in &volumes {
+            let io = self
+                .engine
+                .backend()
+                .volume_io(volume, &remotes)
+                .await
+                .map_err(|e| e.to_status())?;
+            stats.bytes_read += io.bytes_read;
+            stats.read_ops += io.read_ops;
+            stats.bytes_written += io.bytes_written;
+            stats.write_ops += io.write_ops;
+            stats.bytes_unmapped += io.bytes_unmapped;
+            stats.unmap_ops += io.unmap_ops;
+            stats.read_latency_ticks += io.read_latency_ticks;
+            stats.write_latency_ticks += io.write_latency_ticks;
+            stats.unmap_latency_ticks += io.unmap_latency_ticks;
+            stats.tick_rate_hz = io.tick_rate_hz;
+            sources.push(format!("{}({volume})", io.source));
+        }
+        stats.source = sources.join(" + ");
+        Ok(Response::new(stats))
     }
 }

@@ -46,6 +46,21 @@ pub struct AttachController {
     /// Host NQN to connect as; SPDK picks its own when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostnqn: Option<String>,
+    /// NVMe/TCP header digest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hdgst: bool,
+    /// NVMe/TCP data digest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ddgst: bool,
+    /// I/O queues to open; SPDK's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_io_queues: Option<u32>,
+    /// Give up reconnecting after this long; SPDK's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctrlr_loss_timeout_sec: Option<u32>,
+    /// Wait between reconnect attempts; SPDK's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconnect_delay_sec: Option<u32>,
 }
 
 /// One entry of `bdev_get_bdevs` (the fields the agent uses; others are ignored).

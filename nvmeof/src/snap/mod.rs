@@ -30,8 +30,8 @@ pub use call::{IostatCall, SnapCall};
 pub use emulation::{ControllerRef, EmulatedFunction, NvmeEmulation};
 pub use error::{SnapError, SnapErrorKind};
 pub use snap3::{
-    Snap3ControllerCreate, Snap3ControllerCreated, Snap3NamespaceAttach, Snap3Subsystem,
-    Snap3SubsystemInfo,
+    Snap3ControllerCreate, Snap3ControllerCreated, Snap3ControllerInfo, Snap3NamespaceAttach,
+    Snap3Subsystem, Snap3SubsystemInfo,
 };
 pub use snap4::{
     ControllerCreate, ControllerCreated, Ignored, NamespaceCreate, NamespaceInfo,

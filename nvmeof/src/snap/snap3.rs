@@ -71,6 +71,20 @@ pub struct Snap3SubsystemInfo {
     pub serial_number: String,
 }
 
+/// One entry of SNAP 3 `controller_list` (storage.md §2 table: `{subnqn, cntlid, name,
+/// emulation_manager, type, pci_index, pci_bdf}`; the agent reads the first three).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Snap3ControllerInfo {
+    /// Controller name, e.g. `NvmeEmu0pf0`.
+    pub name: String,
+    /// Its subsystem.
+    #[serde(default)]
+    pub subnqn: Option<String>,
+    /// Controller id within the subsystem.
+    #[serde(default)]
+    pub cntlid: Option<u16>,
+}
+
 #[derive(Serialize)]
 struct Nqn<'a> {
     nqn: &'a str,
@@ -103,6 +117,11 @@ impl SnapClient {
     /// `subsystem_nvme_list` (SNAP 3).
     pub fn subsystem_nvme_list(&self) -> SnapCall<Vec<Snap3SubsystemInfo>> {
         self.call_bare("subsystem_nvme_list")
+    }
+
+    /// `controller_list` (SNAP 3): every emulated controller.
+    pub fn controller_list(&self) -> SnapCall<Vec<Snap3ControllerInfo>> {
+        self.call_bare("controller_list")
     }
 
     /// `controller_nvme_create` (SNAP 3); controllers start live, there is no suspend.

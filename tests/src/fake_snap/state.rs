@@ -229,6 +229,9 @@ impl FakeSnapState {
             "hdgst",
             "ddgst",
             "psk",
+            "num_io_queues",
+            "ctrlr_loss_timeout_sec",
+            "reconnect_delay_sec",
         ];
         let m = req(p, &allowed)?;
         let name = s(m, "name")?;

@@ -1,8 +1,6 @@
-//! Status codes at the API edge: unknown resources are NOT_FOUND, malformed requests are
-//! INVALID_ARGUMENT naming the field, valid requests for backends not built yet are
-//! UNIMPLEMENTED naming the area, valid requests for a backend the agent does not have
-//! (OVS is off in this tier) are UNAVAILABLE naming it, and nothing invalid reaches a
-//! backend.
+//! Status codes at the API edge: unknown resources are NOT_FOUND naming them, malformed
+//! requests are INVALID_ARGUMENT naming the field, calls for a backend that is off (OVS
+//! in this tier) are UNAVAILABLE naming it, and nothing invalid reaches a backend.
 
 use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
 use dpu_proto::v1::{counters_client::CountersClient, switch_client::SwitchClient};
@@ -196,7 +194,7 @@ async fn malformed_requests_are_invalid_argument_naming_the_field() {
 }
 
 #[tokio::test]
-async fn valid_requests_without_a_backend_are_unimplemented_naming_the_area() {
+async fn valid_requests_for_missing_objects_are_not_found_naming_them() {
     let lab = Lab::start();
     let mut storage = StorageClient::new(lab.agent.channel().await);
     let err = storage
@@ -204,9 +202,13 @@ async fn valid_requests_without_a_backend_are_unimplemented_naming_the_area() {
             name: "subsystems/nqn.2022-10.io.nvda.nvme:0".to_owned(),
         })
         .await
-        .expect_err("not built yet");
-    assert_eq!(err.code(), Code::Unimplemented, "{err:?}");
-    assert!(err.message().contains("nvmeof"), "{}", err.message());
+        .expect_err("nothing was created");
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert!(
+        err.message().contains("nqn.2022-10.io.nvda.nvme:0"),
+        "{}",
+        err.message()
+    );
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod health;
 mod lifecycle;
 mod pci;
 mod reflection;
+mod storage_kernel;
 mod storage_read;
 
 use dpu_tests::fake_snap::FakeSnap;

@@ -2,6 +2,8 @@
 //! flows and their reverse, `bdev_get_iostat` in both request forms, SNAP's refusals
 //! surfacing with its own message, and transport faults (cut reply, slow reply, restart).
 
+mod agent;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -43,6 +45,11 @@ fn remote(name: &str) -> AttachController {
         trsvcid: "4420".to_owned(),
         subnqn: REMOTE_NQN.to_owned(),
         hostnqn: None,
+        hdgst: false,
+        ddgst: false,
+        num_io_queues: None,
+        ctrlr_loss_timeout_sec: None,
+        reconnect_delay_sec: None,
     }
 }
 

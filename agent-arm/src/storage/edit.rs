@@ -1,0 +1,449 @@
+//! The changes each Storage RPC makes to the desired document, with the rules that keep
+//! it consistent (parents exist, nothing in use is removed, specs are immutable).
+//!
+//! An edit only touches the document; it returns the objects the backend must then look
+//! at. Asking again for what already exists is not an error (the API is idempotent);
+//! asking for something different under the same name is `ALREADY_EXISTS`.
+
+use std::collections::BTreeSet;
+
+use dpu_proto::v1;
+use tonic::Status;
+
+use super::desired::{
+    split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, SubsystemDoc,
+};
+
+/// The objects a change touched; empty when it changed nothing.
+pub(crate) type Touched = BTreeSet<Key>;
+
+fn owned_elsewhere(doc: &Desired, key: &Key) -> Result<(), Status> {
+    match doc.owner_of(key) {
+        Some(exposure) => Err(Status::failed_precondition(format!(
+            "{key} belongs to exposures/{exposure}; change it through the exposure"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn differs(key: &Key) -> Status {
+    Status::already_exists(format!(
+        "{key} already exists with a different spec; delete it first to change it"
+    ))
+}
+
+pub(crate) fn create_remote(
+    doc: &mut Desired,
+    id: &str,
+    spec: &v1::RemoteControllerSpec,
+) -> Result<Touched, Status> {
+    let key = Key::Remote(id.to_owned());
+    match doc.remote(id) {
+        Some(existing) if existing == spec => {}
+        Some(_) => return Err(differs(&key)),
+        None => {
+            doc.remotes.insert(id.to_owned(), Entry::new(spec.clone()));
+        }
+    }
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, Status> {
+    let key = Key::Remote(id.to_owned());
+    if doc.remote(id).is_none() {
+        return Ok(BTreeSet::new());
+    }
+    owned_elsewhere(doc, &key)?;
+    let users: Vec<String> = doc
+        .namespaces
+        .iter()
+        .flat_map(|(nqn, m)| m.iter().map(move |(nsid, e)| (nqn, nsid, e)))
+        .filter(|(_, _, e)| {
+            e.live()
+                .and_then(|ns| split_volume_id(&ns.volume))
+                .is_some_and(|(remote, _)| remote == id)
+        })
+        .map(|(nqn, nsid, _)| Key::Namespace(nqn.clone(), *nsid).to_string())
+        .collect();
+    if !users.is_empty() {
+        return Err(Status::failed_precondition(format!(
+            "{key} backs {}; delete those namespaces first",
+            users.join(", ")
+        )));
+    }
+    doc.mark_deleting(&key);
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn create_subsystem(
+    doc: &mut Desired,
+    nqn: &str,
+    sub: SubsystemDoc,
+) -> Result<Touched, Status> {
+    let key = Key::Subsystem(nqn.to_owned());
+    match doc.subsystem(nqn) {
+        Some(existing) if *existing == sub => {}
+        Some(_) => return Err(differs(&key)),
+        None => {
+            doc.subsystems.insert(nqn.to_owned(), Entry::new(sub));
+        }
+    }
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn delete_subsystem(doc: &mut Desired, nqn: &str) -> Result<Touched, Status> {
+    let key = Key::Subsystem(nqn.to_owned());
+    if doc.subsystem(nqn).is_none() {
+        return Ok(BTreeSet::new());
+    }
+    owned_elsewhere(doc, &key)?;
+    let children: Vec<String> = doc
+        .namespaces_of(nqn)
+        .map(|(nsid, _)| Key::Namespace(nqn.to_owned(), nsid).to_string())
+        .chain(
+            doc.controllers_of(nqn)
+                .map(|(id, _)| Key::Controller(nqn.to_owned(), id.clone()).to_string()),
+        )
+        .collect();
+    if !children.is_empty() {
+        return Err(Status::failed_precondition(format!(
+            "{key} still has {}; delete them first",
+            children.join(", ")
+        )));
+    }
+    doc.mark_deleting(&key);
+    Ok(BTreeSet::from([key]))
+}
+
+/// `volume_known`: whether the backend has the volume when no remote controller in the
+/// document provides it (a bdev made outside the agent).
+pub(crate) fn create_namespace(
+    doc: &mut Desired,
+    nqn: &str,
+    nsid: u32,
+    ns: NamespaceDoc,
+    volume_known: bool,
+) -> Result<Touched, Status> {
+    let key = Key::Namespace(nqn.to_owned(), nsid);
+    if doc.subsystem(nqn).is_none() {
+        return Err(Status::not_found(format!(
+            "parent subsystems/{nqn} does not exist"
+        )));
+    }
+    match doc.namespace(nqn, nsid) {
+        Some(existing) if *existing == ns => return Ok(BTreeSet::from([key])),
+        Some(_) => return Err(differs(&key)),
+        None => {}
+    }
+    let from_remote =
+        split_volume_id(&ns.volume).is_some_and(|(remote, _)| doc.remote(remote).is_some());
+    if !from_remote && !volume_known {
+        return Err(Status::failed_precondition(format!(
+            "volumes/{} does not exist: attach its remote controller first",
+            ns.volume
+        )));
+    }
+    if let Some(user) = doc.users_of_volume(&ns.volume).first() {
+        return Err(Status::failed_precondition(format!(
+            "volumes/{} already backs {user}; a volume backs one namespace",
+            ns.volume
+        )));
+    }
+    doc.namespaces
+        .entry(nqn.to_owned())
+        .or_default()
+        .insert(nsid, Entry::new(ns));
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn delete_namespace(doc: &mut Desired, nqn: &str, nsid: u32) -> Result<Touched, Status> {
+    let key = Key::Namespace(nqn.to_owned(), nsid);
+    if doc.namespace(nqn, nsid).is_none() {
+        return Ok(BTreeSet::new());
+    }
+    owned_elsewhere(doc, &key)?;
+    if let Some((id, _)) = doc
+        .controllers_of(nqn)
+        .find(|(_, c)| c.attached.contains(&nsid))
+    {
+        return Err(Status::failed_precondition(format!(
+            "{key} is attached to {}; detach it first",
+            Key::Controller(nqn.to_owned(), id.clone())
+        )));
+    }
+    doc.mark_deleting(&key);
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn create_controller(
+    doc: &mut Desired,
+    nqn: &str,
+    id: &str,
+    ctrl: ControllerDoc,
+) -> Result<Touched, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    if doc.subsystem(nqn).is_none() {
+        return Err(Status::not_found(format!(
+            "parent subsystems/{nqn} does not exist"
+        )));
+    }
+    match doc.controller(nqn, id) {
+        Some(existing) if existing.same_request(&ctrl) => return Ok(BTreeSet::from([key])),
+        Some(_) => return Err(differs(&key)),
+        None => {}
+    }
+    let clash = doc.controllers.iter().find_map(|(other_nqn, m)| {
+        m.iter().find_map(|(other_id, e)| {
+            e.live()
+                .filter(|c| c.function == ctrl.function)
+                .map(|_| Key::Controller(other_nqn.clone(), other_id.clone()))
+        })
+    });
+    if let Some(other) = clash {
+        return Err(Status::already_exists(format!(
+            "{other} already emulates that function; one controller per function"
+        )));
+    }
+    doc.controllers
+        .entry(nqn.to_owned())
+        .or_default()
+        .insert(id.to_owned(), Entry::new(ctrl));
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn delete_controller(
+    doc: &mut Desired,
+    nqn: &str,
+    id: &str,
+    force: bool,
+) -> Result<Touched, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    let Some(ctrl) = doc.controller(nqn, id) else {
+        return Ok(BTreeSet::new());
+    };
+    owned_elsewhere(doc, &key)?;
+    if ctrl.running && !force {
+        return Err(Status::failed_precondition(format!(
+            "{key} is running, so the host may be using it: suspend it first, or pass force"
+        )));
+    }
+    doc.mark_deleting(&key);
+    Ok(BTreeSet::from([key]))
+}
+
+fn live_controller<'a>(
+    doc: &'a mut Desired,
+    nqn: &str,
+    id: &str,
+) -> Result<&'a mut ControllerDoc, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    doc.controller_mut(nqn, id)
+        .ok_or_else(|| Status::not_found(format!("{key} does not exist")))
+}
+
+pub(crate) fn attach(doc: &mut Desired, nqn: &str, id: &str, nsid: u32) -> Result<Touched, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    let ns_key = Key::Namespace(nqn.to_owned(), nsid);
+    if doc.namespace(nqn, nsid).is_none() {
+        return Err(Status::not_found(format!("{ns_key} does not exist")));
+    }
+    if let Some((other, _)) = doc
+        .controllers_of(nqn)
+        .find(|(other, c)| *other != id && c.attached.contains(&nsid))
+    {
+        return Err(Status::failed_precondition(format!(
+            "{ns_key} is attached to {}; SNAP attaches a namespace to one controller",
+            Key::Controller(nqn.to_owned(), other.clone())
+        )));
+    }
+    owned_elsewhere(doc, &key)?;
+    let ctrl = live_controller(doc, nqn, id)?;
+    ctrl.detaching.remove(&nsid);
+    ctrl.attached.insert(nsid);
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn detach(doc: &mut Desired, nqn: &str, id: &str, nsid: u32) -> Result<Touched, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    owned_elsewhere(doc, &key)?;
+    let ctrl = live_controller(doc, nqn, id)?;
+    if ctrl.attached.remove(&nsid) {
+        ctrl.detaching.insert(nsid);
+    }
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn set_running(
+    doc: &mut Desired,
+    nqn: &str,
+    id: &str,
+    running: bool,
+) -> Result<Touched, Status> {
+    let key = Key::Controller(nqn.to_owned(), id.to_owned());
+    live_controller(doc, nqn, id)?.running = running;
+    Ok(BTreeSet::from([key]))
+}
+
+pub(crate) fn apply_exposure(
+    doc: &mut Desired,
+    id: &str,
+    spec: &v1::ExposureSpec,
+) -> Result<Touched, Status> {
+    let plan = doc.plan(id, spec);
+    let touched: Touched = plan.keys().into_iter().collect();
+    if let Some(existing) = doc.exposures.get(id) {
+        if existing == spec {
+            // Same spec again: nothing changes in the document, but the backend is
+            // checked, which repairs an exposure a SNAP restart lost.
+            return Ok(touched);
+        }
+        return Err(Status::already_exists(format!(
+            "exposures/{id} already exists with a different spec; delete it first to change it"
+        )));
+    }
+    for key in &touched {
+        if doc.is_live(key) || doc.is_deleting(key) {
+            return Err(Status::already_exists(format!(
+                "{key} already exists; an exposure creates its own remote controller, \
+                 subsystem, namespace and controller (choose another exposure id or subsystem NQN)"
+            )));
+        }
+    }
+    let clash = plan.controller.as_ref().and_then(|(_, wanted)| {
+        doc.controllers.iter().find_map(|(nqn, m)| {
+            m.iter().find_map(|(cid, e)| {
+                e.live()
+                    .filter(|c| c.function == wanted.function)
+                    .map(|_| Key::Controller(nqn.clone(), cid.clone()))
+            })
+        })
+    });
+    if let Some(other) = clash {
+        return Err(Status::already_exists(format!(
+            "{other} already emulates that function; one controller per function"
+        )));
+    }
+    doc.insert_exposure(id, spec);
+    Ok(touched)
+}
+
+pub(crate) fn delete_exposure(doc: &mut Desired, id: &str) -> Result<Touched, Status> {
+    let Some(spec) = doc.exposures.remove(id) else {
+        return Ok(BTreeSet::new());
+    };
+    let plan = doc.plan(id, &spec);
+    let touched: Touched = plan.keys().into_iter().collect();
+    for key in &touched {
+        doc.mark_deleting(key);
+    }
+    Ok(touched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NQN: &str = "nqn.2026-01.io.example:host";
+
+    fn doc_with_subsystem() -> Desired {
+        let mut doc = Desired::default();
+        create_subsystem(&mut doc, NQN, SubsystemDoc::default()).expect("subsystem");
+        doc
+    }
+
+    fn pf(index: u32) -> v1::EmulationFunction {
+        v1::EmulationFunction {
+            function: Some(v1::emulation_function::Function::PfVf(v1::PfVf {
+                pf_index: index,
+                vf_index: None,
+            })),
+        }
+    }
+
+    #[test]
+    fn the_same_create_twice_is_accepted_and_a_different_one_refused() {
+        let mut doc = doc_with_subsystem();
+        let again = create_subsystem(&mut doc, NQN, SubsystemDoc::default()).expect("same");
+        assert_eq!(again.len(), 1);
+        let other = SubsystemDoc {
+            serial_number: "X".into(),
+            ..SubsystemDoc::default()
+        };
+        let err = create_subsystem(&mut doc, NQN, other).expect_err("different");
+        assert_eq!(err.code(), tonic::Code::AlreadyExists);
+    }
+
+    #[test]
+    fn nothing_in_use_can_be_deleted() {
+        let mut doc = doc_with_subsystem();
+        let ns = NamespaceDoc {
+            volume: "Malloc0".into(),
+            ..NamespaceDoc::default()
+        };
+        create_namespace(&mut doc, NQN, 1, ns, true).expect("namespace");
+        let ctrl = ControllerDoc {
+            function: pf(0),
+            ..ControllerDoc::default()
+        };
+        create_controller(&mut doc, NQN, "c0", ctrl).expect("controller");
+        attach(&mut doc, NQN, "c0", 1).expect("attach");
+
+        let err = delete_subsystem(&mut doc, NQN).expect_err("has children");
+        assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+        assert!(err.message().contains("namespaces/1"), "{}", err.message());
+        let err = delete_namespace(&mut doc, NQN, 1).expect_err("attached");
+        assert!(
+            err.message().contains("controllers/c0"),
+            "{}",
+            err.message()
+        );
+        set_running(&mut doc, NQN, "c0", true).expect("resume");
+        let err = delete_controller(&mut doc, NQN, "c0", false).expect_err("running");
+        assert!(err.message().contains("suspend"), "{}", err.message());
+        assert!(delete_controller(&mut doc, NQN, "c0", true).is_ok());
+    }
+
+    #[test]
+    fn namespaces_need_a_parent_and_an_existing_unshared_volume() {
+        let mut doc = Desired::default();
+        let ns = || NamespaceDoc {
+            volume: "r0n1".into(),
+            ..NamespaceDoc::default()
+        };
+        let err = create_namespace(&mut doc, NQN, 1, ns(), false).expect_err("no parent");
+        assert_eq!(err.code(), tonic::Code::NotFound);
+        create_subsystem(&mut doc, NQN, SubsystemDoc::default()).expect("subsystem");
+        let err = create_namespace(&mut doc, NQN, 1, ns(), false).expect_err("no volume");
+        assert!(err.message().contains("volumes/r0n1"), "{}", err.message());
+        create_remote(&mut doc, "r0", &v1::RemoteControllerSpec::default()).expect("remote");
+        create_namespace(&mut doc, NQN, 1, ns(), false).expect("volume from remote");
+        let err = create_namespace(&mut doc, NQN, 2, ns(), false).expect_err("shared");
+        assert!(err.message().contains("already backs"), "{}", err.message());
+        let err = delete_remote(&mut doc, "r0").expect_err("in use");
+        assert!(err.message().contains("namespaces/1"), "{}", err.message());
+    }
+
+    #[test]
+    fn exposure_objects_are_changed_only_through_the_exposure() {
+        let mut doc = Desired::default();
+        let spec = v1::ExposureSpec {
+            subsystem_nqn: NQN.into(),
+            function: Some(pf(0)),
+            ..v1::ExposureSpec::default()
+        };
+        assert_eq!(
+            apply_exposure(&mut doc, "e1", &spec).expect("apply").len(),
+            4
+        );
+        assert_eq!(
+            apply_exposure(&mut doc, "e1", &spec).expect("again").len(),
+            4
+        );
+        let err = delete_controller(&mut doc, NQN, "e1", true).expect_err("owned");
+        assert!(err.message().contains("exposures/e1"), "{}", err.message());
+        let err = apply_exposure(&mut doc, "e2", &spec).expect_err("same subsystem");
+        assert_eq!(err.code(), tonic::Code::AlreadyExists);
+        let touched = delete_exposure(&mut doc, "e1").expect("delete");
+        assert!(touched.iter().all(|k| doc.is_deleting(k)));
+    }
+}

@@ -1,0 +1,509 @@
+//! The kernel backend: the Linux kernel's nvme-fabrics initiator and nvmet target, for
+//! the lab and for machines without SNAP.
+//!
+//! What maps to what:
+//! - a remote controller is an nvme-fabrics connection (`/dev/nvme-fabrics`); its volumes
+//!   are the namespaces the kernel found (`/dev/nvmeXnY`), named `{id}n{nsid}` like SPDK
+//!   names bdevs, so volume names do not change with the backend;
+//! - any other whole disk in `/sys/block` (a null_blk, a loop device) is a volume too;
+//! - a subsystem and its namespaces are an nvmet subsystem in configfs, exported on the
+//!   ports listed in `[kernel] export_ports`;
+//! - there are no emulated PCI controllers: the host reaches a namespace over the fabric
+//!   (an export port) or, in the lab, reads the remote controller's block device, which
+//!   it shares with the agent (block devices are not namespaced). Creating a controller
+//!   is refused with FAILED_PRECONDITION saying so, and exposures have none.
+//!
+//! Every kernel call is a few small file writes; they run on the blocking pool.
+
+use std::path::PathBuf;
+
+use dpu_nvmeof::kernel::{
+    ConnectSpec, Fabrics, FabricsController, KernelError, KernelErrorKind, KernelPaths,
+    NamespaceSpec, Nvmet, PortAddress, PortSpec, SubsystemSpec, Transport,
+};
+use dpu_nvmeof::AddressFamily;
+use dpu_proto::v1;
+
+use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
+use super::desired::{
+    split_volume_id, volume_id, BackendController, ControllerDoc, NamespaceDoc, Remotes,
+    SubsystemDoc,
+};
+use crate::config::Config;
+
+/// Why a controller cannot be created here, said whenever one is asked for.
+const NO_PCI_EMULATION: &str = "the kernel storage backend has no PCI emulation, so it \
+    cannot create NVMe controllers: hosts reach its subsystems over the fabric ([kernel] \
+    export_ports), and in the lab the host reads the remote controller's block device \
+    (see the exposure's host_device)";
+
+/// The kernel backend.
+#[derive(Debug)]
+pub(crate) struct KernelBackend {
+    paths: KernelPaths,
+    ports: Vec<PortSpec>,
+    hostnqn: Option<String>,
+}
+
+/// An `[kernel] export_ports` entry: `tcp:ADDR:PORT`, `rdma:ADDR:PORT` (IPv6 in
+/// brackets) or `loop`.
+pub(crate) fn parse_export_port(id: u16, text: &str) -> Result<PortSpec, String> {
+    if text == "loop" {
+        return Ok(PortSpec {
+            id,
+            transport: Transport::Loop,
+            address: None,
+        });
+    }
+    let (transport, rest) = match text.split_once(':') {
+        Some(("tcp", rest)) => (Transport::Tcp, rest),
+        Some(("rdma", rest)) => (Transport::Rdma, rest),
+        _ => {
+            return Err(format!(
+                "{text:?}: expected tcp:ADDR:PORT, rdma:ADDR:PORT or loop"
+            ))
+        }
+    };
+    let (addr, port) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?}: missing :PORT"))?;
+    let trsvcid: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{text:?}: port must be 1-65535"))?;
+    let (family, traddr) = match addr.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+        Some(v6) => (AddressFamily::Ipv6, v6),
+        None => (AddressFamily::Ipv4, addr),
+    };
+    dpu_nvmeof::validate_traddr(family, traddr).map_err(|e| format!("{text:?}: {e}"))?;
+    Ok(PortSpec {
+        id,
+        transport,
+        address: Some(PortAddress {
+            family,
+            traddr: traddr.to_owned(),
+            trsvcid,
+        }),
+    })
+}
+
+fn kind_of(err: &KernelError) -> FailureKind {
+    match err.kind() {
+        KernelErrorKind::Exists => FailureKind::AlreadyExists,
+        KernelErrorKind::NotFound => FailureKind::NotFound,
+        KernelErrorKind::Busy => FailureKind::Busy,
+        KernelErrorKind::Unsupported => FailureKind::Unsupported,
+        KernelErrorKind::Invalid => FailureKind::Invalid,
+        _ => FailureKind::Other,
+    }
+}
+
+/// Runs a kernel call on the blocking pool, naming the operation in its error.
+async fn blocking<T, F>(operation: String, f: F) -> Result<T, BackendError>
+where
+    F: FnOnce() -> Result<T, KernelError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(BackendError::new(kind_of(&err), operation, err)),
+        Err(join) => Err(BackendError::new(FailureKind::Other, operation, join)),
+    }
+}
+
+fn unsupported<T>() -> Result<T, BackendError> {
+    Err(BackendError::plain(
+        FailureKind::Unsupported,
+        NO_PCI_EMULATION,
+    ))
+}
+
+impl KernelBackend {
+    pub(crate) fn new(config: &Config) -> Self {
+        // Config::validate parsed every entry already; one that fails here cannot occur.
+        let ports = config
+            .kernel
+            .export_ports
+            .iter()
+            .zip(1u16..)
+            .filter_map(|(text, id)| parse_export_port(id, text).ok())
+            .collect();
+        Self {
+            paths: KernelPaths::under(&config.kernel.root),
+            ports,
+            hostnqn: (!config.kernel.hostnqn.is_empty()).then(|| config.kernel.hostnqn.clone()),
+        }
+    }
+
+    fn connect_spec(&self, spec: &v1::RemoteControllerSpec) -> ConnectSpec {
+        let transport = match v1::NvmeTransport::try_from(spec.transport) {
+            Ok(v1::NvmeTransport::Tcp) => Transport::Tcp,
+            _ => Transport::Rdma,
+        };
+        let nonzero = |v: u32| (v != 0).then_some(v);
+        let mut connect = ConnectSpec::new(transport, spec.subnqn.clone());
+        connect.traddr = Some(spec.traddr.clone());
+        connect.trsvcid = Some(
+            u16::try_from(spec.trsvcid)
+                .ok()
+                .filter(|p| *p != 0)
+                .unwrap_or(4420),
+        );
+        connect.hostnqn = if spec.hostnqn.is_empty() {
+            self.hostnqn.clone()
+        } else {
+            Some(spec.hostnqn.clone())
+        };
+        connect.nr_io_queues = nonzero(spec.num_io_queues);
+        connect.ctrl_loss_tmo =
+            nonzero(spec.ctrl_loss_timeout_sec).and_then(|v| i32::try_from(v).ok());
+        connect.reconnect_delay = nonzero(spec.reconnect_delay_sec);
+        connect.hdr_digest = spec.header_digest;
+        connect.data_digest = spec.data_digest;
+        connect
+    }
+
+    fn fabrics(&self) -> Fabrics {
+        Fabrics::new(&self.paths)
+    }
+
+    fn nvmet(&self) -> Nvmet {
+        Nvmet::new(&self.paths)
+    }
+
+    /// The connected controller of remote `id`, if any.
+    async fn connected(
+        &self,
+        id: &str,
+        remotes: &Remotes,
+    ) -> Result<Option<FabricsController>, BackendError> {
+        let Some(entry) = remotes.get(id) else {
+            return Ok(None);
+        };
+        let spec = self.connect_spec(&entry.spec);
+        let fabrics = self.fabrics();
+        blocking(
+            format!("find the nvme-fabrics controller of {id}"),
+            move || fabrics.find_connected(&spec),
+        )
+        .await
+    }
+
+    /// The block device behind a volume: a remote controller's namespace, or a disk.
+    async fn device_of(&self, volume: &str, remotes: &Remotes) -> Result<String, BackendError> {
+        if let Some((remote, nsid)) = split_volume_id(volume) {
+            if remotes.contains_key(remote) {
+                let ctrl = self.connected(remote, remotes).await?.ok_or_else(|| {
+                    BackendError::plain(
+                        FailureKind::NotFound,
+                        format!("volumes/{volume}: remote controller {remote} is not connected"),
+                    )
+                })?;
+                let ns = ctrl
+                    .namespaces
+                    .iter()
+                    .find(|ns| ns.nsid == nsid)
+                    .ok_or_else(|| {
+                        BackendError::plain(
+                            FailureKind::NotFound,
+                            format!(
+                                "volumes/{volume}: controller {} has no namespace {nsid}",
+                                ctrl.device
+                            ),
+                        )
+                    })?;
+                return Ok(ns.disk.clone());
+            }
+        }
+        let disk = self.paths.sys.join("block").join(volume);
+        if volume.contains('/') || !disk.exists() {
+            return Err(BackendError::plain(
+                FailureKind::NotFound,
+                format!("volumes/{volume}: no remote controller volume and no /sys/block/{volume}"),
+            ));
+        }
+        Ok(volume.to_owned())
+    }
+
+    pub(crate) async fn can_suspend(&self) -> Result<bool, BackendError> {
+        Ok(false)
+    }
+
+    pub(crate) async fn ensure_remote(
+        &self,
+        id: &str,
+        spec: &v1::RemoteControllerSpec,
+    ) -> Result<(), BackendError> {
+        let connect = self.connect_spec(spec);
+        let fabrics = self.fabrics();
+        blocking(
+            format!("connect remote controller {id} over nvme-fabrics"),
+            move || {
+                if fabrics.find_connected(&connect)?.is_none() {
+                    fabrics.connect(&connect)?;
+                }
+                Ok(())
+            },
+        )
+        .await
+    }
+
+    pub(crate) async fn remove_remote(
+        &self,
+        id: &str,
+        remotes: &Remotes,
+    ) -> Result<(), BackendError> {
+        let Some(ctrl) = self.connected(id, remotes).await? else {
+            return Ok(());
+        };
+        let fabrics = self.fabrics();
+        blocking(
+            format!("disconnect {} (remote controller {id})", ctrl.device),
+            move || fabrics.disconnect(&ctrl.device).map(drop),
+        )
+        .await
+    }
+
+    pub(crate) async fn volumes(&self, remotes: &Remotes) -> Result<Vec<VolumeInfo>, BackendError> {
+        let mut volumes = Vec::new();
+        for id in remotes.keys() {
+            let Some(ctrl) = self.connected(id, remotes).await? else {
+                continue;
+            };
+            for ns in ctrl.namespaces {
+                let block_size = u64::from(ns.logical_block_size.max(1));
+                volumes.push(VolumeInfo {
+                    id: volume_id(id, ns.nsid),
+                    block_size,
+                    num_blocks: ns.size_bytes / block_size,
+                    uuid: ns.uuid.unwrap_or_default(),
+                    device: Some(format!("/dev/{}", ns.disk)),
+                });
+            }
+        }
+        let block = self.paths.sys.join("block");
+        let disks = tokio::task::spawn_blocking(move || list_disks(block))
+            .await
+            .unwrap_or_default();
+        for disk in disks {
+            if !volumes
+                .iter()
+                .any(|v| v.device.as_deref() == Some(&format!("/dev/{disk}")))
+            {
+                volumes.push(VolumeInfo {
+                    device: Some(format!("/dev/{disk}")),
+                    id: disk,
+                    block_size: 512,
+                    num_blocks: 0,
+                    uuid: String::new(),
+                });
+            }
+        }
+        Ok(volumes)
+    }
+
+    pub(crate) async fn ensure_subsystem(
+        &self,
+        nqn: &str,
+        doc: &SubsystemDoc,
+    ) -> Result<(), BackendError> {
+        let spec = SubsystemSpec {
+            nqn: nqn.to_owned(),
+            allowed_hosts: Vec::new(),
+            serial: (!doc.serial_number.is_empty()).then(|| doc.serial_number.clone()),
+            model: (!doc.model_number.is_empty()).then(|| doc.model_number.clone()),
+        };
+        let (nvmet, ports, nqn) = (self.nvmet(), self.ports.clone(), nqn.to_owned());
+        blocking(format!("create nvmet subsystem {}", spec.nqn), move || {
+            if nvmet.ensure_subsystem(&spec)?.is_changed() {
+                tracing::info!(nqn, "nvmet subsystem created");
+            }
+            for port in &ports {
+                let port_changed = nvmet.ensure_port(port)?.is_changed();
+                if nvmet.link_subsystem(port.id, &nqn)?.is_changed() || port_changed {
+                    tracing::info!(nqn, port = port.id, "nvmet subsystem exported on port");
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn remove_subsystem(&self, nqn: &str) -> Result<(), BackendError> {
+        let (nvmet, ports, owned) = (self.nvmet(), self.ports.clone(), nqn.to_owned());
+        blocking(format!("delete nvmet subsystem {nqn}"), move || {
+            for port in &ports {
+                if nvmet.unlink_subsystem(port.id, &owned)?.is_changed() {
+                    tracing::info!(nqn = owned, port = port.id, "nvmet subsystem unexported");
+                }
+            }
+            nvmet.remove_subsystem(&owned, false).map(drop)
+        })
+        .await
+    }
+
+    pub(crate) async fn ensure_namespace(
+        &self,
+        nqn: &str,
+        nsid: u32,
+        doc: &NamespaceDoc,
+        remotes: &Remotes,
+    ) -> Result<(), BackendError> {
+        let disk = self.device_of(&doc.volume, remotes).await?;
+        let spec = NamespaceSpec {
+            nsid,
+            device_path: format!("/dev/{disk}"),
+            uuid: (!doc.uuid.is_empty()).then(|| doc.uuid.clone()),
+        };
+        let (nvmet, owned) = (self.nvmet(), nqn.to_owned());
+        blocking(
+            format!("create nvmet namespace {nsid} of {nqn} on /dev/{disk}"),
+            move || nvmet.ensure_namespace(&owned, &spec).map(drop),
+        )
+        .await
+    }
+
+    pub(crate) async fn remove_namespace(&self, nqn: &str, nsid: u32) -> Result<(), BackendError> {
+        let (nvmet, owned) = (self.nvmet(), nqn.to_owned());
+        blocking(
+            format!("delete nvmet namespace {nsid} of {nqn}"),
+            move || nvmet.remove_namespace(&owned, nsid).map(drop),
+        )
+        .await
+    }
+
+    pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
+        Ok(Vec::new())
+    }
+
+    pub(crate) async fn create_controller(
+        &self,
+        _nqn: &str,
+        _doc: &ControllerDoc,
+    ) -> Result<BackendController, BackendError> {
+        unsupported()
+    }
+
+    /// Nothing can have been created, so removing is always done.
+    pub(crate) async fn remove_controller(
+        &self,
+        _nqn: &str,
+        _ctrl: &BackendController,
+    ) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    pub(crate) async fn attach(
+        &self,
+        _nqn: &str,
+        _ctrl: &BackendController,
+        _nsid: u32,
+        _ns: &NamespaceDoc,
+    ) -> Result<(), BackendError> {
+        unsupported()
+    }
+
+    pub(crate) async fn detach(
+        &self,
+        _nqn: &str,
+        _ctrl: &BackendController,
+        _nsid: u32,
+    ) -> Result<(), BackendError> {
+        unsupported()
+    }
+
+    pub(crate) async fn set_running(
+        &self,
+        _ctrl: &BackendController,
+        _running: bool,
+    ) -> Result<(), BackendError> {
+        unsupported()
+    }
+
+    pub(crate) async fn volume_io(
+        &self,
+        volume: &str,
+        remotes: &Remotes,
+    ) -> Result<VolumeIo, BackendError> {
+        let disk = self.device_of(volume, remotes).await?;
+        let fabrics = self.fabrics();
+        let source = format!("sysfs:/sys/block/{disk}/stat");
+        let stats = blocking(format!("read /sys/block/{disk}/stat"), move || {
+            fabrics.io_stats(&disk)
+        })
+        .await?;
+        Ok(VolumeIo {
+            bytes_read: stats.read_bytes,
+            read_ops: stats.read_ios,
+            bytes_written: stats.write_bytes,
+            write_ops: stats.write_ios,
+            bytes_unmapped: stats
+                .raw
+                .discard
+                .map_or(0, |d| d.sectors.saturating_mul(512)),
+            unmap_ops: stats.raw.discard.map_or(0, |d| d.ios),
+            // /sys/block/*/stat counts milliseconds.
+            read_latency_ticks: stats.raw.read_ticks,
+            write_latency_ticks: stats.raw.write_ticks,
+            unmap_latency_ticks: stats.raw.discard.map_or(0, |d| d.ticks),
+            tick_rate_hz: 1000,
+            source,
+        })
+    }
+}
+
+/// Whole disks in `/sys/block`, without multipath path nodes (`nvme0c0n1`), which are not
+/// usable devices.
+fn list_disks(block: PathBuf) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(block) else {
+        return Vec::new();
+    };
+    let mut disks: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| !is_path_node(name))
+        .collect();
+    disks.sort();
+    disks
+}
+
+fn is_path_node(name: &str) -> bool {
+    name.strip_prefix("nvme").is_some_and(|rest| {
+        let mut parts = rest.splitn(2, 'c');
+        matches!((parts.next(), parts.next()), (Some(a), Some(b)) if !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.contains('n'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_ports_parse_and_bad_ones_are_named() {
+        let tcp = parse_export_port(1, "tcp:10.0.0.1:4420").expect("tcp");
+        assert_eq!(tcp.transport, Transport::Tcp);
+        assert_eq!(tcp.address.as_ref().map(|a| a.trsvcid), Some(4420));
+        let v6 = parse_export_port(2, "rdma:[fd00::1]:4421").expect("v6");
+        assert_eq!(v6.address.map(|a| a.family), Some(AddressFamily::Ipv6));
+        assert!(parse_export_port(3, "loop")
+            .expect("loop")
+            .address
+            .is_none());
+        for bad in [
+            "udp:1.2.3.4:1",
+            "tcp:1.2.3.4",
+            "tcp:1.2.3.4:0",
+            "tcp:not-an-ip:4420",
+        ] {
+            let err = parse_export_port(4, bad).expect_err(bad);
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn multipath_path_nodes_are_not_disks() {
+        assert!(is_path_node("nvme0c0n1"));
+        assert!(!is_path_node("nvme0n1"));
+        assert!(!is_path_node("nullb0"));
+    }
+}

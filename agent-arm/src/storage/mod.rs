@@ -1,0 +1,298 @@
+//! Declarative storage: the desired document, its crash-safe store, the backends (SNAP,
+//! kernel) and the reconciler that drives a backend to the document.
+//!
+//! A change runs as: edit a copy of the document → save it → converge the touched
+//! objects → on success prune and save again; on failure (or deadline) undo: objects the
+//! change created are removed, objects it changed or removed are put back, and the caller
+//! is told whether anything is left over. Saving *before* touching the backend means an
+//! agent killed half-way completes the change after restart: the start-up reconcile
+//! converges the whole document. A background loop repeats that at an interval, which
+//! also repairs what a SNAP restart lost.
+
+pub(crate) mod backend;
+pub(crate) mod converge;
+pub(crate) mod desired;
+pub(crate) mod edit;
+pub(crate) mod kernel;
+pub(crate) mod snap;
+pub(crate) mod store;
+pub(crate) mod view;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dpu_nvmeof::snap::{SnapClient, SnapDialect};
+use tokio::sync::{Mutex, MutexGuard};
+use tonic::Status;
+
+use self::backend::Backend;
+use self::converge::{converge, Mode, Scope};
+use self::desired::{Desired, Key};
+use self::edit::Touched;
+use self::store::{StateStore, StoreError};
+use crate::config::{Config, StorageBackendKind};
+
+/// The storage side of the agent: one per process, shared by the Storage service and the
+/// background reconciler.
+#[derive(Debug)]
+pub(crate) struct StorageEngine {
+    backend: Backend,
+    store: StateStore,
+    doc: Mutex<Desired>,
+    apply_timeout: Duration,
+}
+
+/// What a change did, for the reply.
+#[derive(Debug)]
+pub(crate) struct Applied {
+    /// The document after the change.
+    pub(crate) doc: Desired,
+    /// Whether the document differs from before (false for a repeated request).
+    pub(crate) changed: bool,
+}
+
+impl StorageEngine {
+    /// Opens the saved document (an unreadable one fails the start) and builds the
+    /// configured backend; nothing is contacted yet.
+    pub(crate) fn open(config: &Config) -> Result<Self, StoreError> {
+        let store = StateStore::new(&config.state_dir);
+        let mut doc = store.load()?;
+        doc.emulates_pci = config.storage.backend == StorageBackendKind::Snap;
+        let backend = match config.storage.backend {
+            StorageBackendKind::Snap => {
+                let dialect = match config.snap.dialect {
+                    crate::config::SnapDialectChoice::Auto => None,
+                    crate::config::SnapDialectChoice::Snap4 => Some(SnapDialect::Snap4),
+                    crate::config::SnapDialectChoice::Snap3 => Some(SnapDialect::Snap3),
+                };
+                Backend::Snap(snap::SnapBackend::new(
+                    SnapClient::new(&config.snap.socket),
+                    dialect,
+                    config.snap.call_timeout,
+                ))
+            }
+            StorageBackendKind::Kernel => Backend::Kernel(kernel::KernelBackend::new(config)),
+        };
+        Ok(Self {
+            backend,
+            store,
+            doc: Mutex::new(doc),
+            apply_timeout: config.storage.apply_timeout,
+        })
+    }
+
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The current document, locked: readers see no half-made change.
+    pub(crate) async fn doc(&self) -> MutexGuard<'_, Desired> {
+        self.doc.lock().await
+    }
+
+    /// Applies one change. `edit` checks and edits a copy of the document and names the
+    /// objects it touched; `dry_run` stops there.
+    pub(crate) async fn change(
+        &self,
+        dry_run: bool,
+        timeout: Option<Duration>,
+        edit: impl FnOnce(&mut Desired) -> Result<Touched, Status>,
+    ) -> Result<Applied, Status> {
+        let mut doc = self.doc.lock().await;
+        let before = doc.clone();
+        let mut after = before.clone();
+        let touched = edit(&mut after)?;
+        let changed = after != before;
+        if dry_run || touched.is_empty() {
+            return Ok(Applied {
+                doc: after,
+                changed,
+            });
+        }
+        self.save(&after)?;
+        let scope = Scope::Only(touched.clone());
+        let deadline = timeout.unwrap_or(self.apply_timeout);
+        let outcome = tokio::time::timeout(
+            deadline,
+            converge(&mut after, &self.backend, &scope, Mode::Strict),
+        )
+        .await;
+        let failure = match outcome {
+            Ok(outcome) => match outcome.errors.into_iter().next() {
+                None => {
+                    after.prune(&outcome.gone);
+                    self.save(&after)?;
+                    *doc = after.clone();
+                    return Ok(Applied {
+                        doc: after,
+                        changed,
+                    });
+                }
+                Some((key, err)) => {
+                    let mut status = err.to_status();
+                    status = Status::new(status.code(), format!("{key}: {}", status.message()));
+                    status
+                }
+            },
+            Err(_) => Status::deadline_exceeded(format!(
+                "the backend did not finish the change within {deadline:?}"
+            )),
+        };
+        let rolled_back = self.roll_back(&before, &after, &touched).await;
+        *doc = rolled_back.0;
+        Err(Status::new(
+            failure.code(),
+            format!("{}; {}", failure.message(), rolled_back.1),
+        ))
+    }
+
+    /// Undoes a failed change: back to `before`, removing what the change created (with
+    /// the backend ids `after` learnt). Returns the resulting document and a sentence for
+    /// the caller saying whether anything was left.
+    async fn roll_back(
+        &self,
+        before: &Desired,
+        after: &Desired,
+        touched: &Touched,
+    ) -> (Desired, String) {
+        let mut target = before.clone();
+        for key in after.created_since(before) {
+            copy_entry(after, &mut target, &key);
+            target.mark_deleting(&key);
+        }
+        // Keep what the backend told us about controllers that existed before.
+        for key in touched {
+            if let Key::Controller(nqn, id) = key {
+                let learnt = after
+                    .controllers
+                    .get(nqn)
+                    .and_then(|m| m.get(id))
+                    .map(|e| e.spec.clone());
+                if let (Some(learnt), Some(entry)) = (
+                    learnt,
+                    target.controllers.get_mut(nqn).and_then(|m| m.get_mut(id)),
+                ) {
+                    entry.spec.backend = learnt.backend;
+                    entry.spec.confirmed = learnt.confirmed;
+                }
+            }
+        }
+        if let Err(e) = self.save(&target) {
+            return (
+                after.clone(),
+                format!("rollback not started: {}", e.message()),
+            );
+        }
+        let outcome = converge(
+            &mut target,
+            &self.backend,
+            &Scope::Only(touched.clone()),
+            Mode::BestEffort,
+        )
+        .await;
+        target.prune(&outcome.gone);
+        let saved = self.save(&target);
+        let left: Vec<String> = outcome
+            .errors
+            .iter()
+            .map(|(k, e)| format!("{k} ({})", e.describe()))
+            .collect();
+        let sentence = match (left.is_empty(), saved) {
+            (true, Ok(())) => "rolled back: the change left nothing behind".to_owned(),
+            (_, Err(e)) => format!(
+                "rolled back, but the state file could not be saved: {}",
+                e.message()
+            ),
+            (false, Ok(())) => format!(
+                "rollback incomplete, still to undo (retried in the background): {}",
+                left.join("; ")
+            ),
+        };
+        (target, sentence)
+    }
+
+    fn save(&self, doc: &Desired) -> Result<(), Status> {
+        self.store.save(doc).map_err(|e| {
+            Status::internal(format!(
+                "cannot save the storage state: {}",
+                crate::services::status::error_chain(&e)
+            ))
+        })
+    }
+
+    /// Converges the whole document, carrying on past failures; returns what failed.
+    pub(crate) async fn reconcile_all(&self) -> Vec<(Key, backend::BackendError)> {
+        let mut doc = self.doc.lock().await;
+        let mut working = doc.clone();
+        let outcome = converge(&mut working, &self.backend, &Scope::All, Mode::BestEffort).await;
+        working.prune(&outcome.gone);
+        if working != *doc {
+            match self.save(&working) {
+                Ok(()) => *doc = working,
+                Err(e) => {
+                    tracing::error!(error = %e.message(), "cannot save reconciled storage state")
+                }
+            }
+        }
+        outcome.errors
+    }
+
+    /// Reconciles now and then every `interval`, logging what still fails, until the
+    /// engine is dropped.
+    pub(crate) fn spawn_reconciler(self: &Arc<Self>, interval: Duration) {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut failing: BTreeSet<Key> = BTreeSet::new();
+            loop {
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                let errors = engine.reconcile_all().await;
+                let now: BTreeSet<Key> = errors.iter().map(|(k, _)| k.clone()).collect();
+                for (key, err) in &errors {
+                    if !failing.contains(key) {
+                        tracing::warn!(object = %key, backend = engine.backend.name(), error = %err.describe(), "storage object not in its desired state; retrying");
+                    }
+                }
+                for key in failing.difference(&now) {
+                    tracing::info!(object = %key, "storage object reconciled");
+                }
+                failing = now;
+                drop(engine);
+                tokio::time::sleep(interval).await;
+            }
+        });
+    }
+}
+
+fn copy_entry(from: &Desired, to: &mut Desired, key: &Key) {
+    match key {
+        Key::Remote(id) => {
+            if let Some(e) = from.remotes.get(id) {
+                to.remotes.insert(id.clone(), e.clone());
+            }
+        }
+        Key::Subsystem(nqn) => {
+            if let Some(e) = from.subsystems.get(nqn) {
+                to.subsystems.insert(nqn.clone(), e.clone());
+            }
+        }
+        Key::Namespace(nqn, nsid) => {
+            if let Some(e) = from.namespaces.get(nqn).and_then(|m| m.get(nsid)) {
+                to.namespaces
+                    .entry(nqn.clone())
+                    .or_default()
+                    .insert(*nsid, e.clone());
+            }
+        }
+        Key::Controller(nqn, id) => {
+            if let Some(e) = from.controllers.get(nqn).and_then(|m| m.get(id)) {
+                to.controllers
+                    .entry(nqn.clone())
+                    .or_default()
+                    .insert(id.clone(), e.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Builds API objects from the desired document and what the backend reports now.
+//!
+//! The document says what was asked for; the observation says what is there. An object
+//! the backend lost shows its real state (no volumes, controller FAILED) rather than what
+//! was asked, so `dpuctl storage list` never claims a disk the host cannot see.
+
+use dpu_proto::v1;
+
+use super::backend::{ObservedController, VolumeInfo};
+use super::desired::{ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc};
+use super::snap::belongs_to;
+
+/// What the backend reported, or why it could not.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    pub(crate) volumes: Option<Vec<VolumeInfo>>,
+    pub(crate) controllers: Option<Vec<ObservedController>>,
+    /// Why an observation is missing, for `detail` fields.
+    pub(crate) problem: Option<String>,
+}
+
+fn volume(v: &VolumeInfo) -> v1::Volume {
+    v1::Volume {
+        name: format!("volumes/{}", v.id),
+        remote_nsid: super::desired::split_volume_id(&v.id).map_or(0, |(_, nsid)| nsid),
+        block_size: u32::try_from(v.block_size).unwrap_or(u32::MAX),
+        num_blocks: v.num_blocks,
+        uuid: v.uuid.clone(),
+    }
+}
+
+pub(crate) fn remote_controller(
+    id: &str,
+    spec: &v1::RemoteControllerSpec,
+    seen: &Observed,
+) -> v1::RemoteController {
+    let (state, volumes, detail) = match &seen.volumes {
+        Some(all) => {
+            let mine: Vec<v1::Volume> = all
+                .iter()
+                .filter(|v| belongs_to(&v.id, id))
+                .map(volume)
+                .collect();
+            if mine.is_empty() {
+                (
+                    v1::RemoteControllerState::Connecting,
+                    mine,
+                    "the backend reports no volumes for it yet".to_owned(),
+                )
+            } else {
+                (v1::RemoteControllerState::Enabled, mine, String::new())
+            }
+        }
+        None => (
+            v1::RemoteControllerState::Unspecified,
+            Vec::new(),
+            seen.problem.clone().unwrap_or_default(),
+        ),
+    };
+    v1::RemoteController {
+        name: Key::Remote(id.to_owned()).to_string(),
+        spec: Some(spec.clone()),
+        status: Some(v1::RemoteControllerStatus {
+            state: state as i32,
+            volumes,
+            detail,
+        }),
+    }
+}
+
+pub(crate) fn subsystem(doc: &Desired, nqn: &str, sub: &SubsystemDoc) -> v1::Subsystem {
+    v1::Subsystem {
+        name: Key::Subsystem(nqn.to_owned()).to_string(),
+        nqn: nqn.to_owned(),
+        serial_number: sub.serial_number.clone(),
+        model_number: sub.model_number.clone(),
+        max_namespaces: sub.max_namespaces,
+        controllers: doc
+            .controllers_of(nqn)
+            .map(|(id, _)| Key::Controller(nqn.to_owned(), id.clone()).to_string())
+            .collect(),
+        namespaces: doc
+            .namespaces_of(nqn)
+            .map(|(nsid, _)| Key::Namespace(nqn.to_owned(), nsid).to_string())
+            .collect(),
+    }
+}
+
+pub(crate) fn namespace(
+    doc: &Desired,
+    nqn: &str,
+    nsid: u32,
+    ns: &NamespaceDoc,
+    seen: &Observed,
+) -> v1::Namespace {
+    let volume_missing = seen
+        .volumes
+        .as_ref()
+        .is_some_and(|all| !all.iter().any(|v| v.id == ns.volume));
+    let attached = doc
+        .controllers_of(nqn)
+        .any(|(_, c)| c.attached.contains(&nsid));
+    let state = if volume_missing {
+        v1::NamespaceState::VolumeMissing
+    } else if attached {
+        v1::NamespaceState::Attached
+    } else {
+        v1::NamespaceState::Detached
+    };
+    v1::Namespace {
+        name: Key::Namespace(nqn.to_owned(), nsid).to_string(),
+        nsid,
+        volume: format!("volumes/{}", ns.volume),
+        uuid: ns.uuid.clone(),
+        nguid: ns.nguid.clone(),
+        eui64: ns.eui64.clone(),
+        state: state as i32,
+    }
+}
+
+pub(crate) fn controller_state(ctrl: &ControllerDoc, seen: &Observed) -> v1::ControllerState {
+    let Some(list) = &seen.controllers else {
+        return v1::ControllerState::Unspecified;
+    };
+    let found = ctrl
+        .backend
+        .as_ref()
+        .and_then(|b| list.iter().find(|o| o.id == b.id));
+    match found.map(|o| o.suspended) {
+        None => v1::ControllerState::Failed,
+        Some(Some(true)) => v1::ControllerState::Suspended,
+        Some(Some(false)) => v1::ControllerState::Running,
+        // The backend does not say: report what was asked and confirmed.
+        Some(None) if ctrl.running => v1::ControllerState::Running,
+        Some(None) => v1::ControllerState::Suspended,
+    }
+}
+
+pub(crate) fn controller(
+    nqn: &str,
+    id: &str,
+    ctrl: &ControllerDoc,
+    seen: &Observed,
+) -> v1::Controller {
+    let host_pci_address = match &ctrl.function.function {
+        Some(v1::emulation_function::Function::PciAddress(pci)) => Some(pci.clone()),
+        _ => None,
+    };
+    v1::Controller {
+        name: Key::Controller(nqn.to_owned(), id.to_owned()).to_string(),
+        function: Some(ctrl.function.clone()),
+        num_queues: ctrl.num_queues,
+        mdts: ctrl.mdts,
+        state: controller_state(ctrl, seen) as i32,
+        attached_nsids: ctrl.attached.iter().copied().collect(),
+        backend_id: ctrl
+            .backend
+            .as_ref()
+            .map(|b| b.id.clone())
+            .unwrap_or_default(),
+        host_pci_address,
+    }
+}
+
+pub(crate) fn exposure(
+    doc: &Desired,
+    id: &str,
+    spec: &v1::ExposureSpec,
+    seen: &Observed,
+) -> v1::Exposure {
+    let plan = doc.plan(id, spec);
+    let volume = seen
+        .volumes
+        .as_ref()
+        .and_then(|all| all.iter().find(|v| v.id == plan.namespace.volume));
+    let (controller, state) = match &plan.controller {
+        Some((ctrl_id, _)) => (
+            Key::Controller(plan.nqn.clone(), ctrl_id.clone()).to_string(),
+            doc.controller(&plan.nqn, ctrl_id)
+                .map_or(v1::ControllerState::Unspecified, |c| {
+                    controller_state(c, seen)
+                }),
+        ),
+        None => (String::new(), v1::ControllerState::Unspecified),
+    };
+    v1::Exposure {
+        name: format!("exposures/{id}"),
+        spec: Some(spec.clone()),
+        remote_controller: Key::Remote(plan.remote_id.clone()).to_string(),
+        subsystem: Key::Subsystem(plan.nqn.clone()).to_string(),
+        namespace: Key::Namespace(plan.nqn.clone(), plan.nsid).to_string(),
+        controller,
+        controller_state: state as i32,
+        host_device: volume.and_then(|v| v.device.clone()).unwrap_or_default(),
+    }
+}
+
+/// Applies `page` to a sorted list: `page_token` is the last name of the previous page.
+pub(crate) fn page<T>(
+    items: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    page: Option<&v1::PageRequest>,
+) -> (Vec<T>, String) {
+    let (size, after) = match page {
+        Some(p) => (p.page_size as usize, p.page_token.as_str()),
+        None => (0, ""),
+    };
+    let mut rest: Vec<T> = items
+        .into_iter()
+        .filter(|item| after.is_empty() || name(item) > after)
+        .collect();
+    if size == 0 || rest.len() <= size {
+        return (rest, String::new());
+    }
+    rest.truncate(size);
+    let token = rest
+        .last()
+        .map(|item| name(item).to_owned())
+        .unwrap_or_default();
+    (rest, token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_continue_after_the_token_and_end_with_an_empty_one() {
+        let items = vec!["a", "b", "c"];
+        let req = v1::PageRequest {
+            page_size: 2,
+            page_token: String::new(),
+        };
+        let (first, token) = page(items.clone(), |s| s, Some(&req));
+        assert_eq!((first, token.as_str()), (vec!["a", "b"], "b"));
+        let req = v1::PageRequest {
+            page_size: 2,
+            page_token: token,
+        };
+        let (second, token) = page(items, |s| s, Some(&req));
+        assert_eq!((second, token.as_str()), (vec!["c"], ""));
+    }
+}
