@@ -157,7 +157,7 @@ pub(crate) enum StorageCommand {
         after_help = "Example:\n  dpuctl storage expose --id disk0 --traddr 192.0.2.10 --subnqn nqn.2016-06.io.spdk:cnode1 --nqn nqn.2022-10.io.nvda.nvme:0 --pf 0"
     )]
     Expose(ExposeArgs),
-    /// List emulated subsystems with their namespaces and controllers.
+    /// List exposures, remote controllers and emulated subsystems the agent manages.
     #[command(after_help = "Example:\n  dpuctl -o json storage list")]
     List,
     /// 64-bit I/O counters of a namespace, controller or volume.
@@ -171,6 +171,9 @@ pub(crate) enum StorageCommand {
     Detach {
         /// `exposures/{id}` or `remoteControllers/{id}`.
         name: String,
+        /// Succeed when it does not exist.
+        #[arg(long)]
+        allow_missing: bool,
     },
     /// Read a block device or file with O_DIRECT and report fio-style results.
     #[command(
@@ -200,6 +203,9 @@ pub(crate) struct AttachArgs {
     /// Host NQN to present.
     #[arg(long)]
     pub(crate) hostnqn: Option<String>,
+    /// Ask the agent to validate and report, changing nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
 }
 
 /// Remote namespace plus where the host should see it.
@@ -213,12 +219,25 @@ pub(crate) struct ExposeArgs {
     /// NQN of the emulated subsystem the host sees.
     #[arg(long)]
     pub(crate) nqn: String,
+    /// Namespace id the host sees.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) nsid: u32,
     /// Host PF index for the emulated controller.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, conflicts_with = "pci")]
     pub(crate) pf: u32,
     /// Host VF index (absent: the PF itself).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pci")]
     pub(crate) vf: Option<u32>,
+    /// The emulated function by PCI address (dddd:bb:dd.f) instead of PF/VF index.
+    #[arg(long, value_name = "BDF")]
+    pub(crate) pci: Option<String>,
+    /// Serial number the host sees (up to 20 ASCII characters); derived from the NQN when
+    /// absent.
+    #[arg(long)]
+    pub(crate) serial: Option<String>,
+    /// Model number the host sees (up to 40 ASCII characters).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
 }
 
 /// Fabric transport.

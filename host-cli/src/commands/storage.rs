@@ -1,107 +1,24 @@
-//! `dpuctl storage ...` through the agent's Storage service.
+//! `dpuctl storage ...` through the agent's Storage service: attach a remote controller,
+//! expose a remote namespace to the host, list what the agent manages, read io stats,
+//! undo; `storage read` is the host-side read demo (`crate::storage_read`).
 
 use dpu_proto::v1::{self, storage_client::StorageClient};
 
 use super::{rpc_error, Env};
-use crate::cli::{AttachArgs, StorageCommand, Transport};
+use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
 use crate::outcome::Outcome;
 use crate::output;
 
 pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<Outcome> {
     match cmd {
         StorageCommand::Attach(args) => attach(env, args).await,
-        StorageCommand::Expose(args) => {
-            let spec = v1::ExposureSpec {
-                remote: Some(remote_spec(&args.remote)),
-                remote_nsid: args.remote_nsid,
-                subsystem_nqn: args.nqn.clone(),
-                nsid: 1,
-                function: Some(v1::EmulationFunction {
-                    function: Some(v1::emulation_function::Function::PfVf(v1::PfVf {
-                        pf_index: args.pf,
-                        vf_index: args.vf,
-                    })),
-                }),
-                ..Default::default()
-            };
-            let exposure = client(env)
-                .await?
-                .apply_exposure(v1::ApplyExposureRequest {
-                    exposure_id: args.remote.id.clone(),
-                    spec: Some(spec),
-                    options: None,
-                })
-                .await
-                .map_err(rpc_error("Storage.ApplyExposure"))?
-                .into_inner();
-            print_or_json(env, &exposure, |e| format!("exposed {}", e.name))
-        }
-        StorageCommand::List => {
-            let reply = client(env)
-                .await?
-                .list_subsystems(v1::ListSubsystemsRequest::default())
-                .await
-                .map_err(rpc_error("Storage.ListSubsystems"))?
-                .into_inner();
-            if env.json() {
-                output::json(&reply)?;
-            } else {
-                let mut table = output::table(["subsystem", "namespaces", "controllers"]);
-                for s in &reply.subsystems {
-                    table.add_row([
-                        s.nqn.clone(),
-                        s.namespaces.join(" "),
-                        s.controllers.join(" "),
-                    ]);
-                }
-                output::print_table(&table)?;
-            }
-            Ok(Outcome::Success)
-        }
-        StorageCommand::Stats { name } => {
-            let stats = client(env)
-                .await?
-                .get_io_stats(v1::GetIoStatsRequest { name: name.clone() })
-                .await
-                .map_err(rpc_error("Storage.GetIoStats"))?
-                .into_inner();
-            print_or_json(env, &stats, |s| {
-                format!(
-                    "{}: read {} bytes in {} ops, wrote {} bytes in {} ops ({})",
-                    s.name, s.bytes_read, s.read_ops, s.bytes_written, s.write_ops, s.source
-                )
-            })
-        }
-        StorageCommand::Detach { name } => {
-            let mut client = client(env).await?;
-            let reply = if name.starts_with("remoteControllers/") {
-                client
-                    .delete_remote_controller(v1::DeleteRemoteControllerRequest {
-                        name: name.clone(),
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(rpc_error("Storage.DeleteRemoteController"))?
-            } else {
-                client
-                    .delete_exposure(v1::DeleteExposureRequest {
-                        name: name.clone(),
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(rpc_error("Storage.DeleteExposure"))?
-            };
-            print_or_json(env, &reply.into_inner(), |r| {
-                format!(
-                    "{name}: {}",
-                    if r.deleted {
-                        "deleted"
-                    } else {
-                        "was not there"
-                    }
-                )
-            })
-        }
+        StorageCommand::Expose(args) => expose(env, args).await,
+        StorageCommand::List => list(env).await,
+        StorageCommand::Stats { name } => stats(env, name).await,
+        StorageCommand::Detach {
+            name,
+            allow_missing,
+        } => detach(env, name, *allow_missing).await,
         StorageCommand::Read(args) => crate::storage_read::run(env, args),
     }
 }
@@ -110,7 +27,15 @@ async fn client(env: &Env<'_>) -> anyhow::Result<StorageClient<tonic::transport:
     Ok(StorageClient::new(env.channel().await?))
 }
 
+fn options(dry_run: bool) -> Option<v1::ApplyOptions> {
+    Some(v1::ApplyOptions {
+        timeout: None,
+        dry_run,
+    })
+}
+
 fn remote_spec(args: &AttachArgs) -> v1::RemoteControllerSpec {
+    // The agent checks that the address matches the family and names the field if not.
     let family = if args.traddr.contains(':') {
         v1::AddressFamily::Ipv6
     } else {
@@ -130,18 +55,246 @@ fn remote_spec(args: &AttachArgs) -> v1::RemoteControllerSpec {
     }
 }
 
+fn function(args: &ExposeArgs) -> v1::EmulationFunction {
+    use v1::emulation_function::Function;
+    let function = match &args.pci {
+        Some(bdf) => Function::PciAddress(v1::PciAddress { bdf: bdf.clone() }),
+        None => Function::PfVf(v1::PfVf {
+            pf_index: args.pf,
+            vf_index: args.vf,
+        }),
+    };
+    v1::EmulationFunction {
+        function: Some(function),
+    }
+}
+
+fn volumes(remote: &v1::RemoteController) -> String {
+    remote
+        .status
+        .as_ref()
+        .map(|s| {
+            s.volumes
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+fn remote_state(remote: &v1::RemoteController) -> &'static str {
+    let state = remote.status.as_ref().map_or(0, |s| s.state);
+    match v1::RemoteControllerState::try_from(state) {
+        Ok(v1::RemoteControllerState::Enabled) => "enabled",
+        Ok(v1::RemoteControllerState::Connecting) => "connecting",
+        Ok(v1::RemoteControllerState::Reconnecting) => "reconnecting",
+        Ok(v1::RemoteControllerState::Failed) => "failed",
+        _ => "unknown",
+    }
+}
+
+fn controller_state(state: i32) -> &'static str {
+    match v1::ControllerState::try_from(state) {
+        Ok(v1::ControllerState::Running) => "running",
+        Ok(v1::ControllerState::Suspended) => "suspended",
+        Ok(v1::ControllerState::Failed) => "failed (missing in the backend)",
+        _ => "-",
+    }
+}
+
 async fn attach(env: &Env<'_>, args: &AttachArgs) -> anyhow::Result<Outcome> {
     let controller = client(env)
         .await?
         .create_remote_controller(v1::CreateRemoteControllerRequest {
             remote_controller_id: args.id.clone(),
             spec: Some(remote_spec(args)),
-            options: None,
+            options: options(args.dry_run),
         })
         .await
         .map_err(rpc_error("Storage.CreateRemoteController"))?
         .into_inner();
-    print_or_json(env, &controller, |c| format!("attached {}", c.name))
+    print_or_json(env, &controller, |c| {
+        let verb = if args.dry_run {
+            "would attach"
+        } else {
+            "attached"
+        };
+        format!(
+            "{verb} {} ({}), volumes: {}",
+            c.name,
+            remote_state(c),
+            output::or_dash(&volumes(c))
+        )
+    })
+}
+
+async fn expose(env: &Env<'_>, args: &ExposeArgs) -> anyhow::Result<Outcome> {
+    let spec = v1::ExposureSpec {
+        remote: Some(remote_spec(&args.remote)),
+        remote_nsid: args.remote_nsid,
+        subsystem_nqn: args.nqn.clone(),
+        nsid: args.nsid,
+        function: Some(function(args)),
+        serial_number: args.serial.clone().unwrap_or_default(),
+        model_number: args.model.clone().unwrap_or_default(),
+    };
+    let exposure = client(env)
+        .await?
+        .apply_exposure(v1::ApplyExposureRequest {
+            exposure_id: args.remote.id.clone(),
+            spec: Some(spec),
+            options: options(args.remote.dry_run),
+        })
+        .await
+        .map_err(rpc_error("Storage.ApplyExposure"))?
+        .into_inner();
+    print_or_json(env, &exposure, |e| {
+        let verb = if args.remote.dry_run {
+            "would expose"
+        } else {
+            "exposed"
+        };
+        let mut text = format!(
+            "{verb} {}: {} as {}",
+            e.name, e.remote_controller, e.namespace
+        );
+        if !e.controller.is_empty() {
+            text.push_str(&format!(
+                " through {} ({})",
+                e.controller,
+                controller_state(e.controller_state)
+            ));
+        }
+        if !e.host_device.is_empty() {
+            text.push_str(&format!("; block device {}", e.host_device));
+        }
+        text
+    })
+}
+
+/// Everything the agent manages, for `storage list`; keys in camelCase like the proto3
+/// JSON inside.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listing {
+    exposures: Vec<v1::Exposure>,
+    remote_controllers: Vec<v1::RemoteController>,
+    subsystems: Vec<v1::Subsystem>,
+}
+
+async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let mut client = client(env).await?;
+    let listing = Listing {
+        exposures: client
+            .list_exposures(v1::ListExposuresRequest::default())
+            .await
+            .map_err(rpc_error("Storage.ListExposures"))?
+            .into_inner()
+            .exposures,
+        remote_controllers: client
+            .list_remote_controllers(v1::ListRemoteControllersRequest::default())
+            .await
+            .map_err(rpc_error("Storage.ListRemoteControllers"))?
+            .into_inner()
+            .remote_controllers,
+        subsystems: client
+            .list_subsystems(v1::ListSubsystemsRequest::default())
+            .await
+            .map_err(rpc_error("Storage.ListSubsystems"))?
+            .into_inner()
+            .subsystems,
+    };
+    if env.json() {
+        output::json(&listing)?;
+        return Ok(Outcome::Success);
+    }
+    let mut table = output::table(["exposure", "namespace", "controller", "state", "device"]);
+    for e in &listing.exposures {
+        table.add_row([
+            e.name.clone(),
+            e.namespace.clone(),
+            output::or_dash(&e.controller).to_owned(),
+            controller_state(e.controller_state).to_owned(),
+            output::or_dash(&e.host_device).to_owned(),
+        ]);
+    }
+    output::print_table(&table)?;
+    let mut table = output::table(["remote controller", "target", "state", "volumes"]);
+    for r in &listing.remote_controllers {
+        let target = r
+            .spec
+            .as_ref()
+            .map(|s| format!("{}:{} {}", s.traddr, s.trsvcid, s.subnqn))
+            .unwrap_or_default();
+        table.add_row([
+            r.name.clone(),
+            target,
+            remote_state(r).to_owned(),
+            output::or_dash(&volumes(r)).to_owned(),
+        ]);
+    }
+    output::print_table(&table)?;
+    let mut table = output::table(["subsystem", "namespaces", "controllers"]);
+    for s in &listing.subsystems {
+        table.add_row([
+            s.nqn.clone(),
+            s.namespaces.join(" "),
+            s.controllers.join(" "),
+        ]);
+    }
+    output::print_table(&table)?;
+    Ok(Outcome::Success)
+}
+
+async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
+    let stats = client(env)
+        .await?
+        .get_io_stats(v1::GetIoStatsRequest {
+            name: name.to_owned(),
+        })
+        .await
+        .map_err(rpc_error("Storage.GetIoStats"))?
+        .into_inner();
+    print_or_json(env, &stats, |s| {
+        format!(
+            "{}: read {} bytes in {} ops, wrote {} bytes in {} ops ({})",
+            s.name, s.bytes_read, s.read_ops, s.bytes_written, s.write_ops, s.source
+        )
+    })
+}
+
+async fn detach(env: &Env<'_>, name: &str, allow_missing: bool) -> anyhow::Result<Outcome> {
+    let mut client = client(env).await?;
+    let reply = if name.starts_with("remoteControllers/") {
+        client
+            .delete_remote_controller(v1::DeleteRemoteControllerRequest {
+                name: name.to_owned(),
+                allow_missing,
+                options: None,
+            })
+            .await
+            .map_err(rpc_error("Storage.DeleteRemoteController"))?
+    } else if name.starts_with("exposures/") {
+        client
+            .delete_exposure(v1::DeleteExposureRequest {
+                name: name.to_owned(),
+                allow_missing,
+                options: None,
+            })
+            .await
+            .map_err(rpc_error("Storage.DeleteExposure"))?
+    } else {
+        anyhow::bail!("{name:?}: expected exposures/{{id}} or remoteControllers/{{id}}");
+    };
+    print_or_json(env, &reply.into_inner(), |r| {
+        let what = if r.deleted {
+            "deleted"
+        } else {
+            "was not there"
+        };
+        format!("{name}: {what}")
+    })
 }
 
 fn print_or_json<T: serde::Serialize>(

@@ -3,6 +3,7 @@
 //! surfacing with its own message, and transport faults (cut reply, slow reply, restart).
 
 mod agent;
+mod cli;
 
 use std::path::PathBuf;
 use std::time::Duration;
