@@ -11,7 +11,7 @@ use dpu_nvmeof::snap::SnapClient;
 use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{BackendState, BackendStatus};
 
-use crate::config::Config;
+use crate::config::{Config, StorageBackendKind};
 
 /// How long a status check may take; `GetSystem` waits for all checks concurrently.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -20,6 +20,8 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct Backends {
     snap: Option<SnapBackend>,
+    /// The kernel storage backend's root, when it is the configured storage backend.
+    kernel_root: Option<PathBuf>,
     ovsdb: Option<OvsdbBackend>,
     sys_root: PathBuf,
 }
@@ -42,7 +44,8 @@ struct OvsdbBackend {
 
 impl Backends {
     pub(crate) fn new(config: &Config) -> Self {
-        let snap = config.snap.enabled.then(|| SnapBackend {
+        let kernel = config.storage.backend == StorageBackendKind::Kernel;
+        let snap = (config.snap.enabled && !kernel).then(|| SnapBackend {
             socket: config.snap.socket.clone(),
             client: SnapClient::with_client(dpu_jsonrpc::Client::new(
                 &config.snap.socket,
@@ -67,6 +70,7 @@ impl Backends {
         });
         Self {
             snap,
+            kernel_root: kernel.then(|| config.kernel.root.clone()),
             ovsdb,
             sys_root: config.sys_root.clone(),
         }
@@ -76,7 +80,43 @@ impl Backends {
     pub(crate) async fn check_all(&self) -> Vec<BackendStatus> {
         let (snap, ovsdb, vswitchd) =
             tokio::join!(self.check_snap(), self.check_ovsdb(), self.check_vswitchd());
-        vec![self.check_sysfs(), snap, ovsdb, vswitchd]
+        let mut all = vec![self.check_sysfs(), snap];
+        all.extend(self.check_kernel());
+        all.extend([ovsdb, vswitchd]);
+        all
+    }
+
+    /// The kernel storage backend needs `/dev/nvme-fabrics` (nvme-fabrics loaded) to attach
+    /// remote controllers; nvmet configfs only to export subsystems, so its absence
+    /// degrades rather than disables.
+    fn check_kernel(&self) -> Option<BackendStatus> {
+        let root = self.kernel_root.as_ref()?;
+        let fabrics = root.join("dev/nvme-fabrics");
+        let nvmet = root.join("sys/kernel/config/nvmet");
+        let (state, detail) = match (fabrics.exists(), nvmet.is_dir()) {
+            (true, true) => (BackendState::Ready, String::new()),
+            (true, false) => (
+                BackendState::Degraded,
+                format!(
+                    "{} is missing (modprobe nvmet; mount configfs): subsystems cannot be exported",
+                    nvmet.display()
+                ),
+            ),
+            (false, _) => (
+                BackendState::Unavailable,
+                format!(
+                    "{} is missing (modprobe nvme-tcp or nvme-rdma): remote controllers cannot be attached",
+                    fabrics.display()
+                ),
+            ),
+        };
+        Some(status(
+            "kernel-nvmeof",
+            state,
+            root.display().to_string(),
+            "",
+            detail,
+        ))
     }
 
     fn check_sysfs(&self) -> BackendStatus {
@@ -100,6 +140,16 @@ impl Backends {
 
     async fn check_snap(&self) -> BackendStatus {
         let Some(snap) = &self.snap else {
+            if self.kernel_root.is_some() {
+                return status(
+                    "snap",
+                    BackendState::Disabled,
+                    String::new(),
+                    "",
+                    "the kernel storage backend is configured ([storage] backend = \"kernel\")"
+                        .to_owned(),
+                );
+            }
             return disabled("snap");
         };
         let endpoint = format!("unix:{}", snap.socket.display());

@@ -1,5 +1,7 @@
 //! The one place that installs the tracing subscriber (libraries only emit events).
 
+use std::io::IsTerminal as _;
+
 use anyhow::Context as _;
 use tracing_subscriber::EnvFilter;
 
@@ -17,7 +19,9 @@ pub(crate) fn init(log: &LogConfig) -> anyhow::Result<()> {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into journald or a file.
+        .with_ansi(std::io::stderr().is_terminal());
     match log.format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

@@ -88,8 +88,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Demo(DemoCommand),
     /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
-    #[command(subcommand)]
-    Lab(LabCommand),
+    Lab(LabArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -413,22 +412,84 @@ pub(crate) enum DemoCommand {
     },
 }
 
+/// `lab` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct LabArgs {
+    /// The project's `lab/` directory; found from the current directory or next to the
+    /// dpuctl binary when absent.
+    #[arg(long, value_name = "DIR", env = "DPUCTL_LAB_DIR", global = true)]
+    pub(crate) lab_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: LabCommand,
+}
+
+/// What to do with the lab.
 #[derive(Debug, Subcommand)]
 pub(crate) enum LabCommand {
-    /// Build (if needed) and boot the lab VMs.
-    #[command(after_help = "Example:\n  dpuctl lab up")]
-    Up,
-    /// Run a command inside the lab's host namespace.
-    #[command(after_help = "Example:\n  dpuctl lab run -- dpuctl prove storage")]
+    /// Build (if needed) and boot the lab VMs, and wait until the agent answers.
+    #[command(
+        after_help = "Examples:\n  dpuctl lab up                          # image without the project's binaries\n  dpuctl lab up --bin-dir target/debug   # with this checkout's dpu-agent and dpuctl"
+    )]
+    Up {
+        /// Directory with x86 `dpu-agent` and `dpuctl` to install in the image; the agent
+        /// then starts on the DPU side with the kernel storage backend.
+        #[arg(long, value_name = "DIR")]
+        bin_dir: Option<PathBuf>,
+        /// Fail instead of building when the image is not cached.
+        #[arg(long)]
+        no_build: bool,
+    },
+    /// Run a command in a lab VM (default: the bluefield VM's host namespace); exits with
+    /// the command's exit code (255: the lab itself failed, 124: timed out).
+    #[command(
+        after_help = "Examples:\n  dpuctl lab run -- dpuctl dpu health\n  dpuctl lab run --ns dpu -- ovs-appctl dpctl/dump-flows -m type=tc\n  dpuctl lab run --vm target -- nvmetcli ls"
+    )]
     Run {
-        /// The command and its arguments.
+        /// The VM.
+        #[arg(long, value_enum, default_value_t = LabVm::Bluefield)]
+        vm: LabVm,
+        /// The network namespace on the bluefield VM (`none`: the VM's init namespace).
+        #[arg(long, value_enum, default_value_t = LabNamespace::Host)]
+        ns: LabNamespace,
+        /// Seconds before the command is killed.
+        #[arg(long, default_value_t = 600)]
+        timeout: u32,
+        /// The command and its arguments (joined with spaces and run by bash in the guest,
+        /// as ssh does).
         #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
     },
-    /// Whether the lab is up and what it runs.
+    /// Whether both VMs are up and ready (exit 0) or not (exit 1).
     #[command(after_help = "Example:\n  dpuctl lab status")]
     Status,
-    /// Stop the lab VMs.
+    /// Stop the lab VMs and verify no QEMU process is left.
     #[command(after_help = "Example:\n  dpuctl lab down")]
     Down,
+    /// Print a VM's serial console log.
+    #[command(after_help = "Example:\n  dpuctl lab logs bluefield")]
+    Logs {
+        /// The VM; both when absent.
+        #[arg(value_enum)]
+        vm: Option<LabVm>,
+    },
+}
+
+/// A lab VM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LabVm {
+    /// The remote NVMe-oF storage server.
+    Target,
+    /// The BlueField stand-in: DPU side plus the host namespace.
+    Bluefield,
+}
+
+/// A network namespace of the bluefield VM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LabNamespace {
+    /// Where dpuctl runs, as on the server.
+    Host,
+    /// The DPU (Arm) side, where the agent runs.
+    Dpu,
+    /// The VM's init namespace (the same as `dpu` in this lab).
+    None,
 }

@@ -13,6 +13,8 @@ pub(crate) enum Outcome {
     Usage,
     /// Evidence was missing (a counter missing, reset or wrapped).
     Inconclusive,
+    /// The exit code of a command dpuctl ran for the user (`lab run`), passed through.
+    PassThrough(u8),
 }
 
 impl From<Outcome> for ExitCode {
@@ -22,6 +24,7 @@ impl From<Outcome> for ExitCode {
             Outcome::Failed => 1,
             Outcome::Usage => 2,
             Outcome::Inconclusive => 3,
+            Outcome::PassThrough(code) => code,
         })
     }
 }

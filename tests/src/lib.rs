@@ -44,6 +44,18 @@ macro_rules! skip_kernel_feature {
     }};
 }
 
+/// Whether the test runs with effective uid 0 (from `/proc/self/status`, so no libc
+/// binding is needed); the kernel and lab tiers need it.
+pub fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2)?.parse::<u32>().ok()
+        })
+        == Some(0)
+}
+
 /// Prints a skip and appends it to `$DPU_TESTS_SKIP_LOG` when set, so skips are visible
 /// even though cargo hides the output of passing tests.
 pub fn record_skip(test: &str, reason: &str) {

@@ -40,7 +40,7 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 
 /// Why this machine cannot run the OVS tier, if it cannot.
 pub fn missing_prerequisite() -> Option<String> {
-    if effective_uid() != Some(0) {
+    if !crate::running_as_root() {
         return Some("the OVS tier needs root (network namespaces, tap devices)".to_owned());
     }
     if let Some(program) = PROGRAMS.iter().find(|p| program_path(p).is_none()) {
@@ -52,12 +52,6 @@ pub fn missing_prerequisite() -> Option<String> {
         return Some(format!("{SCHEMA} is missing (apt: openvswitch-common)"));
     }
     None
-}
-
-fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 use crate::command::program_path;

@@ -241,7 +241,8 @@ impl KernelBackend {
             format!("connect remote controller {id} over nvme-fabrics"),
             move || {
                 if fabrics.find_connected(&connect)?.is_none() {
-                    fabrics.connect(&connect)?;
+                    let made = fabrics.connect(&connect)?;
+                    wait_for_namespaces(&fabrics, &connect, &made.device)?;
                 }
                 Ok(())
             },
@@ -428,11 +429,16 @@ impl KernelBackend {
     ) -> Result<VolumeIo, BackendError> {
         let disk = self.device_of(volume, remotes).await?;
         let fabrics = self.fabrics();
-        let source = format!("sysfs:/sys/block/{disk}/stat");
         let stats = blocking(format!("read /sys/block/{disk}/stat"), move || {
             fabrics.io_stats(&disk)
         })
         .await?;
+        let source = stats
+            .counted_on
+            .iter()
+            .map(|d| format!("sysfs:/sys/block/{d}/stat"))
+            .collect::<Vec<_>>()
+            .join(" + ");
         Ok(VolumeIo {
             bytes_read: stats.read_bytes,
             read_ops: stats.read_ios,
@@ -450,6 +456,36 @@ impl KernelBackend {
             tick_rate_hz: 1000,
             source,
         })
+    }
+}
+
+/// How long a new connection may take to report its namespaces: the kernel scans them
+/// after `connect` returns, so without waiting a caller would see no volumes yet.
+const NAMESPACE_SCAN_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Waits (on the blocking pool) until the new controller is live with its namespaces
+/// scanned. A target that exports none is not an error: the wait just ends.
+fn wait_for_namespaces(
+    fabrics: &Fabrics,
+    connect: &ConnectSpec,
+    device: &str,
+) -> Result<(), KernelError> {
+    let deadline = std::time::Instant::now() + NAMESPACE_SCAN_WAIT;
+    loop {
+        let ready = fabrics
+            .find_connected(connect)?
+            .is_some_and(|c| c.state == "live" && !c.namespaces.is_empty());
+        if ready {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            tracing::warn!(
+                device,
+                "connected, but no namespace appeared within {NAMESPACE_SCAN_WAIT:?}"
+            );
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 

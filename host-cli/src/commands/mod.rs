@@ -2,6 +2,7 @@
 
 mod counters;
 mod dpu;
+mod lab;
 mod pending;
 mod storage;
 mod switch;
@@ -46,7 +47,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Roce(_) => pending::not_yet("roce", "RoCE performance and DCB checks"),
         Command::Prove(_) => pending::not_yet("prove", "offload proofs"),
         Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),
-        Command::Lab(_) => pending::not_yet("lab", "the QEMU lab"),
+        Command::Lab(args) => lab::run(args),
     }
 }
 

@@ -69,8 +69,12 @@ pub struct KernelNamespace {
 
 /// Cumulative I/O counters of one disk, in bytes (sectors × 512), so the CLI can compare
 /// them with the DPU's bdev byte counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskIoStats {
+    /// The disks whose `stat` was read: the disk itself, or, for an NVMe multipath head
+    /// whose own accounting is off (`queue/iostats` = 0, the kernel's default for heads),
+    /// its path devices `nvme<S>c<C>n<H>`, summed.
+    pub counted_on: Vec<String>,
     /// Reads completed.
     pub read_ios: u64,
     /// Bytes read.
@@ -263,20 +267,95 @@ pub(crate) fn io_stats(sys: &Path, disk: &str) -> Result<DiskIoStats, KernelErro
             path: dir,
         });
     }
-    let path = dir.join("stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| KernelError::io("read", &path, e))?;
-    let raw = parse_block_stat(&text, &path).map_err(|e| KernelError::Format {
-        path: path.clone(),
-        detail: e.to_string(),
-    })?;
+    let counted_on = match multipath_paths(sys, disk, &dir) {
+        Some(paths) => paths,
+        None => vec![disk.to_owned()],
+    };
+    let mut raw: Option<BlockStat> = None;
+    for name in &counted_on {
+        let stat = read_stat(&sys.join("block").join(name).join("stat"))?;
+        raw = Some(match raw {
+            None => stat,
+            Some(sum) => add_stats(&sum, &stat),
+        });
+    }
+    let raw = raw.unwrap_or_default();
     let bytes = |sectors: u64| sectors.saturating_mul(u64::from(SECTOR_BYTES));
     Ok(DiskIoStats {
+        counted_on,
         read_ios: raw.read_ios,
         read_bytes: bytes(raw.read_sectors),
         write_ios: raw.write_ios,
         write_bytes: bytes(raw.write_sectors),
         raw,
     })
+}
+
+fn read_stat(path: &Path) -> Result<BlockStat, KernelError> {
+    let text = std::fs::read_to_string(path).map_err(|e| KernelError::io("read", path, e))?;
+    parse_block_stat(&text, path).map_err(|e| KernelError::Format {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
+}
+
+/// The path devices of NVMe multipath head `disk` (`nvme<S>n<H>` → `nvme<S>c<C>n<H>`), when
+/// the head does not account I/O itself; `None` to read the disk's own `stat`.
+fn multipath_paths(sys: &Path, disk: &str, dir: &Path) -> Option<Vec<String>> {
+    let iostats = std::fs::read_to_string(dir.join("queue/iostats")).ok()?;
+    if iostats.trim() != "0" {
+        return None;
+    }
+    let rest = disk.strip_prefix("nvme")?;
+    let (subsys, head) = rest.split_once('n')?;
+    if !is_numbered(Some(subsys)) || !is_numbered(Some(head)) {
+        return None;
+    }
+    let prefix = format!("nvme{subsys}c");
+    let mut paths: Vec<String> = std::fs::read_dir(sys.join("block"))
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.strip_prefix(&prefix)
+                .and_then(|r| r.split_once('n'))
+                .is_some_and(|(ctrl, h)| is_numbered(Some(ctrl)) && h == head)
+        })
+        .collect();
+    paths.sort();
+    (!paths.is_empty()).then_some(paths)
+}
+
+fn add_stats(a: &BlockStat, b: &BlockStat) -> BlockStat {
+    let sum = |x: u64, y: u64| x.saturating_add(y);
+    BlockStat {
+        read_ios: sum(a.read_ios, b.read_ios),
+        read_merges: sum(a.read_merges, b.read_merges),
+        read_sectors: sum(a.read_sectors, b.read_sectors),
+        read_ticks: sum(a.read_ticks, b.read_ticks),
+        write_ios: sum(a.write_ios, b.write_ios),
+        write_merges: sum(a.write_merges, b.write_merges),
+        write_sectors: sum(a.write_sectors, b.write_sectors),
+        write_ticks: sum(a.write_ticks, b.write_ticks),
+        in_flight: sum(a.in_flight, b.in_flight),
+        io_ticks: sum(a.io_ticks, b.io_ticks),
+        time_in_queue: sum(a.time_in_queue, b.time_in_queue),
+        discard: match (a.discard, b.discard) {
+            (Some(x), Some(y)) => Some(dpu_probe::block::DiscardStat {
+                ios: sum(x.ios, y.ios),
+                merges: sum(x.merges, y.merges),
+                sectors: sum(x.sectors, y.sectors),
+                ticks: sum(x.ticks, y.ticks),
+            }),
+            (x, y) => x.or(y),
+        },
+        flush: match (a.flush, b.flush) {
+            (Some(x), Some(y)) => Some(dpu_probe::block::FlushStat {
+                ios: sum(x.ios, y.ios),
+                ticks: sum(x.ticks, y.ticks),
+            }),
+            (x, y) => x.or(y),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -372,3 +372,45 @@ fn io_stats_are_in_bytes_and_64_bit() {
     let err = fabrics(root, "").io_stats("../x").expect_err("bad name");
     assert_eq!(err.kind(), KernelErrorKind::Invalid);
 }
+
+/// Seen in the lab (Debian 6.1, native multipath on): the head `nvme0n1` has
+/// `queue/iostats` 0 and an all-zero `stat`; the reads are counted on `nvme0c0n1`.
+#[test]
+fn a_multipath_head_without_accounting_is_counted_on_its_paths() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let zeros = "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    write_tree(
+        root,
+        &[
+            ("sys/block/nvme0n1/stat", zeros),
+            ("sys/block/nvme0n1/queue/iostats", "0\n"),
+            (
+                "sys/block/nvme0c0n1/stat",
+                "582 0 262168 47647 0 0 0 0 0 13336 47647 0 0 0 0 0 0\n",
+            ),
+            (
+                "sys/block/nvme0c1n1/stat",
+                "18 0 32 5 0 0 0 0 0 1 5 0 0 0 0 0 0\n",
+            ),
+            (
+                "sys/block/nvme0c0n2/stat",
+                "999 0 999 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n",
+            ),
+            (
+                "sys/block/nvme1c0n1/stat",
+                "999 0 999 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n",
+            ),
+        ],
+    );
+    let stats = fabrics(root, "").io_stats("nvme0n1").expect("stats");
+    assert_eq!(stats.counted_on, ["nvme0c0n1", "nvme0c1n1"]);
+    assert_eq!(stats.read_ios, 600);
+    assert_eq!(stats.read_bytes, (262_168 + 32) * 512);
+
+    // With accounting on, the head's own counters are the answer.
+    write_tree(root, &[("sys/block/nvme0n1/queue/iostats", "1\n")]);
+    let stats = fabrics(root, "").io_stats("nvme0n1").expect("stats");
+    assert_eq!(stats.counted_on, ["nvme0n1"]);
+    assert_eq!(stats.read_ios, 0);
+}

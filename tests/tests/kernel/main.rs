@@ -21,19 +21,13 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 
 /// Why this machine cannot run the kernel tier, if it cannot.
 pub(crate) fn missing_prerequisite() -> Option<String> {
-    if effective_uid() != Some(0) {
+    if !dpu_tests::running_as_root() {
         return Some("the kernel tier needs root (network namespaces, veth, tc)".to_owned());
     }
     ["ip", "tc", "ping"]
         .into_iter()
         .find(|tool| !on_path(tool))
         .map(|tool| format!("`{tool}` is not installed (apt: iproute2, iputils-ping)"))
-}
-
-fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 fn on_path(tool: &str) -> bool {

@@ -1,0 +1,242 @@
+//! The lab tier: the real kernel paths in the QEMU lab (`lab/`), driven the way a user
+//! drives them: `dpuctl` in the bluefield VM's host namespace talks to `dpu-agent` on the
+//! DPU side over the management link.
+//!
+//! Asserts real kernel state: the agent attaches the target's namespace over NVMe/RDMA
+//! (soft-RoCE) with the kernel backend, the bytes read on the host side have the target
+//! file's checksum, the DPU's RDMA counters carry the read while the host namespace's
+//! interfaces do not, the agent's io stats count it, OVS flows land in TC (`dp:tc`,
+//! `not_in_hw`) joined to their tc filters, and detaching removes the disk.
+//!
+//! Boots two TCG VMs (about 1 minute from the image cache, 2-3 from nothing), so it runs
+//! only with `DPU_TEST_LAB=1` (CI sets it) and as root.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dpu_tests::harness::bin_dir;
+use dpu_tests::skip;
+use serde_json::Value;
+
+/// The bytes the lab's target exports (`NVME_BACKING_MIB` in lab/topology.env).
+const TARGET_BYTES: u64 = 64 << 20;
+
+fn lab_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab")
+}
+
+/// Boots the lab for one test and always takes it down, printing the serial logs when
+/// the test failed.
+struct Lab;
+
+impl Lab {
+    fn up() -> Self {
+        let status = Command::new("bash")
+            .arg(lab_dir().join("lab.sh"))
+            .arg("up")
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .status()
+            .expect("run lab.sh up");
+        let lab = Self;
+        assert!(status.success(), "lab.sh up failed ({status})");
+        lab
+    }
+
+    /// Runs `script` in `ns` of the bluefield VM (or on the target with `vm`).
+    fn run(&self, vm: &str, ns: &str, script: &str) -> (i32, String, String) {
+        let out = Command::new("bash")
+            .arg(lab_dir().join("lab.sh"))
+            .args([
+                "run",
+                "--vm",
+                vm,
+                "--ns",
+                ns,
+                "--timeout",
+                "300",
+                "--",
+                script,
+            ])
+            .output()
+            .expect("run lab.sh run");
+        let code = out.status.code().unwrap_or(-1);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_ne!(code, 255, "the lab failed running {script:?}: {stderr}");
+        (code, stdout, stderr)
+    }
+
+    /// Runs `script` in the host namespace and requires success.
+    fn host(&self, script: &str) -> String {
+        let (code, stdout, stderr) = self.run("bluefield", "host", script);
+        assert_eq!(
+            code, 0,
+            "{script:?} exited {code}\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        stdout
+    }
+
+    fn host_json(&self, script: &str) -> Value {
+        let text = self.host(script);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{script:?}: not JSON ({e}): {text}"))
+    }
+
+    /// `key=value` lines the target wrote when it became ready.
+    fn target_facts(&self) -> BTreeMap<String, String> {
+        let (code, stdout, _) = self.run("target", "none", "cat /lab/share/ready");
+        assert_eq!(code, 0);
+        stdout
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let script = lab_dir().join("lab.sh");
+        if std::thread::panicking() {
+            let _ = Command::new("bash").arg(&script).arg("logs").status();
+        }
+        let _ = Command::new("bash").arg(&script).arg("down").status();
+    }
+}
+
+/// A counter's value in a `dpuctl -o json dpu counters` snapshot (proto3 JSON omits
+/// zeros and writes 64-bit numbers as strings).
+fn counter(snapshot: &Value, object: &str, name: &str) -> u64 {
+    snapshot["samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["object"] == object && s["counter"] == name)
+        .unwrap_or_else(|| panic!("no {object} {name} in the snapshot"))
+        .get("value")
+        .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_u64()))
+        .unwrap_or(0)
+}
+
+/// rx bytes of every interface in the host namespace, summed.
+fn host_rx_bytes(lab: &Lab) -> u64 {
+    lab.host("cat /sys/class/net/*/statistics/rx_bytes")
+        .lines()
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
+    if std::env::var("DPU_TEST_LAB").as_deref() != Ok("1") {
+        skip!("the QEMU lab tier runs with DPU_TEST_LAB=1 (boots two VMs, a few minutes)");
+    }
+    if !dpu_tests::running_as_root() {
+        skip!("the QEMU lab needs root (apt for its host tools, network namespaces in the guests)");
+    }
+    let lab = Lab::up();
+    let facts = lab.target_facts();
+    let nqn = facts.get("nqn").expect("target nqn").clone();
+    let want_sum = facts
+        .get("backing_sha256")
+        .expect("target checksum")
+        .clone();
+
+    // The agent answers from the host namespace with no flags (DPUCTL_AGENT in the lab).
+    let health = lab.host("dpuctl dpu health");
+    assert!(health.contains("kernel-nvmeof"), "{health}");
+
+    // Attach the remote namespace over NVMe/RDMA through the agent's kernel backend.
+    let rdma_object = "rdmaDevices/rxe0/ports/1";
+    let before = lab.host_json("dpuctl -o json dpu counters -s rdma:rxe0/1");
+    let host_rx_before = host_rx_bytes(&lab);
+    let remote = lab.host_json(&format!(
+        "dpuctl -o json storage attach --id r0 --transport rdma --traddr 10.10.0.1 --subnqn {nqn}"
+    ));
+    assert_eq!(
+        remote["status"]["state"], "REMOTE_CONTROLLER_STATE_ENABLED",
+        "{remote}"
+    );
+    assert_eq!(
+        remote["status"]["volumes"][0]["name"], "volumes/r0n1",
+        "{remote}"
+    );
+    let listing = lab.host_json("dpuctl -o json storage list");
+    let device = listing["remoteControllers"][0]["status"]["volumes"][0]["name"].clone();
+    assert_eq!(device, "volumes/r0n1");
+
+    // The host reads the disk the DPU side connected: the storage read engine, then the
+    // checksum of every byte.
+    let disk = lab
+        .host("ls /sys/block | grep -E '^nvme[0-9]+n[0-9]+$' | head -1")
+        .trim()
+        .to_owned();
+    assert!(!disk.is_empty(), "no NVMe namespace appeared");
+    let read = lab.host_json(&format!(
+        "dpuctl -o json storage read /dev/{disk} --bs 1m --iodepth 8 --size 64m"
+    ));
+    assert_eq!(read["jobs"][0]["read"]["io_bytes"], TARGET_BYTES, "{read}");
+    let sum = lab.host(&format!("head -c {TARGET_BYTES} /dev/{disk} | sha256sum"));
+    assert!(
+        sum.starts_with(&want_sum),
+        "read {sum} but the target file is {want_sum}"
+    );
+
+    // The DPU's RDMA port carried the data; the host namespace's interfaces did not.
+    let after = lab.host_json("dpuctl -o json dpu counters -s rdma:rxe0/1");
+    let rdma_pkts =
+        counter(&after, rdma_object, "rcvd_pkts") - counter(&before, rdma_object, "rcvd_pkts");
+    // Two reads of 64 MiB in packets of at most 4 KiB (rxe's MTU is smaller still).
+    assert!(
+        rdma_pkts >= 2 * TARGET_BYTES / 4096,
+        "rxe0 received only {rdma_pkts} packets"
+    );
+    let host_rx = host_rx_bytes(&lab) - host_rx_before;
+    assert!(
+        host_rx < TARGET_BYTES / 16,
+        "the host namespace received {host_rx} bytes: the data crossed its own interfaces"
+    );
+
+    // The agent's io stats count the reads (on the multipath path device).
+    let stats = lab.host_json("dpuctl -o json storage stats volumes/r0n1");
+    let bytes: u64 = stats["bytesRead"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        bytes >= 2 * TARGET_BYTES,
+        "stats counted {bytes} bytes: {stats}"
+    );
+
+    // OVS: traffic from the host PF through ovsbr1 is switched by TC flower in software.
+    lab.host("ping -c 5 -i 0.2 -q 10.20.0.1");
+    let flows = lab.host_json("dpuctl -o json switch flows");
+    let tc_flows: Vec<&Value> = flows["flows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["dpLayer"] == "tc")
+        .collect();
+    assert!(!tc_flows.is_empty(), "no dp:tc flows: {flows}");
+    assert!(
+        tc_flows
+            .iter()
+            .all(|f| f["offloaded"] != "OFFLOAD_STATUS_OFFLOADED"),
+        "the lab has no NIC: nothing may be reported in hardware: {flows}"
+    );
+    let joined = tc_flows
+        .iter()
+        .flat_map(|f| f["tcFilters"].as_array().into_iter().flatten())
+        .filter(|t| t["notInHw"] == true)
+        .count();
+    assert!(joined > 0, "no tc filter joined to a flow by ufid: {flows}");
+
+    // Detach: the disk goes away.
+    lab.host("dpuctl storage detach remoteControllers/r0");
+    let left = lab.host(
+        "for _ in $(seq 100); do [ -z \"$(ls /sys/class/nvme/)\" ] && break; sleep 0.1; done; \
+         ls /sys/class/nvme/ | wc -l",
+    );
+    assert_eq!(left.trim(), "0", "an NVMe controller is still connected");
+}
