@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# The main job on a machine without a DPU: build both binaries, start dpu-agent on a
-# private Unix socket against this machine's own /sys and /proc, and ask it through
-# dpuctl what it sees and how healthy its backends are. (The real-kernel QEMU lab that
-# stands in for a BlueField is built by `dpuctl lab up` once that lands.)
+# The main job on a machine without a DPU: build dpu-agent and dpuctl, boot the built-in
+# QEMU lab (lab/README.md: a remote NVMe-oF target VM and a BlueField stand-in VM whose
+# DPU side runs dpu-agent with the kernel storage backend), and run the storage and
+# switch workflows from the lab's host namespace, printing what happened. Needs root
+# (the lab installs QEMU with apt on first use). The lab is always taken down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --locked -p dpu-agent -p dpuctl
-work=$(mktemp -d)
-trap 'kill "$agent_pid" 2>/dev/null || true; wait "$agent_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+dpuctl=./target/release/dpuctl
+trap '"$dpuctl" lab down >/dev/null 2>&1 || true' EXIT
+"$dpuctl" lab up --bin-dir target/release
 
-./target/release/dpu-agent --listen "unix:$work/agent.sock" --state-dir "$work/state" \
-    --log-level warn &
-agent_pid=$!
-for _ in $(seq 100); do
-    [ -S "$work/agent.sock" ] && break
-    sleep 0.1
-done
+# The target's file, whose checksum the read below must reproduce.
+"$dpuctl" lab run --vm target --ns none -- 'echo "target file: $NVME_BACKING, $(grep backing_sha256 /lab/share/ready)"'
 
-agent="unix:$work/agent.sock"
-./target/release/dpuctl --agent "$agent" dpu info
-# Health exits 1 when a backend (SNAP, OVSDB) is missing, as it is on a plain machine.
-./target/release/dpuctl --agent "$agent" dpu health || echo "(exit $?: backends missing on this machine, as expected without a DPU)"
+# In the lab, dpuctl finds the agent by itself (DPUCTL_AGENT) and the target's NQN is
+# $NVME_NQN (lab/topology.env). Each step is echoed before it runs.
+"$dpuctl" lab run -- 'set -euo pipefail
+step() { printf "\n\$ %s\n" "$*"; "$@"; }
+step dpuctl dpu health
+step dpuctl dpu info
+step dpuctl storage attach --id r0 --transport rdma --traddr "$TARGET_STORAGE_IP" --subnqn "$NVME_NQN"
+step dpuctl storage list
+disk=$(ls /sys/block | grep -E "^nvme[0-9]+n[0-9]+$" | head -1)
+step dpuctl storage read "/dev/$disk" --bs 1m --iodepth 8 --size 64m
+printf "\n\$ sha256 of the first 64 MiB of /dev/%s (must equal the target file checksum)\n" "$disk"
+head -c $((64 << 20)) "/dev/$disk" | sha256sum
+step dpuctl storage stats volumes/r0n1
+step dpuctl dpu counters -s rdma:rxe0/1
+step dpuctl switch offload
+step ping -c 5 -i 0.2 -q 10.20.0.1
+step dpuctl switch flows
+step dpuctl storage detach remoteControllers/r0'

@@ -451,9 +451,9 @@ pub(crate) enum LabCommand {
         /// The network namespace on the bluefield VM (`none`: the VM's init namespace).
         #[arg(long, value_enum, default_value_t = LabNamespace::Host)]
         ns: LabNamespace,
-        /// Seconds before the command is killed.
-        #[arg(long, default_value_t = 600)]
-        timeout: u32,
+        /// Seconds before the command is killed (the global --timeout is for agent calls).
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        time_limit: u32,
         /// The command and its arguments (joined with spaces and run by bash in the guest,
         /// as ssh does).
         #[arg(trailing_var_arg = true, required = true)]

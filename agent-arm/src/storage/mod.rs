@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dpu_nvmeof::snap::{SnapClient, SnapDialect};
+use dpu_nvmeof::snap::SnapDialect;
 use tokio::sync::{Mutex, MutexGuard};
 use tonic::Status;
 
@@ -67,7 +67,7 @@ impl StorageEngine {
                     crate::config::SnapDialectChoice::Snap3 => Some(SnapDialect::Snap3),
                 };
                 Backend::Snap(snap::SnapBackend::new(
-                    SnapClient::new(&config.snap.socket),
+                    &config.snap.socket,
                     dialect,
                     config.snap.call_timeout,
                 ))

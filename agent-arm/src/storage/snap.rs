@@ -5,12 +5,13 @@
 //! (`rpc_get_methods`) on first use and kept; a peer that turns out to be plain SPDK can
 //! attach remote controllers but not emulate NVMe, and says so.
 
+use std::path::Path;
 use std::time::Duration;
 
 use dpu_nvmeof::snap::{
-    AddressFamilyParam, AttachController, ControllerCreate, NamespaceCreate, Snap3ControllerCreate,
-    Snap3NamespaceAttach, Snap3Subsystem, SnapClient, SnapDialect, SnapError, SnapErrorKind,
-    SubsystemCreate, TransportType,
+    AddressFamilyParam, AttachController, ControllerRef, EmulatedFunction, NamespaceCreate,
+    NvmeEmulation, Snap3NamespaceAttach, SnapClient, SnapDialect, SnapError, SnapErrorKind,
+    TransportType,
 };
 use dpu_proto::v1;
 use tokio::sync::OnceCell;
@@ -29,7 +30,6 @@ pub(crate) struct SnapBackend {
     client: SnapClient,
     configured: Option<SnapDialect>,
     detected: OnceCell<SnapDialect>,
-    call_timeout: Duration,
 }
 
 fn kind_of(err: &SnapError) -> FailureKind {
@@ -76,14 +76,18 @@ fn default_serial(nqn: &str) -> String {
     format!("{hash:016X}")
 }
 
-/// `pf_id`, `vf_id` and `pci_bdf` as SNAP's controller-create methods take them.
-type FunctionParts = (Option<u32>, Option<u32>, Option<String>);
-
-fn function_parts(function: &v1::EmulationFunction) -> Result<FunctionParts, BackendError> {
+/// The SNAP function a controller is created on.
+fn emulated_function(function: &v1::EmulationFunction) -> Result<EmulatedFunction, BackendError> {
     use v1::emulation_function::Function;
     match &function.function {
-        Some(Function::PfVf(pf)) => Ok((Some(pf.pf_index), pf.vf_index, None)),
-        Some(Function::PciAddress(pci)) => Ok((None, None, Some(pci.bdf.clone()))),
+        Some(Function::PfVf(pf)) => Ok(match pf.vf_index {
+            Some(vf_id) => EmulatedFunction::Vf {
+                pf_id: pf.pf_index,
+                vf_id,
+            },
+            None => EmulatedFunction::Pf { pf_id: pf.pf_index },
+        }),
+        Some(Function::PciAddress(pci)) => Ok(EmulatedFunction::PciBdf(pci.bdf.clone())),
         Some(Function::Vuid(_)) => Err(BackendError::plain(
             FailureKind::Unsupported,
             "function.vuid: this agent addresses SNAP functions by PF/VF index or PCI address; \
@@ -97,16 +101,23 @@ fn function_parts(function: &v1::EmulationFunction) -> Result<FunctionParts, Bac
 }
 
 impl SnapBackend {
+    /// A client of `socket` whose every call is bounded by `call_timeout`.
     pub(crate) fn new(
-        client: SnapClient,
+        socket: &Path,
         configured: Option<SnapDialect>,
         call_timeout: Duration,
     ) -> Self {
+        let rpc = dpu_jsonrpc::Client::new(
+            socket,
+            dpu_jsonrpc::ClientOptions {
+                call_timeout,
+                ..dpu_jsonrpc::ClientOptions::v2()
+            },
+        );
         Self {
-            client,
+            client: SnapClient::with_client(rpc),
             configured,
             detected: OnceCell::new(),
-            call_timeout,
         }
     }
 
@@ -138,6 +149,14 @@ impl SnapBackend {
             )),
             dialect => Ok(dialect),
         }
+    }
+
+    /// The dialect-independent emulation calls.
+    async fn emulation(&self) -> Result<NvmeEmulation, BackendError> {
+        let dialect = self.emulating().await?;
+        NvmeEmulation::new(self.client.clone(), dialect).ok_or_else(|| {
+            BackendError::plain(FailureKind::Unsupported, "plain SPDK cannot emulate NVMe")
+        })
     }
 
     pub(crate) async fn can_suspend(&self) -> Result<bool, BackendError> {
@@ -180,7 +199,6 @@ impl SnapBackend {
         existing_ok(
             self.client
                 .bdev_nvme_attach_controller(&params)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop)
@@ -196,7 +214,6 @@ impl SnapBackend {
         missing_ok(
             self.client
                 .bdev_nvme_detach_controller(id)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop)
@@ -211,7 +228,6 @@ impl SnapBackend {
         let bdevs = self
             .client
             .bdev_get_bdevs(None)
-            .timeout(self.call_timeout)
             .execute()
             .await
             .map_err(failed("bdev_get_bdevs"))?;
@@ -238,56 +254,27 @@ impl SnapBackend {
             doc.serial_number.clone()
         };
         let model = if doc.model_number.is_empty() {
-            DEFAULT_MODEL.to_owned()
+            DEFAULT_MODEL
         } else {
-            doc.model_number.clone()
+            &doc.model_number
         };
-        let operation = format!("create subsystem {nqn}");
-        let result = match self.emulating().await? {
-            SnapDialect::Snap3 => self
-                .client
-                .subsystem_nvme_create(&Snap3Subsystem {
-                    nqn: nqn.to_owned(),
-                    serial_number: serial,
-                    model_number: model,
-                })
-                .timeout(self.call_timeout)
-                .execute()
+        existing_ok(
+            self.emulation()
+                .await?
+                .create_subsystem(nqn, &serial, model)
                 .await
-                .map(drop),
-            _ => self
-                .client
-                .nvme_subsystem_create(&SubsystemCreate {
-                    nqn: nqn.to_owned(),
-                    serial_number: Some(serial),
-                    model_number: Some(model),
-                })
-                .timeout(self.call_timeout)
-                .execute()
-                .await
-                .map(drop),
-        };
-        existing_ok(result.map_err(failed(operation)))
+                .map_err(failed(format!("create subsystem {nqn}"))),
+        )
     }
 
     pub(crate) async fn remove_subsystem(&self, nqn: &str) -> Result<(), BackendError> {
-        let result = match self.emulating().await? {
-            SnapDialect::Snap3 => self
-                .client
-                .subsystem_nvme_delete(nqn)
-                .timeout(self.call_timeout)
-                .execute()
+        missing_ok(
+            self.emulation()
+                .await?
+                .destroy_subsystem(nqn)
                 .await
-                .map(drop),
-            _ => self
-                .client
-                .nvme_subsystem_destroy(nqn)
-                .timeout(self.call_timeout)
-                .execute()
-                .await
-                .map(drop),
-        };
-        missing_ok(result.map_err(failed(format!("delete subsystem {nqn}"))))
+                .map_err(failed(format!("delete subsystem {nqn}"))),
+        )
     }
 
     /// SNAP 4 namespaces are objects of their own; SNAP 3 creates them when attaching to a
@@ -307,7 +294,6 @@ impl SnapBackend {
         existing_ok(
             self.client
                 .nvme_namespace_create(&params)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop)
@@ -325,7 +311,6 @@ impl SnapBackend {
         missing_ok(
             self.client
                 .nvme_namespace_destroy(nqn, nsid)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop)
@@ -339,7 +324,6 @@ impl SnapBackend {
             SnapDialect::Snap3 => self
                 .client
                 .controller_list()
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map_err(failed(operation))?
@@ -354,7 +338,6 @@ impl SnapBackend {
             _ => self
                 .client
                 .nvme_controller_list()
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map_err(failed(operation))?
@@ -374,51 +357,17 @@ impl SnapBackend {
         nqn: &str,
         doc: &ControllerDoc,
     ) -> Result<BackendController, BackendError> {
-        let (pf_id, vf_id, pci_bdf) = function_parts(&doc.function)?;
-        let operation = format!("create controller of {nqn}");
-        match self.emulating().await? {
-            SnapDialect::Snap3 => {
-                let params = Snap3ControllerCreate {
-                    nqn: nqn.to_owned(),
-                    emulation_manager: dpu_nvmeof::snap::unverified::DEFAULT_EMULATION_MANAGER
-                        .to_owned(),
-                    pf_id,
-                    vf_id,
-                    pci_bdf,
-                };
-                let created = self
-                    .client
-                    .controller_nvme_create(&params)
-                    .timeout(self.call_timeout)
-                    .execute()
-                    .await
-                    .map_err(failed(operation))?;
-                Ok(BackendController {
-                    id: created.name,
-                    cntlid: Some(created.cntlid),
-                })
-            }
-            _ => {
-                let params = ControllerCreate {
-                    nqn: nqn.to_owned(),
-                    pf_id,
-                    vf_id,
-                    pci_bdf,
-                    suspended: true,
-                };
-                let created = self
-                    .client
-                    .nvme_controller_create(&params)
-                    .timeout(self.call_timeout)
-                    .execute()
-                    .await
-                    .map_err(failed(operation))?;
-                Ok(BackendController {
-                    id: created.ctrl_id,
-                    cntlid: None,
-                })
-            }
-        }
+        let function = emulated_function(&doc.function)?;
+        let created = self
+            .emulation()
+            .await?
+            .create_controller(nqn, &function)
+            .await
+            .map_err(failed(format!("create controller of {nqn}")))?;
+        Ok(BackendController {
+            id: created.name,
+            cntlid: created.cntlid,
+        })
     }
 
     pub(crate) async fn remove_controller(
@@ -426,24 +375,17 @@ impl SnapBackend {
         nqn: &str,
         ctrl: &BackendController,
     ) -> Result<(), BackendError> {
-        let operation = format!("delete controller {} of {nqn}", ctrl.id);
-        let result = match (self.emulating().await?, ctrl.cntlid) {
-            (SnapDialect::Snap3, Some(cntlid)) => self
-                .client
-                .controller_nvme_delete(nqn, cntlid)
-                .timeout(self.call_timeout)
-                .execute()
-                .await
-                .map(drop),
-            _ => self
-                .client
-                .nvme_controller_destroy(&ctrl.id, true)
-                .timeout(self.call_timeout)
-                .execute()
-                .await
-                .map(drop),
+        let ctrl_ref = ControllerRef {
+            name: ctrl.id.clone(),
+            cntlid: ctrl.cntlid,
         };
-        missing_ok(result.map_err(failed(operation)))
+        missing_ok(
+            self.emulation()
+                .await?
+                .destroy_controller(nqn, &ctrl_ref)
+                .await
+                .map_err(failed(format!("delete controller {} of {nqn}", ctrl.id))),
+        )
     }
 
     pub(crate) async fn attach(
@@ -465,14 +407,12 @@ impl SnapBackend {
                     cntlid,
                     uuid: (!ns.uuid.is_empty()).then(|| ns.uuid.clone()),
                 })
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop),
             _ => self
                 .client
                 .nvme_controller_attach_ns(&ctrl.id, nsid)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop),
@@ -491,14 +431,12 @@ impl SnapBackend {
             (SnapDialect::Snap3, Some(cntlid)) => self
                 .client
                 .controller_nvme_namespace_detach(nqn, cntlid, nsid)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop),
             _ => self
                 .client
                 .nvme_controller_detach_ns(&ctrl.id, nsid)
-                .timeout(self.call_timeout)
                 .execute()
                 .await
                 .map(drop),
@@ -537,7 +475,6 @@ impl SnapBackend {
             (self.client.nvme_controller_suspend(&ctrl.id), "suspend")
         };
         let result = call
-            .timeout(self.call_timeout)
             .execute()
             .await
             .map(drop)
@@ -558,7 +495,6 @@ impl SnapBackend {
         let stats = self
             .client
             .bdev_get_iostat(Some(volume))
-            .timeout(self.call_timeout)
             .execute()
             .await
             .map_err(failed(format!("bdev_get_iostat {volume}")))?;
@@ -610,7 +546,7 @@ mod tests {
         let function = v1::EmulationFunction {
             function: Some(v1::emulation_function::Function::Vuid("MT1".into())),
         };
-        let err = function_parts(&function).expect_err("vuid");
+        let err = emulated_function(&function).expect_err("vuid");
         assert_eq!(err.kind, FailureKind::Unsupported);
         assert!(err.describe().contains("vuid"), "{}", err.describe());
     }

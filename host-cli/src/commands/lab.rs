@@ -61,7 +61,7 @@ fn lab_args(cmd: &LabCommand) -> Vec<String> {
         LabCommand::Run {
             vm,
             ns,
-            timeout,
+            time_limit,
             command,
         } => {
             let ns = match ns {
@@ -76,7 +76,7 @@ fn lab_args(cmd: &LabCommand) -> Vec<String> {
                 "--ns".to_owned(),
                 ns.to_owned(),
                 "--timeout".to_owned(),
-                timeout.to_string(),
+                time_limit.to_string(),
                 "--".to_owned(),
             ];
             args.extend(command.iter().cloned());
@@ -120,7 +120,7 @@ mod tests {
         let cmd = LabCommand::Run {
             vm: LabVm::Target,
             ns: LabNamespace::None,
-            timeout: 30,
+            time_limit: 30,
             command: vec!["echo".to_owned(), "a b; c".to_owned()],
         };
         assert_eq!(

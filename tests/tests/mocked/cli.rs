@@ -126,6 +126,41 @@ fn agent_rejections_reach_the_user_with_exit_code_2() {
 }
 
 #[test]
+fn lab_commands_parse_and_a_missing_lab_is_named() {
+    let missing = tempfile::tempdir().expect("tempdir");
+    let lab_dir = missing.path().display().to_string();
+    for args in [
+        vec!["lab", "--lab-dir", &lab_dir, "status"],
+        vec![
+            "lab",
+            "--lab-dir",
+            &lab_dir,
+            "run",
+            "--vm",
+            "target",
+            "--time-limit",
+            "5",
+            "--",
+            "true",
+        ],
+        vec![
+            "lab",
+            "--lab-dir",
+            &lab_dir,
+            "up",
+            "--bin-dir",
+            "target/debug",
+            "--no-build",
+        ],
+    ] {
+        let out = dpuctl(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no lab.sh there"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn usage_errors_exit_2_and_help_carries_examples() {
     let out = dpuctl(&["dpu", "frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
