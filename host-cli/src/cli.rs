@@ -129,10 +129,11 @@ pub(crate) struct CheckArgs {
 /// `dpu counters` arguments.
 #[derive(Debug, Args)]
 pub(crate) struct CountersArgs {
-    /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV]. Repeatable;
-    /// none means every RDMA port, netdev and NVMe namespace.
+    /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV], volume[:ID] (the
+    /// agent's storage volumes). Repeatable; none means every RDMA port, netdev and NVMe
+    /// namespace.
     #[arg(short, long = "select", value_name = "SELECTOR")]
-    pub(crate) selectors: Vec<dpu_probe::counters::CounterSelector>,
+    pub(crate) selectors: Vec<crate::snapshot_wire::AgentSelector>,
     /// Stream a snapshot every SECS seconds and print what changed since the previous one.
     #[arg(long, value_name = "SECS")]
     pub(crate) watch: Option<f64>,

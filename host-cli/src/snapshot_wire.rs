@@ -7,6 +7,49 @@ use dpu_probe::counters::CounterSelector;
 use dpu_probe::snapshot::{CounterKey, Kind, Sample, Snapshot, Source, SourceError, Unit};
 use dpu_proto::v1::{self, counter_selector::Selector};
 
+/// What `dpuctl dpu counters -s` accepts: the probe's selectors, which the agent reads
+/// from sysfs and netlink, plus `volume[:ID]`, which its storage backend answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AgentSelector {
+    Probe(CounterSelector),
+    /// One volume (`r0n1` or `volumes/r0n1`), or every volume the agent manages.
+    Volume(Option<String>),
+}
+
+impl std::str::FromStr for AgentSelector {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.split_once(':') {
+            None if text == "volume" => Ok(Self::Volume(None)),
+            Some(("volume", id)) if !id.is_empty() => Ok(Self::Volume(Some(
+                id.strip_prefix("volumes/").unwrap_or(id).to_owned(),
+            ))),
+            Some(("volume", _)) => Err(format!("{text:?}: volume: needs an id, e.g. volume:r0n1")),
+            _ => text
+                .parse::<CounterSelector>()
+                .map(Self::Probe)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl AgentSelector {
+    pub(crate) fn to_wire(&self) -> v1::CounterSelector {
+        match self {
+            Self::Probe(selector) => selector_to_wire(selector),
+            Self::Volume(id) => v1::CounterSelector {
+                selector: Some(Selector::Volumes(v1::VolumeSelector {
+                    volume: id
+                        .as_ref()
+                        .map(|id| format!("volumes/{id}"))
+                        .unwrap_or_default(),
+                })),
+            },
+        }
+    }
+}
+
 /// A probe selector as the agent's request expects it.
 pub(crate) fn selector_to_wire(selector: &CounterSelector) -> v1::CounterSelector {
     let selector = match selector {

@@ -9,14 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::counters::Sampler;
 use dpu_proto::v1::{self, counters_server::Counters};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::counters_convert::{selectors_from_wire, snapshot_to_wire};
+use super::counters_convert::{selectors_from_wire, snapshot_to_wire, Selectors};
 use super::status::invalid;
 use crate::context::AgentContext;
 
@@ -45,17 +45,100 @@ impl CountersService {
     }
 }
 
-/// Takes one snapshot on the blocking pool and gives the sampler back for reuse.
+/// Takes one snapshot and gives the sampler back for reuse: the storage engine's volume
+/// counters first, then the probe's on the blocking pool; the snapshot's window covers
+/// both.
 async fn take(
+    ctx: &AgentContext,
     mut sampler: Sampler,
-    selectors: Arc<Vec<CounterSelector>>,
+    selectors: Arc<Selectors>,
 ) -> Result<(Sampler, v1::CounterSnapshot), Status> {
-    tokio::task::spawn_blocking(move || {
-        let snapshot = sampler.snapshot(&selectors);
+    let started = dpu_probe::snapshot::monotonic_now();
+    let (volume_samples, volume_errors) = if selectors.volumes.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        volume_counters(&ctx.storage, &selectors.volumes).await
+    };
+    let probe = Arc::clone(&selectors);
+    let (sampler, mut wire) = tokio::task::spawn_blocking(move || {
+        let snapshot = sampler.snapshot(&probe.probe);
         (sampler, snapshot_to_wire(&snapshot))
     })
     .await
-    .map_err(|e| Status::internal(format!("snapshot task failed: {e}")))
+    .map_err(|e| Status::internal(format!("snapshot task failed: {e}")))?;
+    if !selectors.volumes.is_empty() {
+        wire.monotonic_start_ns = u64::try_from(started.as_nanos()).unwrap_or(u64::MAX);
+        wire.samples.splice(0..0, volume_samples);
+        wire.errors.extend(volume_errors);
+    }
+    Ok((sampler, wire))
+}
+
+/// The 64-bit I/O counters of the requested volumes (`None`: every volume the agent
+/// manages), from the storage backend (SPDK `bdev_get_iostat`, or `/sys/block` stats).
+async fn volume_counters(
+    storage: &crate::storage::StorageEngine,
+    wanted: &[Option<String>],
+) -> (Vec<v1::CounterSample>, Vec<v1::SourceError>) {
+    let (remotes, backing) = {
+        let doc = storage.doc().await;
+        let backing: Vec<String> = doc
+            .namespaces
+            .values()
+            .flat_map(|m| m.values())
+            .filter_map(|e| e.live().map(|ns| ns.volume.clone()))
+            .collect();
+        (doc.remotes.clone(), backing)
+    };
+    let mut ids: Vec<String> = wanted.iter().flatten().cloned().collect();
+    if wanted.iter().any(Option::is_none) {
+        // Every volume of a live remote controller, plus those backing namespaces.
+        ids.extend(backing.iter().cloned());
+        if let Ok(all) = storage.backend().volumes(&remotes).await {
+            ids.extend(all.into_iter().map(|v| v.id).filter(|id| {
+                remotes.iter().any(|(remote, e)| {
+                    e.live().is_some() && crate::storage::desired::belongs_to(id, remote)
+                })
+            }));
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    let (mut samples, mut errors) = (Vec::new(), Vec::new());
+    for id in ids {
+        let object = format!("volumes/{id}");
+        match storage.backend().volume_io(&id, &remotes).await {
+            Ok(io) => {
+                let sample = |counter: &str, value: u64, unit: v1::CounterUnit| v1::CounterSample {
+                    source: dpu_probe::snapshot::Source::Volume.as_str().to_owned(),
+                    object: object.clone(),
+                    counter: counter.to_owned(),
+                    value,
+                    unit: unit.into(),
+                    kind: v1::CounterKind::Cumulative.into(),
+                    width_bits: 64,
+                    scale: 1,
+                };
+                samples.extend([
+                    sample("bytes_read", io.bytes_read, v1::CounterUnit::Bytes),
+                    sample("read_ops", io.read_ops, v1::CounterUnit::Operations),
+                    sample("bytes_written", io.bytes_written, v1::CounterUnit::Bytes),
+                    sample("write_ops", io.write_ops, v1::CounterUnit::Operations),
+                ]);
+            }
+            Err(e) => errors.push(v1::SourceError {
+                selector: Some(v1::CounterSelector {
+                    selector: Some(v1::counter_selector::Selector::Volumes(
+                        v1::VolumeSelector {
+                            volume: object.clone(),
+                        },
+                    )),
+                }),
+                message: format!("volume {object}: {}", e.describe()),
+            }),
+        }
+    }
+    (samples, errors)
 }
 
 fn interval(req: &v1::WatchRequest) -> Result<Duration, Status> {
@@ -86,7 +169,7 @@ impl Counters for CountersService {
         request: Request<v1::SnapshotRequest>,
     ) -> Result<Response<v1::CounterSnapshot>, Status> {
         let selectors = Arc::new(selectors_from_wire(&request.get_ref().selectors)?);
-        let (_, snapshot) = take(self.sampler(), selectors).await?;
+        let (_, snapshot) = take(&self.ctx, self.sampler(), selectors).await?;
         Ok(Response::new(snapshot))
     }
 
@@ -102,6 +185,7 @@ impl Counters for CountersService {
         let limit = (req.max_snapshots != 0).then_some(req.max_snapshots);
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         let mut sampler = self.sampler();
+        let ctx = Arc::clone(&self.ctx);
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(period);
             // A slow snapshot or client delays the next one; never a burst to catch up.
@@ -112,7 +196,7 @@ impl Counters for CountersService {
                     () = tx.closed() => break,
                     _ = ticker.tick() => {}
                 }
-                let item = match take(sampler, Arc::clone(&selectors)).await {
+                let item = match take(&ctx, sampler, Arc::clone(&selectors)).await {
                     Ok((back, snapshot)) => {
                         sampler = back;
                         Ok(snapshot)

@@ -11,16 +11,42 @@ use tonic::Status;
 
 use super::status::{invalid, not_yet};
 
-/// Checks and converts the request's selectors. OVS flow and volume counters belong to
-/// backends that are not built yet: asking for them is `UNIMPLEMENTED`, never an empty
-/// answer that looks like "no traffic".
-pub(crate) fn selectors_from_wire(
-    selectors: &[v1::CounterSelector],
-) -> Result<Vec<CounterSelector>, Status> {
+/// A checked request: what the probe reads, and which storage volumes the storage engine
+/// is asked about (`None`: every volume the agent manages).
+#[derive(Debug, Default)]
+pub(crate) struct Selectors {
+    pub(crate) probe: Vec<CounterSelector>,
+    pub(crate) volumes: Vec<Option<String>>,
+}
+
+/// Checks and converts the request's selectors. OVS flow counters are not served yet:
+/// asking for them is `UNIMPLEMENTED`, never an empty answer that looks like "no traffic".
+pub(crate) fn selectors_from_wire(selectors: &[v1::CounterSelector]) -> Result<Selectors, Status> {
+    let mut out = Selectors::default();
+    for (i, selector) in selectors.iter().enumerate() {
+        if let Some(Selector::Volumes(v)) = &selector.selector {
+            let id = match v.volume.as_str() {
+                "" => None,
+                name => {
+                    let id = name.strip_prefix("volumes/").unwrap_or(name);
+                    dpu_proto::names::Collection::Volumes
+                        .parse(&format!("volumes/{id}"))
+                        .map_err(|e| invalid(&format!("selectors[{i}].volumes.volume"), e))?;
+                    Some(id.to_owned())
+                }
+            };
+            out.volumes.push(id);
+        }
+    }
+    out.probe = probe_selectors(selectors)?;
+    Ok(out)
+}
+
+fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelector>, Status> {
     selectors
         .iter()
         .enumerate()
-        .map(|(i, selector)| {
+        .map(|(i, selector)| -> Result<Option<CounterSelector>, Status> {
             let field = |name: &str| format!("selectors[{i}].{name}");
             let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
             let converted = match &selector.selector {
@@ -52,18 +78,15 @@ pub(crate) fn selectors_from_wire(
                     })?;
                     return Err(not_yet("Counters OVS flow selector", "ovs: flow dumps"));
                 }
-                Some(Selector::Volumes(_)) => {
-                    return Err(not_yet(
-                        "Counters volume selector",
-                        "nvmeof: storage backends",
-                    ))
-                }
+                // Served by the storage engine, not the probe.
+                Some(Selector::Volumes(_)) => return Ok(None),
             };
             converted
                 .validate()
                 .map_err(|e| invalid(&format!("selectors[{i}]"), e))?;
-            Ok(converted)
+            Ok(Some(converted))
         })
+        .filter_map(Result::transpose)
         .collect()
 }
 
@@ -183,9 +206,31 @@ mod tests {
     }
 
     #[test]
+    fn volumes_go_to_the_storage_engine_and_bad_names_are_named() {
+        let got = selectors_from_wire(&[
+            wire(Selector::Volumes(v1::VolumeSelector::default())),
+            wire(Selector::Volumes(v1::VolumeSelector {
+                volume: "volumes/r0n1".into(),
+            })),
+        ])
+        .expect("valid");
+        assert!(got.probe.is_empty());
+        assert_eq!(got.volumes, [None, Some("r0n1".to_owned())]);
+        let err = selectors_from_wire(&[wire(Selector::Volumes(v1::VolumeSelector {
+            volume: "volumes/../x".into(),
+        }))])
+        .expect_err("bad name");
+        assert!(
+            err.message().contains("selectors[0].volumes.volume"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
     fn unbuilt_sources_are_unimplemented_not_empty() {
-        let err = selectors_from_wire(&[wire(Selector::Volumes(v1::VolumeSelector::default()))])
-            .expect_err("volumes");
+        let err = selectors_from_wire(&[wire(Selector::OvsFlows(v1::OvsFlowSelector::default()))])
+            .expect_err("flows");
         assert_eq!(err.code(), tonic::Code::Unimplemented);
     }
 
@@ -197,6 +242,6 @@ mod tests {
             wire(Selector::Block(v1::BlockSelector::default())),
         ])
         .expect("valid");
-        assert_eq!(got, CounterSelector::defaults());
+        assert_eq!(got.probe, CounterSelector::defaults());
     }
 }

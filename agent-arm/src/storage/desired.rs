@@ -191,6 +191,11 @@ pub(crate) fn split_volume_id(volume: &str) -> Option<(&str, u32)> {
     (!remote.is_empty() && nsid != 0).then_some((remote, nsid))
 }
 
+/// Whether volume `volume` is one of remote controller `remote_id`'s.
+pub(crate) fn belongs_to(volume: &str, remote_id: &str) -> bool {
+    split_volume_id(volume).is_some_and(|(remote, _)| remote == remote_id)
+}
+
 /// What an exposure consists of; every object is derived from the exposure id and spec,
 /// so the document needs to store only the spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -529,6 +534,13 @@ mod tests {
         let mut pruned = back;
         pruned.prune(&BTreeSet::from([key.clone()]));
         assert!(!pruned.remotes.contains_key("e1"));
+    }
+
+    #[test]
+    fn volumes_belong_to_their_remote_controller_only() {
+        assert!(belongs_to("r0n1", "r0"));
+        assert!(!belongs_to("r0n1", "r"));
+        assert!(!belongs_to("r10n1", "r1"));
     }
 
     #[test]

@@ -17,9 +17,7 @@ use dpu_proto::v1;
 use tokio::sync::OnceCell;
 
 use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
-use super::desired::{
-    split_volume_id, BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc,
-};
+use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
 
 /// Model number reported to the host when the operator gives none.
 const DEFAULT_MODEL: &str = "dpu-agent NVMe";
@@ -524,11 +522,6 @@ impl SnapBackend {
     }
 }
 
-/// Whether `bdev` is one of remote controller `id`'s volumes.
-pub(crate) fn belongs_to(bdev: &str, id: &str) -> bool {
-    split_volume_id(bdev).is_some_and(|(remote, _)| remote == id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,12 +542,5 @@ mod tests {
         let err = emulated_function(&function).expect_err("vuid");
         assert_eq!(err.kind, FailureKind::Unsupported);
         assert!(err.describe().contains("vuid"), "{}", err.describe());
-    }
-
-    #[test]
-    fn volumes_belong_to_their_remote_controller_only() {
-        assert!(belongs_to("r0n1", "r0"));
-        assert!(!belongs_to("r0n1", "r"));
-        assert!(!belongs_to("r10n1", "r1"));
     }
 }

@@ -7,8 +7,8 @@
 use dpu_proto::v1;
 
 use super::backend::{ObservedController, VolumeInfo};
+use super::desired::belongs_to;
 use super::desired::{ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc};
-use super::snap::belongs_to;
 
 /// What the backend reported, or why it could not.
 #[derive(Debug, Default)]

@@ -13,10 +13,11 @@ use super::{rpc_error, Env};
 use crate::cli::CountersArgs;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::snapshot_wire::{selector_to_wire, snapshot_from_wire, unit_name};
+use crate::snapshot_wire::{snapshot_from_wire, unit_name, AgentSelector};
 
 pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Outcome> {
-    let selectors: Vec<v1::CounterSelector> = args.selectors.iter().map(selector_to_wire).collect();
+    let selectors: Vec<v1::CounterSelector> =
+        args.selectors.iter().map(AgentSelector::to_wire).collect();
     match args.watch {
         None => once(env, args, selectors).await,
         Some(secs) => watch(env, args, selectors, secs).await,

@@ -95,6 +95,32 @@ fn expose_list_stats_and_detach_through_dpuctl() {
     ]));
     // proto3 JSON carries 64-bit integers as strings.
     assert_eq!(stats["bytesRead"], (1u64 << 33).to_string());
+    // The same counter in a Counters snapshot, beside the probe's sources.
+    let snapshot = json(&dpuctl(&[
+        "--agent",
+        &endpoint,
+        "-o",
+        "json",
+        "dpu",
+        "counters",
+        "-s",
+        "volume",
+        "-s",
+        "netdev:pf0hpf",
+    ]));
+    let samples = snapshot["samples"].as_array().expect("samples");
+    let bytes_read = samples
+        .iter()
+        .find(|s| s["object"] == "volumes/disk0n1" && s["counter"] == "bytes_read")
+        .unwrap_or_else(|| panic!("no volume sample: {snapshot}"));
+    assert_eq!(bytes_read["source"], "volume");
+    assert_eq!(bytes_read["value"], (1u64 << 33).to_string());
+    assert!(
+        samples.iter().any(|s| s["object"] == "netdevs/pf0hpf"),
+        "{snapshot}"
+    );
+    let bad = dpuctl(&["--agent", &endpoint, "dpu", "counters", "-s", "volume:"]);
+    assert_eq!(bad.status.code(), Some(2));
 
     let gone = ok(&dpuctl(&[
         "--agent",
