@@ -28,6 +28,12 @@ step dpuctl storage read "/dev/$disk" --bs 1m --iodepth 8 --size 64m
 printf "\n\$ sha256 of the first 64 MiB of /dev/%s (must equal the target file checksum)\n" "$disk"
 head -c $((64 << 20)) "/dev/$disk" | sha256sum
 step dpuctl storage stats volumes/r0n1
+step dpuctl prove storage
+printf "\n# negative control: the host reads the same file over its own network (NVMe/TCP)\n"
+step nvme connect -t tcp -a "$TARGET_NET_IP" -s "$NVME_PORT" -n "$NVME_NQN_DIRECT"
+for _ in $(seq 100); do [ -e /sys/block/nvme1n1 ] && break; sleep 0.1; done
+step dpuctl prove storage --device /dev/nvme1n1 --volume r0n1 || echo "(exit $?: NOT PROVEN, as it must be)"
+step nvme disconnect -n "$NVME_NQN_DIRECT"
 step dpuctl dpu counters -s rdma:rxe0/1
 step dpuctl switch offload
 step ping -c 5 -i 0.2 -q 10.20.0.1

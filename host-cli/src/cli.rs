@@ -386,13 +386,13 @@ pub(crate) enum RoceCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ProveCommand {
-    /// Prove a storage read went through the emulated controller and the DPU.
-    #[command(after_help = "Example:\n  dpuctl prove storage --report storage.html")]
-    Storage {
-        /// Also write a self-contained HTML report.
-        #[arg(long, value_name = "FILE.html")]
-        report: Option<PathBuf>,
-    },
+    /// Prove a storage read went through the DPU: read N bytes from the host device and
+    /// account for them on the DPU (volume stats, uplink RDMA) and on the host (its own
+    /// NICs and RDMA ports must not have carried them).
+    #[command(
+        after_help = "Examples:\n  dpuctl lab run -- dpuctl prove storage                    # in the lab: everything found\n  dpuctl prove storage --device /dev/nvme1n1 --volume disk0n1 --report storage.html"
+    )]
+    Storage(ProveStorageArgs),
     /// Prove switched traffic was forwarded by the offload, not the Arm CPU.
     #[command(after_help = "Example:\n  dpuctl prove switch --report switch.html")]
     Switch {
@@ -400,6 +400,34 @@ pub(crate) enum ProveCommand {
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
     },
+}
+
+/// `prove storage` arguments; in the lab every one has a default.
+#[derive(Debug, Args)]
+pub(crate) struct ProveStorageArgs {
+    /// The host's block device for the DPU-exposed namespace; default: the device the
+    /// agent reports for the volume, when this machine has it (the lab).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) device: Option<PathBuf>,
+    /// The DPU volume behind it (`r0n1` or `volumes/r0n1`); default: the agent's only
+    /// remote-controller volume.
+    #[arg(long, value_name = "ID")]
+    pub(crate) volume: Option<String>,
+    /// Bytes to read (k/m/g suffixes).
+    #[arg(long, default_value = "64m", value_parser = crate::storage_read::size::parse_positive_size)]
+    pub(crate) size: u64,
+    /// Block size.
+    #[arg(long, default_value = "1m", value_parser = crate::storage_read::size::parse_block_size)]
+    pub(crate) bs: u64,
+    /// Reads in flight.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) iodepth: u32,
+    /// Seconds of idle measurement before the read, to subtract background traffic.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub(crate) idle: f64,
+    /// Also write a self-contained HTML report.
+    #[arg(long, value_name = "FILE.html")]
+    pub(crate) report: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

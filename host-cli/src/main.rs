@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod outcome;
 mod output;
+mod prove;
 mod snapshot_wire;
 mod storage_read;
 

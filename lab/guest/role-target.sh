@@ -39,8 +39,26 @@ for tr in tcp rdma; do
   log "nvmet port $pid: $tr $TARGET_STORAGE_IP:$NVME_PORT -> $NVME_NQN"
   pid=$((pid + 1))
 done
+# The negative control: the same file, exported only where the host namespace can reach
+# it directly (through ovsbr1), never through the DPU's storage link.
+D=$C/subsystems/$NVME_NQN_DIRECT
+mkdir -p "$D" || fail "mkdir $D"
+echo 1 > "$D/attr_allow_any_host"
+mkdir -p "$D/namespaces/$NVME_NSID"
+echo "$NVME_BACKING" > "$D/namespaces/$NVME_NSID/device_path"
+echo 1 > "$D/namespaces/$NVME_NSID/enable" || fail "enable direct namespace"
+P=$C/ports/$pid
+mkdir -p "$P"
+echo tcp > "$P/addr_trtype"
+echo ipv4 > "$P/addr_adrfam"
+echo "$TARGET_NET_IP" > "$P/addr_traddr"
+echo "$NVME_PORT" > "$P/addr_trsvcid"
+ln -s "$D" "$P/subsystems/$NVME_NQN_DIRECT" || fail "enable nvmet direct port"
+log "nvmet port $pid: tcp $TARGET_NET_IP:$NVME_PORT -> $NVME_NQN_DIRECT (host-direct negative control)"
+
 {
   echo "role=target"
+  echo "nqn_direct=$NVME_NQN_DIRECT"
   echo "nqn=$NVME_NQN"
   echo "backing_sha256=$sum"
   echo "backing_bytes=$(stat -c %s "$NVME_BACKING")"

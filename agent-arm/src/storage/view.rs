@@ -26,6 +26,7 @@ fn volume(v: &VolumeInfo) -> v1::Volume {
         block_size: u32::try_from(v.block_size).unwrap_or(u32::MAX),
         num_blocks: v.num_blocks,
         uuid: v.uuid.clone(),
+        device: v.device.clone().unwrap_or_default(),
     }
 }
 

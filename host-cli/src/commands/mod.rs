@@ -3,7 +3,7 @@
 mod counters;
 mod dpu;
 mod lab;
-mod pending;
+pub(crate) mod pending;
 mod storage;
 mod switch;
 
@@ -45,7 +45,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Switch(cmd) => switch::run(&env, cmd).await,
         Command::Check(args) => crate::check::run(&env, args).await,
         Command::Roce(_) => pending::not_yet("roce", "RoCE performance and DCB checks"),
-        Command::Prove(_) => pending::not_yet("prove", "offload proofs"),
+        Command::Prove(cmd) => crate::prove::run(&env, cmd).await,
         Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),
         Command::Lab(args) => lab::run(args),
     }

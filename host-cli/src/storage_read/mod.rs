@@ -2,12 +2,13 @@
 //! read-only with O_DIRECT through io_uring and reports fio-style results (`-o json` has
 //! the key names of fio's `--output-format=json` read section).
 
-mod engine;
+pub(crate) mod engine;
 mod histogram;
 mod report;
 pub(crate) mod size;
 
 use std::io::IsTerminal as _;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::bail;
@@ -29,15 +30,10 @@ pub(crate) fn parse_runtime(text: &str) -> Result<f64, String> {
 }
 
 /// Runs the read and prints the results.
-pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Outcome> {
-    let path = &args.path;
-    let shown = path.display().to_string();
-    let bs = args.bs;
-    if let Some(size) = args.size {
-        if size < bs {
-            bail!("--size {size} bytes is smaller than --bs {bs} bytes");
-        }
-    }
+/// Opens `path` for O_DIRECT reads of `bs`-byte blocks and checks that it can be read so:
+/// the file, its size and its direct-I/O alignment.
+fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, engine::Alignment)> {
+    let shown = path.display();
     let mut file = engine::open_direct(path)?;
     let file_size = engine::size_of(&mut file, path)?;
     if file_size < bs {
@@ -57,6 +53,39 @@ pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Outcome> {
             align.offset
         );
     }
+    Ok((file, file_size, align))
+}
+
+/// Reads `size` bytes of `path` (O_DIRECT, io_uring, never writing) for a proof's
+/// workload; no progress display.
+pub(crate) fn read_exactly(
+    path: &Path,
+    bs: u64,
+    iodepth: u32,
+    size: u64,
+) -> anyhow::Result<engine::Measured> {
+    let (file, file_size, align) = open_checked(path, bs)?;
+    engine::read_loop(
+        &file,
+        file_size,
+        bs,
+        iodepth,
+        align,
+        Limit::Bytes(size),
+        |_| {},
+    )
+}
+
+pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Outcome> {
+    let path = &args.path;
+    let shown = path.display().to_string();
+    let bs = args.bs;
+    if let Some(size) = args.size {
+        if size < bs {
+            bail!("--size {size} bytes is smaller than --bs {bs} bytes");
+        }
+    }
+    let (file, file_size, align) = open_checked(path, bs)?;
     let (limit, total) = match (args.size, args.runtime) {
         (Some(size), _) => (Limit::Bytes(size), Some(size / bs * bs)),
         (None, Some(secs)) => (Limit::Time(Duration::from_secs_f64(secs)), None),

@@ -209,6 +209,39 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         "stats counted {bytes} bytes: {stats}"
     );
 
+    // The proof, both ways. Through the DPU: PROVEN (exit 0), with an HTML report.
+    let (code, proof, stderr) = lab.run(
+        "bluefield",
+        "host",
+        "dpuctl -o json prove storage --size 32m --report /lab/share/storage.html",
+    );
+    assert_eq!(code, 0, "prove storage through the DPU: {proof}\n{stderr}");
+    let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
+    assert_eq!(proof["verdict"], "PROVEN", "{proof}");
+    let html = lab.host("cat /lab/share/storage.html");
+    assert!(html.contains("PROVEN") && html.contains("<svg"), "{html}");
+    // The host reading the same file over its own network (NVMe/TCP through ovsbr1):
+    // NOT PROVEN (exit 1), because the bytes crossed the host's NIC and not the DPU volume.
+    let direct = facts.get("nqn_direct").expect("direct nqn").clone();
+    lab.host(&format!(
+        "nvme connect -t tcp -a 10.20.0.1 -s 4420 -n {direct} >/dev/null; \
+         for _ in $(seq 100); do [ -e /sys/block/nvme1n1 ] && break; sleep 0.1; done"
+    ));
+    let (code, proof, stderr) = lab.run(
+        "bluefield",
+        "host",
+        "dpuctl -o json prove storage --size 32m --device /dev/nvme1n1 --volume r0n1",
+    );
+    assert_eq!(
+        code, 1,
+        "the host-direct read must not be proven: {proof}\n{stderr}"
+    );
+    let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
+    assert_eq!(proof["verdict"], "NOT_PROVEN", "{proof}");
+    let reasons = proof["lines"].to_string();
+    assert!(reasons.contains("crossed the host's own NIC"), "{proof}");
+    lab.host(&format!("nvme disconnect -n {direct} >/dev/null"));
+
     // OVS: traffic from the host PF through ovsbr1 is switched by TC flower in software.
     lab.host("ping -c 5 -i 0.2 -q 10.20.0.1");
     let flows = lab.host_json("dpuctl -o json switch flows");
