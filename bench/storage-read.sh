@@ -35,6 +35,8 @@ run_dpuctl() {
         jq '.jobs[0].read.bw_bytes'
 }
 
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 printf '%-5s %-4s %14s %14s %7s\n' bs iodepth fio_bw_bytes dpuctl_bw_bytes ratio
 for bs in 4k 1m; do
     size=$size_4k
@@ -51,6 +53,24 @@ for bs in 4k 1m; do
             fi
             ratio=$(awk -v a="$ours_bw" -v b="$fio_bw" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
             printf '%-5s %-4s %14s %14s %7s\n' "$bs" "$q" "$fio_bw" "$ours_bw" "$ratio"
+            echo "$bs $q $fio_bw $ours_bw" >> "$results"
         done
+    done
+done
+
+# One line per configuration: medians over the rounds, which a single slow round of a
+# shared VM disk cannot move.
+echo
+printf '%-5s %-4s %18s %18s %12s\n' bs iodepth median_fio_bw median_dpuctl_bw median_ratio
+for bs in 4k 1m; do
+    for q in 1 32 128; do
+        awk -v bs="$bs" -v q="$q" '
+            function median(a, n,   i, j, t) {
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+            }
+            $1 == bs && $2 == q { n++; f[n] = $3; o[n] = $4; r[n] = ($3 > 0 ? $4 / $3 : 0) }
+            END { printf "%-5s %-4s %18.0f %18.0f %12.3f\n", bs, q, median(f, n), median(o, n), median(r, n) }
+        ' "$results"
     done
 done

@@ -38,4 +38,5 @@ step dpuctl dpu counters -s rdma:rxe0/1
 step dpuctl switch offload
 step ping -c 5 -i 0.2 -q 10.20.0.1
 step dpuctl switch flows
+step dpuctl prove switch
 step dpuctl storage detach remoteControllers/r0'

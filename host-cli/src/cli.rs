@@ -393,13 +393,54 @@ pub(crate) enum ProveCommand {
         after_help = "Examples:\n  dpuctl lab run -- dpuctl prove storage                    # in the lab: everything found\n  dpuctl prove storage --device /dev/nvme1n1 --volume disk0n1 --report storage.html"
     )]
     Storage(ProveStorageArgs),
-    /// Prove switched traffic was forwarded by the offload, not the Arm CPU.
-    #[command(after_help = "Example:\n  dpuctl prove switch --report switch.html")]
-    Switch {
-        /// Also write a self-contained HTML report.
-        #[arg(long, value_name = "FILE.html")]
-        report: Option<PathBuf>,
-    },
+    /// Prove switched traffic was forwarded by the offload, not the Arm CPU: send a known
+    /// number of packets from the host and account for them flow by flow on the DPU.
+    #[command(
+        after_help = "Examples:\n  dpuctl lab run -- dpuctl prove switch                     # in the lab: TC in software is the best it can show\n  dpuctl prove switch --interface ens1f0np0 --peer 192.0.2.20 --representor pf0hpf --report switch.html"
+    )]
+    Switch(ProveSwitchArgs),
+}
+
+/// The forwarding level a switch proof must show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub(crate) enum OffloadLevel {
+    /// Flows in the OVS kernel (or userspace) datapath: the Arm CPU switched them.
+    Datapath,
+    /// TC flower rules in software (`not_in_hw`): still the CPU, but through TC.
+    Tc,
+    /// TC rules in the NIC (`in_hw`, `offloaded:yes`): the eSwitch switched them.
+    Hardware,
+}
+
+/// `prove switch` arguments; the lab supplies them through the environment.
+#[derive(Debug, Args)]
+pub(crate) struct ProveSwitchArgs {
+    /// The host interface to send from (the PF or VF the DPU switches).
+    #[arg(long, env = "DPUCTL_SWITCH_INTERFACE", value_name = "IF")]
+    pub(crate) interface: String,
+    /// An IPv4 address beyond the DPU's switch to send to (UDP, discard port).
+    #[arg(long, env = "DPUCTL_SWITCH_PEER", value_name = "IP")]
+    pub(crate) peer: std::net::Ipv4Addr,
+    /// The DPU port (representor) the host interface's traffic enters OVS through.
+    #[arg(
+        long,
+        env = "DPUCTL_SWITCH_REPRESENTOR",
+        default_value = "pf0hpf",
+        value_name = "PORT"
+    )]
+    pub(crate) representor: String,
+    /// Packets to send.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
+    pub(crate) packets: u64,
+    /// The level the traffic must reach for PROVEN.
+    #[arg(long, value_enum, env = "DPUCTL_SWITCH_REQUIRE", default_value_t = OffloadLevel::Hardware)]
+    pub(crate) require: OffloadLevel,
+    /// Seconds of idle measurement before sending, to subtract background traffic.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub(crate) idle: f64,
+    /// Also write a self-contained HTML report.
+    #[arg(long, value_name = "FILE.html")]
+    pub(crate) report: Option<PathBuf>,
 }
 
 /// `prove storage` arguments; in the lab every one has a default.

@@ -6,6 +6,7 @@
 pub(crate) mod accounting;
 mod html;
 mod storage;
+mod switch;
 
 use std::path::Path;
 
@@ -33,9 +34,7 @@ pub(crate) struct ProofReport {
 pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Outcome> {
     match cmd {
         ProveCommand::Storage(args) => storage::run(env, args).await,
-        ProveCommand::Switch { .. } => {
-            crate::commands::pending::not_yet("prove switch", "offload proofs: the switch proof")
-        }
+        ProveCommand::Switch(args) => switch::run(env, args).await,
     }
 }
 

@@ -265,6 +265,41 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         .count();
     assert!(joined > 0, "no tc filter joined to a flow by ufid: {flows}");
 
+    // The switch proof. With hw-offload=true the lab reaches TC in software and says so,
+    // never hardware: PROVEN at the level the lab config requires (tc).
+    let (code, proof, stderr) = lab.run("bluefield", "host", "dpuctl -o json prove switch");
+    assert_eq!(code, 0, "prove switch with offload on: {proof}\n{stderr}");
+    let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
+    assert_eq!(proof["verdict"], "PROVEN", "{proof}");
+    let notes = proof["notes"].to_string();
+    assert!(notes.contains("level: tc-software"), "{proof}");
+    // Asking for hardware in a lab without a NIC is refused.
+    let (code, proof, _) = lab.run(
+        "bluefield",
+        "host",
+        "dpuctl -o json prove switch --require hardware",
+    );
+    assert_eq!(code, 1, "the lab has no hardware offload: {proof}");
+    // Offload off (and applied by restarting ovs-vswitchd): the OVS datapath switches the
+    // packets and the proof fails, naming the level.
+    lab.host("dpuctl switch offload off");
+    let (code, out, err) = lab.run("bluefield", "dpu", "/lab/guest/ovs-restart.sh");
+    assert_eq!(code, 0, "ovs-vswitchd restart: {out}{err}");
+    let (code, proof, stderr) = lab.run("bluefield", "host", "dpuctl -o json prove switch");
+    assert_eq!(
+        code, 1,
+        "prove switch with offload off must fail: {proof}\n{stderr}"
+    );
+    let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
+    assert_eq!(proof["verdict"], "NOT_PROVEN", "{proof}");
+    assert!(
+        proof["notes"].to_string().contains("level: datapath"),
+        "{proof}"
+    );
+    lab.host("dpuctl switch offload on");
+    let (code, out, err) = lab.run("bluefield", "dpu", "/lab/guest/ovs-restart.sh");
+    assert_eq!(code, 0, "ovs-vswitchd restart: {out}{err}");
+
     // Detach: the disk goes away.
     lab.host("dpuctl storage detach remoteControllers/r0");
     let left = lab.host(

@@ -1,0 +1,346 @@
+//! `dpuctl prove switch`: send a known number of UDP packets from the host interface and
+//! account for them on the DPU, flow by flow, at the level that forwarded them.
+//!
+//! Levels, best first: hardware (tc `in_hw`, `offloaded:yes`: the eSwitch), TC in software
+//! (`dp:tc` with `not_in_hw`: the kernel's TC on the Arm cores), the OVS datapath
+//! (`dp:ovs`: the Arm cores). The first packets of a flow always go through
+//! ovs-vswitchd (an upcall) before a datapath flow exists, so a small allowance is not
+//! counted against the proof. Packets, not bytes, are compared: tc byte counts leave out
+//! the Ethernet header. Hardware tc counters lag up to 2 s, so the after-snapshot waits.
+
+use std::net::{Ipv4Addr, UdpSocket};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::snapshot::{diff, Sample, Snapshot, Source, Unit};
+use dpu_probe::SysRoot;
+use dpu_proto::v1::{self, switch_client::SwitchClient};
+
+use super::accounting::{evaluate, Evidence, Expectation, Rule, Select, Side};
+use super::{finish, ProofReport};
+use crate::cli::{OffloadLevel, ProveSwitchArgs};
+use crate::commands::{rpc_error, Env};
+use crate::outcome::Outcome;
+
+/// Packets of a new flow that reach ovs-vswitchd before its datapath flow exists, plus
+/// ARP and neighbour discovery on the same port.
+const FIRST_PACKETS: u64 = 8;
+
+/// Hardware tc counters are refreshed every ~1 s by the driver and OVS reads them late.
+const SETTLE_HARDWARE: Duration = Duration::from_millis(2500);
+const SETTLE_SOFTWARE: Duration = Duration::from_millis(300);
+
+/// UDP discard port: the peer drops the packets (or answers port-unreachable).
+const DISCARD_PORT: u16 = 9;
+
+const LEVELS: [(OffloadLevel, &str); 3] = [
+    (OffloadLevel::Hardware, "hardware"),
+    (OffloadLevel::Tc, "tc-software"),
+    (OffloadLevel::Datapath, "datapath"),
+];
+
+fn level_name(level: OffloadLevel) -> &'static str {
+    LEVELS
+        .iter()
+        .find(|(l, _)| *l == level)
+        .map_or("datapath", |(_, name)| name)
+}
+
+/// Where one datapath flow is forwarded.
+fn level_of(flow: &v1::Flow) -> OffloadLevel {
+    let offloaded = flow.offloaded == v1::OffloadStatus::Offloaded as i32;
+    let in_hw = flow.tc_filters.iter().any(|t| t.in_hw);
+    match flow.dp_layer.as_str() {
+        "tc" if offloaded || in_hw => OffloadLevel::Hardware,
+        "tc" => OffloadLevel::Tc,
+        // OVS-DOCA / DPDK full offload reports offloaded:yes on its own layer.
+        "doca" | "dpdk" if offloaded => OffloadLevel::Hardware,
+        _ => OffloadLevel::Datapath,
+    }
+}
+
+fn object(representor: &str, level: OffloadLevel) -> String {
+    format!("flows/in_port={representor}/{}", level_name(level))
+}
+
+/// The DPU's flow counters entering through `representor`, summed per level. Every level
+/// is always present (0 without flows), so a flow appearing is growth, not a new counter.
+async fn flow_snapshot(
+    env: &Env<'_>,
+    representor: &str,
+) -> anyhow::Result<(Snapshot, Vec<v1::Flow>)> {
+    let start = dpu_probe::snapshot::monotonic_now();
+    let flows = SwitchClient::new(env.channel().await?)
+        .list_flows(v1::ListFlowsRequest {
+            filter: v1::FlowFilter::All as i32,
+            in_port: representor.to_owned(),
+            datapath: String::new(),
+        })
+        .await
+        .map_err(rpc_error("Switch.ListFlows"))?
+        .into_inner()
+        .flows;
+    let samples = LEVELS
+        .iter()
+        .map(|(level, _)| {
+            let packets = flows
+                .iter()
+                .filter(|f| level_of(f) == *level)
+                .map(|f| f.packets)
+                .sum();
+            Sample::cumulative(
+                Source::OvsFlow,
+                object(representor, *level),
+                "packets",
+                packets,
+                Unit::Packets,
+            )
+        })
+        .collect();
+    let snapshot = Snapshot {
+        taken_at: SystemTime::now(),
+        monotonic_start: start,
+        monotonic_end: dpu_probe::snapshot::monotonic_now(),
+        // Flows are OVS's, not the kernel's: a daemon restart shows as a drop in the sums.
+        boot_id: None,
+        samples,
+        errors: Vec::new(),
+    };
+    Ok((snapshot, flows))
+}
+
+fn host_snapshot(sampler: &mut Sampler, interface: &str) -> Snapshot {
+    sampler.snapshot(&[CounterSelector::Netdev {
+        ifname: Some(interface.to_owned()),
+    }])
+}
+
+fn send(peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("cannot open a UDP socket")?;
+    socket
+        .connect((peer, DISCARD_PORT))
+        .with_context(|| format!("no route to {peer}"))?;
+    let payload = [0x5a_u8; 64];
+    for i in 0..packets {
+        // ECONNREFUSED from an earlier port-unreachable is expected and harmless.
+        if let Err(e) = socket.send(&payload) {
+            if e.kind() != std::io::ErrorKind::ConnectionRefused {
+                return Err(e).with_context(|| format!("sending packet {i} to {peer}"));
+            }
+        }
+        if i % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    Ok(())
+}
+
+fn expectations(args: &ProveSwitchArgs) -> Vec<Expectation> {
+    let k = args.packets;
+    let good: Vec<String> = LEVELS
+        .iter()
+        .filter(|(level, _)| *level >= args.require)
+        .map(|(level, _)| object(&args.representor, *level))
+        .collect();
+    let mut list = vec![
+        Expectation {
+            name: format!("host {} sent the packets", args.interface),
+            select: Select {
+                side: Side::Host,
+                source: Source::Netdev,
+                objects: vec![format!("netdevs/{}", args.interface)],
+                counter: "tx_packets".to_owned(),
+            },
+            rule: Rule::AtLeast(k),
+            why: "the workload left the host on the interface the DPU switches".to_owned(),
+            if_failed: "the packets did not leave through this interface: check the route to \
+                        the peer"
+                .to_owned(),
+        },
+        Expectation {
+            name: format!(
+                "flows from {} forwarded at level {} or better",
+                args.representor,
+                level_name(args.require)
+            ),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::OvsFlow,
+                objects: good,
+                counter: "packets".to_owned(),
+            },
+            rule: Rule::AtLeast(k.saturating_sub(FIRST_PACKETS)),
+            why: "datapath flow counters say which layer forwarded each packet".to_owned(),
+            if_failed: "the packets were not forwarded at the required level: the offload is \
+                        off, not applied (restart ovs-vswitchd), or the flows stayed in a \
+                        slower path"
+                .to_owned(),
+        },
+    ];
+    let worse: Vec<String> = LEVELS
+        .iter()
+        .filter(|(level, _)| *level < args.require)
+        .map(|(level, _)| object(&args.representor, *level))
+        .collect();
+    if !worse.is_empty() {
+        list.push(Expectation {
+            name: "slower paths did not carry the flow".to_owned(),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::OvsFlow,
+                objects: worse,
+                counter: "packets".to_owned(),
+            },
+            rule: Rule::AtMost(FIRST_PACKETS),
+            why: "packets in a slower layer were switched by the Arm cores".to_owned(),
+            if_failed: "the Arm CPU switched these packets: the traffic took the slow path"
+                .to_owned(),
+        });
+    }
+    list
+}
+
+/// The level most of the workload reached, for the summary.
+fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<OffloadLevel> {
+    let d = diff(before, after);
+    LEVELS
+        .iter()
+        .filter_map(|(level, _)| {
+            let delta = d
+                .deltas
+                .iter()
+                .find(|x| x.key.object == object(representor, *level))?
+                .change
+                .delta()?;
+            (delta > 0).then_some((*level, delta))
+        })
+        .max_by_key(|(_, delta)| *delta)
+        .map(|(level, _)| level)
+}
+
+pub(crate) async fn run(env: &Env<'_>, args: &ProveSwitchArgs) -> anyhow::Result<Outcome> {
+    let settings = SwitchClient::new(env.channel().await?)
+        .get_offload_settings(v1::GetOffloadSettingsRequest {})
+        .await
+        .map_err(rpc_error("Switch.GetOffloadSettings"))?
+        .into_inner();
+    let mut sampler = Sampler::new(SysRoot::new("/"));
+    let idle =
+        Duration::try_from_secs_f64(args.idle).context("--idle must be a number of seconds")?;
+
+    let (quiet_dpu_start, _) = flow_snapshot(env, &args.representor).await?;
+    let quiet_host_start = host_snapshot(&mut sampler, &args.interface);
+    tokio::time::sleep(idle).await;
+    let (quiet_dpu_end, _) = flow_snapshot(env, &args.representor).await?;
+    let quiet_host_end = host_snapshot(&mut sampler, &args.interface);
+
+    let (dpu_before, _) = flow_snapshot(env, &args.representor).await?;
+    let host_before = host_snapshot(&mut sampler, &args.interface);
+    send(args.peer, args.packets)?;
+    tokio::time::sleep(if settings.hw_offload {
+        SETTLE_HARDWARE
+    } else {
+        SETTLE_SOFTWARE
+    })
+    .await;
+    let (dpu_after, flows) = flow_snapshot(env, &args.representor).await?;
+    let host_after = host_snapshot(&mut sampler, &args.interface);
+
+    let evidence = Evidence {
+        host: diff(&host_before, &host_after),
+        dpu: diff(&dpu_before, &dpu_after),
+        host_background: Some(diff(&quiet_host_start, &quiet_host_end)),
+        dpu_background: Some(diff(&quiet_dpu_start, &quiet_dpu_end)),
+    };
+    let (verdict, lines) = evaluate(&expectations(args), &evidence);
+    let level = reached(&dpu_before, &dpu_after, &args.representor);
+    let mut notes = vec![
+        format!(
+            "offload settings: hw-offload={} (active: {}), tc-policy {:?}",
+            settings.hw_offload,
+            settings.offload_active,
+            v1::TcPolicy::try_from(settings.tc_policy).unwrap_or(v1::TcPolicy::Unspecified)
+        ),
+        format!(
+            "the traffic was forwarded at level: {}",
+            level.map_or("none seen", level_name)
+        ),
+        format!(
+            "{} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
+            flows.len(),
+            args.representor
+        ),
+    ];
+    if level == Some(OffloadLevel::Tc) {
+        notes.push(
+            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
+             nothing here was switched in hardware"
+                .to_owned(),
+        );
+    }
+    let report = ProofReport {
+        proof: "switch",
+        verdict,
+        workload: format!(
+            "{} UDP packets from {} to {} through {} (required level: {})",
+            args.packets,
+            args.interface,
+            args.peer,
+            args.representor,
+            level_name(args.require)
+        ),
+        lines,
+        notes,
+    };
+    finish(env, &report, args.report.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(dp: &str, offloaded: v1::OffloadStatus, in_hw: Option<bool>) -> v1::Flow {
+        v1::Flow {
+            dp_layer: dp.to_owned(),
+            offloaded: offloaded as i32,
+            tc_filters: in_hw
+                .map(|in_hw| {
+                    vec![v1::TcFilter {
+                        in_hw,
+                        not_in_hw: !in_hw,
+                        ..Default::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn levels_are_told_apart_honestly() {
+        use v1::OffloadStatus::{NotOffloaded, Offloaded, Partial};
+        assert_eq!(
+            level_of(&flow("tc", Offloaded, Some(true))),
+            OffloadLevel::Hardware
+        );
+        assert_eq!(
+            level_of(&flow("tc", NotOffloaded, Some(false))),
+            OffloadLevel::Tc
+        );
+        assert_eq!(level_of(&flow("tc", NotOffloaded, None)), OffloadLevel::Tc);
+        assert_eq!(
+            level_of(&flow("ovs", NotOffloaded, None)),
+            OffloadLevel::Datapath
+        );
+        // Partial offload (MARK+RSS) still runs the datapath in software.
+        assert_eq!(
+            level_of(&flow("dpdk", Partial, None)),
+            OffloadLevel::Datapath
+        );
+        assert_eq!(
+            level_of(&flow("doca", Offloaded, None)),
+            OffloadLevel::Hardware
+        );
+    }
+}
