@@ -31,6 +31,10 @@ const FIRST_PACKETS: u64 = 8;
 const SETTLE_HARDWARE: Duration = Duration::from_millis(2500);
 const SETTLE_SOFTWARE: Duration = Duration::from_millis(300);
 
+/// Packets sent before the measured window, and the pause after them.
+const WARM_UP_PACKETS: u64 = 3;
+const WARM_UP_WAIT: Duration = Duration::from_millis(500);
+
 /// UDP discard port: the peer drops the packets (or answers port-unreachable).
 const DISCARD_PORT: u16 = 9;
 
@@ -122,14 +126,19 @@ fn send(peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
         .connect((peer, DISCARD_PORT))
         .with_context(|| format!("no route to {peer}"))?;
     let payload = [0x5a_u8; 64];
-    for i in 0..packets {
-        // ECONNREFUSED from an earlier port-unreachable is expected and harmless.
-        if let Err(e) = socket.send(&payload) {
-            if e.kind() != std::io::ErrorKind::ConnectionRefused {
-                return Err(e).with_context(|| format!("sending packet {i} to {peer}"));
+    let (mut sent, mut refused) = (0, 0);
+    while sent < packets {
+        match socket.send(&payload) {
+            Ok(_) => sent += 1,
+            // The peer's port-unreachable from an earlier packet is reported on this call,
+            // which then sends nothing: send this packet again (each report comes once).
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && refused <= packets => {
+                refused += 1;
+                continue;
             }
+            Err(e) => return Err(e).with_context(|| format!("sending packet {sent} to {peer}")),
         }
-        if i % 50 == 49 {
+        if sent % 50 == 0 {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
@@ -234,6 +243,11 @@ pub(crate) async fn run(env: &Env<'_>, args: &ProveSwitchArgs) -> anyhow::Result
     tokio::time::sleep(idle).await;
     let (quiet_dpu_end, _) = flow_snapshot(env, &args.representor).await?;
     let quiet_host_end = host_snapshot(&mut sampler, &args.interface);
+
+    // Warm-up outside the window: resolves the peer's MAC (the kernel keeps only a few
+    // packets while ARP is pending and drops the rest) and lets the datapath flow exist.
+    send(args.peer, WARM_UP_PACKETS)?;
+    tokio::time::sleep(WARM_UP_WAIT).await;
 
     let (dpu_before, _) = flow_snapshot(env, &args.representor).await?;
     let host_before = host_snapshot(&mut sampler, &args.interface);
