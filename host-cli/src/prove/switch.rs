@@ -15,13 +15,14 @@ use anyhow::Context as _;
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::snapshot::{diff, Sample, Snapshot, Source, Unit};
 use dpu_probe::SysRoot;
-use dpu_proto::v1::{self, switch_client::SwitchClient};
+use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::SwitchClient};
 
 use super::accounting::{evaluate, Evidence, Expectation, Rule, Select, Side};
 use super::{finish, ProofReport};
 use crate::cli::{OffloadLevel, ProveSwitchArgs};
 use crate::commands::{rpc_error, Env};
 use crate::outcome::Outcome;
+use crate::snapshot_wire::snapshot_from_wire;
 
 /// Packets of a new flow that reach ovs-vswitchd before its datapath flow exists, plus
 /// ARP and neighbour discovery on the same port.
@@ -30,6 +31,9 @@ const FIRST_PACKETS: u64 = 8;
 /// Hardware tc counters are refreshed every ~1 s by the driver and OVS reads them late.
 const SETTLE_HARDWARE: Duration = Duration::from_millis(2500);
 const SETTLE_SOFTWARE: Duration = Duration::from_millis(300);
+
+/// The mlx5 representor xstat counting packets the Arm CPU received for the port.
+const CPU_HIT: &str = "cpu_hit_rx_packets";
 
 /// Packets sent before the measured window, and the pause after them.
 const WARM_UP_PACKETS: u64 = 3;
@@ -85,6 +89,22 @@ async fn flow_snapshot(
         .map_err(rpc_error("Switch.ListFlows"))?
         .into_inner()
         .flows;
+    // The representor's offload xstats (mlx5: packets the CPU handled), where it has them.
+    let counters = CountersClient::new(env.channel().await?)
+        .snapshot(v1::SnapshotRequest {
+            selectors: vec![v1::CounterSelector {
+                selector: Some(v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
+                    ifname: representor.to_owned(),
+                })),
+            }],
+        })
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner();
+    let cpu_hit = snapshot_from_wire(&counters)
+        .samples
+        .into_iter()
+        .filter(|s| s.key.source == Source::NetdevOffload && s.key.counter == CPU_HIT);
     let samples = LEVELS
         .iter()
         .map(|(level, _)| {
@@ -101,6 +121,7 @@ async fn flow_snapshot(
                 Unit::Packets,
             )
         })
+        .chain(cpu_hit)
         .collect();
     let snapshot = Snapshot {
         taken_at: SystemTime::now(),
@@ -145,7 +166,7 @@ fn send(peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn expectations(args: &ProveSwitchArgs) -> Vec<Expectation> {
+fn expectations(args: &ProveSwitchArgs, dpu_before: &Snapshot) -> Vec<Expectation> {
     let k = args.packets;
     let good: Vec<String> = LEVELS
         .iter()
@@ -192,6 +213,28 @@ fn expectations(args: &ProveSwitchArgs) -> Vec<Expectation> {
         .filter(|(level, _)| *level < args.require)
         .map(|(level, _)| object(&args.representor, *level))
         .collect();
+    let representor = format!("netdevs/{}", args.representor);
+    if dpu_before
+        .get(Source::NetdevOffload, &representor, CPU_HIT)
+        .is_some()
+        && args.require == OffloadLevel::Hardware
+    {
+        list.push(Expectation {
+            name: format!(
+                "{} cpu_hit stayed within the first packets",
+                args.representor
+            ),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::NetdevOffload,
+                objects: vec![representor],
+                counter: CPU_HIT.to_owned(),
+            },
+            rule: Rule::AtMost(FIRST_PACKETS),
+            why: "the representor counts every packet the Arm CPU had to handle".to_owned(),
+            if_failed: "the Arm CPU handled the packets: the offload did not take them".to_owned(),
+        });
+    }
     if !worse.is_empty() {
         list.push(Expectation {
             name: "slower paths did not carry the flow".to_owned(),
@@ -267,7 +310,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &ProveSwitchArgs) -> anyhow::Result
         host_background: Some(diff(&quiet_host_start, &quiet_host_end)),
         dpu_background: Some(diff(&quiet_dpu_start, &quiet_dpu_end)),
     };
-    let (verdict, lines) = evaluate(&expectations(args), &evidence);
+    let (verdict, lines) = evaluate(&expectations(args, &dpu_before), &evidence);
     let level = reached(&dpu_before, &dpu_after, &args.representor);
     let mut notes = vec![
         format!(
@@ -286,6 +329,20 @@ pub(crate) async fn run(env: &Env<'_>, args: &ProveSwitchArgs) -> anyhow::Result
             args.representor
         ),
     ];
+    if dpu_before
+        .get(
+            Source::NetdevOffload,
+            &format!("netdevs/{}", args.representor),
+            CPU_HIT,
+        )
+        .is_none()
+    {
+        notes.push(format!(
+            "{} reports no {CPU_HIT} (not an mlx5 representor): CPU packets are accounted by \
+             flow level only",
+            args.representor
+        ));
+    }
     if level == Some(OffloadLevel::Tc) {
         notes.push(
             "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
@@ -329,6 +386,52 @@ mod tests {
                 .unwrap_or_default(),
             ..Default::default()
         }
+    }
+
+    fn args(require: OffloadLevel) -> ProveSwitchArgs {
+        ProveSwitchArgs {
+            interface: "ens1f0np0".to_owned(),
+            peer: Ipv4Addr::new(192, 0, 2, 20),
+            representor: "pf0hpf".to_owned(),
+            packets: 400,
+            require,
+            idle: 1.0,
+            report: None,
+        }
+    }
+
+    #[test]
+    fn a_representor_with_cpu_hit_is_held_to_the_first_packets() {
+        let mut dpu = Snapshot {
+            taken_at: SystemTime::UNIX_EPOCH,
+            monotonic_start: Duration::ZERO,
+            monotonic_end: Duration::ZERO,
+            boot_id: None,
+            samples: Vec::new(),
+            errors: Vec::new(),
+        };
+        let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
+        // The lab: no mlx5 representor, TC required: level lines only.
+        assert_eq!(expectations(&args(OffloadLevel::Tc), &dpu).len(), 3);
+        dpu.samples.push(Sample::cumulative(
+            Source::NetdevOffload,
+            "netdevs/pf0hpf",
+            CPU_HIT,
+            10,
+            Unit::Packets,
+        ));
+        let list = expectations(&args(OffloadLevel::Hardware), &dpu);
+        let cpu = list
+            .iter()
+            .find(|e| e.select.source == Source::NetdevOffload)
+            .unwrap_or_else(|| panic!("no cpu_hit line: {:?}", names(&list)));
+        assert_eq!(cpu.rule, Rule::AtMost(FIRST_PACKETS));
+        // Hardware required: TC in software and the datapath are the slower paths.
+        let slower = list
+            .iter()
+            .find(|e| e.name.starts_with("slower"))
+            .expect("slower");
+        assert_eq!(slower.select.objects.len(), 2);
     }
 
     #[test]
