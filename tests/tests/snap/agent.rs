@@ -136,6 +136,17 @@ async fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool
     }
 }
 
+/// Waits until the fake SNAP runs a controller with namespace 1 attached.
+async fn wait_until_running(snap: &FakeSnap, what: &str) {
+    wait_for(what, Duration::from_secs(20), || {
+        snap.state()
+            .controllers
+            .values()
+            .any(|c| !c.suspended && c.namespaces.contains(&1))
+    })
+    .await;
+}
+
 fn saved_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -417,34 +428,16 @@ async fn an_agent_killed_and_restarted_keeps_its_exposures_and_repairs_a_snap_th
     bench.snap.restart().expect("restart SNAP");
     assert_empty(&bench.snap.state());
     bench.kill_and_restart_agent();
-    let snap = &bench.snap;
-    wait_for(
+    wait_until_running(
+        &bench.snap,
         "the exposure to be re-applied after the agent restart",
-        Duration::from_secs(20),
-        || {
-            let s = snap.state();
-            s.controllers
-                .values()
-                .any(|c| !c.suspended && c.namespaces.contains(&1))
-        },
     )
     .await;
     assert_exposed(&bench.snap.state(), "e1");
 
     // SNAP restarts under the running agent: the background reconciler repairs it.
     bench.snap.restart().expect("restart SNAP again");
-    let snap = &bench.snap;
-    wait_for(
-        "the background reconciler to repair SNAP",
-        Duration::from_secs(20),
-        || {
-            let s = snap.state();
-            s.controllers
-                .values()
-                .any(|c| !c.suspended && c.namespaces.contains(&1))
-        },
-    )
-    .await;
+    wait_until_running(&bench.snap, "the background reconciler to repair SNAP").await;
     assert_exposed(&bench.snap.state(), "e1");
     let got = bench
         .client()
@@ -485,18 +478,7 @@ async fn an_agent_killed_in_the_middle_of_an_apply_finishes_it_after_restart() {
         "the killed agent cannot have answered"
     );
     bench.snap.delay_replies(None);
-    let snap = &bench.snap;
-    wait_for(
-        "the interrupted apply to complete",
-        Duration::from_secs(20),
-        || {
-            let s = snap.state();
-            s.controllers
-                .values()
-                .any(|c| !c.suspended && c.namespaces.contains(&1))
-        },
-    )
-    .await;
+    wait_until_running(&bench.snap, "the interrupted apply to complete").await;
     assert_exposed(&bench.snap.state(), "e1");
 }
 
