@@ -39,6 +39,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 
+    /// Accept plaintext TCP listeners (no TLS, no client certificates); logs a warning.
+    /// For a trusted point-to-point link only (the lab, an isolated rshim tmfifo).
+    #[arg(long)]
+    pub(crate) insecure_listen: bool,
+
     /// Storage backend: snap (BlueField) or kernel (nvmet + nvme-fabrics).
     #[arg(long, value_name = "BACKEND")]
     pub(crate) storage_backend: Option<crate::config::StorageBackendKind>,

@@ -10,6 +10,7 @@ use dpu_proto::Endpoint;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Args;
+use crate::security::policy::Role;
 
 /// The complete, effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,11 +26,82 @@ pub(crate) struct Config {
     /// How long in-flight calls may run after SIGTERM before the agent exits anyway.
     #[serde(with = "seconds")]
     pub(crate) shutdown_grace: Duration,
+    pub(crate) security: SecurityConfig,
+    pub(crate) limits: LimitsConfig,
     pub(crate) storage: StorageConfig,
     pub(crate) snap: SnapConfig,
     pub(crate) kernel: KernelConfig,
     pub(crate) ovs: OvsConfig,
     pub(crate) log: LogConfig,
+}
+
+/// Authentication and roles (see `security`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct SecurityConfig {
+    /// Allow plaintext TCP listeners (a warning is logged at start). Without it, TCP
+    /// listeners need `tls_cert`, `tls_key` and `client_ca`.
+    pub(crate) insecure_listen: bool,
+    /// The role of callers on plaintext TCP listeners.
+    pub(crate) insecure_role: Role,
+    /// PEM certificate (chain) and key the agent presents on TCP listeners.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// PEM CA that client certificates must chain to (client certificates are required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) client_ca: Option<PathBuf>,
+    /// Client-certificate names (subject CN or DNS SAN) with the operator role; "*" is
+    /// every verified client.
+    pub(crate) operators: Vec<String>,
+    /// Client-certificate names with the viewer role.
+    pub(crate) viewers: Vec<String>,
+    /// Unix uids with the operator role besides 0 (root always is).
+    pub(crate) operator_uids: Vec<u32>,
+    /// The role of every other Unix-socket peer (the socket is 0660: root and its group).
+    pub(crate) unix_role: Role,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            insecure_listen: false,
+            insecure_role: Role::Viewer,
+            tls_cert: None,
+            tls_key: None,
+            client_ca: None,
+            operators: Vec::new(),
+            viewers: Vec::new(),
+            operator_uids: Vec::new(),
+            unix_role: Role::Viewer,
+        }
+    }
+}
+
+/// Bounds that keep one client from starving the others or exhausting memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct LimitsConfig {
+    /// Largest request message the agent decodes (every request is small; 1 MiB is
+    /// generous), and the largest response it encodes (flow dumps can be large).
+    pub(crate) max_request_bytes: usize,
+    pub(crate) max_response_bytes: usize,
+    /// HTTP/2 streams one connection may have open at once.
+    pub(crate) max_streams_per_connection: u32,
+    /// Calls one connection may have running at once; more wait.
+    pub(crate) max_calls_per_connection: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: 1 << 20,
+            max_response_bytes: 64 << 20,
+            max_streams_per_connection: 128,
+            max_calls_per_connection: 64,
+        }
+    }
 }
 
 /// The Storage service: which backend carries it out and how often the desired state is
@@ -137,6 +209,8 @@ impl Default for Config {
             sys_root: PathBuf::from("/"),
             state_dir: PathBuf::from("/var/lib/dpu-agent"),
             shutdown_grace: Duration::from_secs(10),
+            security: SecurityConfig::default(),
+            limits: LimitsConfig::default(),
             storage: StorageConfig::default(),
             snap: SnapConfig::default(),
             kernel: KernelConfig::default(),
@@ -255,6 +329,9 @@ impl Config {
         if let Some(dir) = &args.state_dir {
             self.state_dir.clone_from(dir);
         }
+        if args.insecure_listen {
+            self.security.insecure_listen = true;
+        }
         if let Some(backend) = args.storage_backend {
             self.storage.backend = backend;
         }
@@ -284,6 +361,32 @@ impl Config {
         for (i, a) in self.listen.iter().enumerate() {
             if self.listen[..i].contains(a) {
                 return Err(ConfigError::Invalid(format!("listener {a} is given twice")));
+            }
+        }
+        let tls = [
+            &self.security.tls_cert,
+            &self.security.tls_key,
+            &self.security.client_ca,
+        ];
+        let tls_set = tls.iter().filter(|v| v.is_some()).count();
+        if tls_set != 0 && tls_set != 3 {
+            return Err(ConfigError::Invalid(
+                "security.tls_cert, security.tls_key and security.client_ca go together: \
+                 set all three (client certificates are required) or none"
+                    .to_owned(),
+            ));
+        }
+        if let Some(tcp) = self
+            .listen
+            .iter()
+            .find(|e| matches!(e, Endpoint::Tcp { .. }))
+        {
+            if tls_set == 0 && !self.security.insecure_listen {
+                return Err(ConfigError::Invalid(format!(
+                    "listener {tcp} needs TLS (security.tls_cert, tls_key, client_ca) or, \
+                     for plaintext on a trusted link, security.insecure_listen = true \
+                     (--insecure-listen)"
+                )));
             }
         }
         for (text, id) in self.kernel.export_ports.iter().zip(1u16..) {

@@ -12,6 +12,7 @@ mod context;
 mod listen;
 mod observability;
 mod ovs;
+mod security;
 mod server;
 mod services;
 mod storage;

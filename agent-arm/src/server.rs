@@ -13,13 +13,15 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::server::Router;
-use tonic::transport::Server;
+use tonic::transport::{Server, ServerTlsConfig};
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::ServingStatus;
+use tower::layer::util::{Identity, Stack};
 
 use crate::config::Config;
 use crate::context::AgentContext;
 use crate::listen::{self, Bound};
+use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
 
 /// Runs the agent until SIGTERM or SIGINT, then lets in-flight calls finish (bounded by
@@ -52,11 +54,23 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
             .await;
     }
 
+    let tls = security::server_tls(&config.security).context("cannot load the TLS files")?;
+    if tls.is_none() && bound.iter().any(|b| matches!(b, Bound::Tcp(_))) {
+        tracing::warn!(
+            role = config.security.insecure_role.as_str(),
+            "serving plaintext TCP without authentication (insecure_listen): anyone who \
+             reaches the port gets this role"
+        );
+    }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
     for listener in bound {
         let description = listener.describe();
-        let router = router(&ctx, health_service.clone())?;
+        let tls = match &listener {
+            Bound::Tcp(_) => tls.clone(),
+            Bound::Unix(..) => None,
+        };
+        let router = router(&ctx, &config, tls, health_service.clone())?;
         let mut stop = shutdown_rx.clone();
         let shutdown = async move {
             // An error means the sender is gone, which also means stop.
@@ -153,7 +167,12 @@ impl TerminationSignals {
 }
 
 /// One router per listener, all sharing the same context and health state.
-fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow::Result<Router> {
+fn router(
+    ctx: &Arc<AgentContext>,
+    config: &Config,
+    tls: Option<ServerTlsConfig>,
+    health: HealthServer<impl Health>,
+) -> anyhow::Result<Router<Stack<AuthLayer, Identity>>> {
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(dpu_proto::FILE_DESCRIPTOR_SET)
@@ -165,15 +184,39 @@ fn router(ctx: &Arc<AgentContext>, health: HealthServer<impl Health>) -> anyhow:
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .context("cannot build reflection v1alpha service")?;
-    Ok(Server::builder()
+    let limits = &config.limits;
+    let mut builder = Server::builder()
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .concurrency_limit_per_connection(limits.max_calls_per_connection);
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tls)
+            .context("invalid TLS configuration")?;
+    }
+    Ok(builder
         .trace_fn(|request| tracing::info_span!("rpc", path = %request.uri().path()))
+        .layer(AuthLayer::new(&config.security))
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(InventoryServer::new(InventoryService::new(Arc::clone(ctx))))
-        .add_service(StorageServer::new(StorageService::new(Arc::clone(
-            &ctx.storage,
-        ))))
-        .add_service(SwitchServer::new(SwitchService::new(Arc::clone(ctx))))
-        .add_service(CountersServer::new(CountersService::new(Arc::clone(ctx)))))
+        .add_service(
+            InventoryServer::new(InventoryService::new(Arc::clone(ctx)))
+                .max_decoding_message_size(limits.max_request_bytes)
+                .max_encoding_message_size(limits.max_response_bytes),
+        )
+        .add_service(
+            StorageServer::new(StorageService::new(Arc::clone(&ctx.storage)))
+                .max_decoding_message_size(limits.max_request_bytes)
+                .max_encoding_message_size(limits.max_response_bytes),
+        )
+        .add_service(
+            SwitchServer::new(SwitchService::new(Arc::clone(ctx)))
+                .max_decoding_message_size(limits.max_request_bytes)
+                .max_encoding_message_size(limits.max_response_bytes),
+        )
+        .add_service(
+            CountersServer::new(CountersService::new(Arc::clone(ctx)))
+                .max_decoding_message_size(limits.max_request_bytes)
+                .max_encoding_message_size(limits.max_response_bytes),
+        ))
 }

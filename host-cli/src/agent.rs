@@ -6,10 +6,43 @@ use anyhow::Context as _;
 use dpu_proto::Endpoint;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
-use tonic::transport::{Channel, Endpoint as TonicEndpoint};
+use tonic::transport::{
+    Certificate, Channel, ClientTlsConfig, Endpoint as TonicEndpoint, Identity,
+};
+
+/// Mutual TLS towards a `tcp:` agent: the CA that signed the agent's certificate, and the
+/// client certificate and key this dpuctl presents.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsFiles {
+    pub(crate) ca: std::path::PathBuf,
+    pub(crate) cert: std::path::PathBuf,
+    pub(crate) key: std::path::PathBuf,
+    /// The name to expect in the agent's certificate; default: the host of `--agent`.
+    pub(crate) name: Option<String>,
+}
+
+fn tls_config(files: &TlsFiles, host: &str) -> anyhow::Result<ClientTlsConfig> {
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path).with_context(|| format!("cannot read the {what} {}", path.display()))
+    };
+    Ok(ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(
+            "CA certificate (--ca)",
+            &files.ca,
+        )?))
+        .identity(Identity::from_pem(
+            read("client certificate (--cert)", &files.cert)?,
+            read("client key (--key)", &files.key)?,
+        ))
+        .domain_name(files.name.clone().unwrap_or_else(|| host.to_owned())))
+}
 
 /// Opens a channel to the agent, failing fast (within `timeout`) when it is unreachable.
-pub(crate) async fn connect(agent: &Endpoint, timeout: Duration) -> anyhow::Result<Channel> {
+pub(crate) async fn connect(
+    agent: &Endpoint,
+    tls: Option<&TlsFiles>,
+    timeout: Duration,
+) -> anyhow::Result<Channel> {
     let channel = match agent {
         Endpoint::Tcp { host, port } => {
             let authority = if host.contains(':') {
@@ -17,12 +50,17 @@ pub(crate) async fn connect(agent: &Endpoint, timeout: Duration) -> anyhow::Resu
             } else {
                 format!("{host}:{port}")
             };
-            TonicEndpoint::from_shared(format!("http://{authority}"))
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            let mut endpoint = TonicEndpoint::from_shared(format!("{scheme}://{authority}"))
                 .with_context(|| format!("invalid agent address {agent}"))?
                 .connect_timeout(timeout)
-                .timeout(timeout)
-                .connect()
-                .await
+                .timeout(timeout);
+            if let Some(files) = tls {
+                endpoint = endpoint
+                    .tls_config(tls_config(files, host)?)
+                    .context("invalid TLS configuration")?;
+            }
+            endpoint.connect().await
         }
         Endpoint::Unix(path) => {
             let path = path.clone();

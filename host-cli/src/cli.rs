@@ -33,6 +33,32 @@ pub(crate) struct Cli {
     )]
     pub(crate) agent: Endpoint,
 
+    /// PEM CA that signed the agent's certificate: use TLS for tcp: agents.
+    #[arg(long, global = true, env = "DPUCTL_CA", value_name = "FILE", requires_all = ["cert", "key"])]
+    pub(crate) ca: Option<PathBuf>,
+    /// PEM client certificate to present to the agent (its CN or a DNS SAN is the name
+    /// the agent maps to a role).
+    #[arg(
+        long,
+        global = true,
+        env = "DPUCTL_CERT",
+        value_name = "FILE",
+        requires = "ca"
+    )]
+    pub(crate) cert: Option<PathBuf>,
+    /// PEM key of the client certificate.
+    #[arg(
+        long,
+        global = true,
+        env = "DPUCTL_KEY",
+        value_name = "FILE",
+        requires = "ca"
+    )]
+    pub(crate) key: Option<PathBuf>,
+    /// The name in the agent's certificate, when it is not the host in --agent.
+    #[arg(long, global = true, env = "DPUCTL_TLS_NAME", value_name = "NAME")]
+    pub(crate) tls_name: Option<String>,
+
     /// Output format for commands that print data.
     #[arg(short, long, global = true, value_enum, default_value_t = OutputFormat::Table)]
     pub(crate) output: OutputFormat,

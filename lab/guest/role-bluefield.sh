@@ -71,8 +71,11 @@ grep -q ' target$' /etc/hosts || echo "$TARGET_STORAGE_IP target" >> /etc/hosts
 # daemons, served on the management link for dpuctl in the host namespace.
 agent=none
 if [ -x "$DPU_BIN_DIR/dpu-agent" ]; then
-  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent
-  setsid "$DPU_BIN_DIR/dpu-agent" \
+  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent /etc/dpu-agent
+  # Lab only: the management link is a veth inside this VM, so plaintext with the
+  # operator role stands in for the mTLS a real fleet uses (docs/security.md).
+  printf '[security]\ninsecure_listen = true\ninsecure_role = "operator"\n' > /etc/dpu-agent/lab.toml
+  setsid "$DPU_BIN_DIR/dpu-agent" --config /etc/dpu-agent/lab.toml \
     --listen unix:/run/dpu-agent/dpu-agent.sock \
     --listen "tcp:$BF_MGMT_IP:$AGENT_PORT" \
     --storage-backend kernel --state-dir "$AGENT_STATE_DIR" \

@@ -199,6 +199,12 @@ impl AgentProcess {
         for listen in &options.extra_listen {
             cmd.arg("--listen").arg(listen);
         }
+        // Test TCP listeners are plaintext on loopback unless the test brings TLS config.
+        if options.extra_listen.iter().any(|l| l.starts_with("tcp:"))
+            && !options.config_toml.contains("tls_cert")
+        {
+            cmd.arg("--insecure-listen");
+        }
         if options.ovs_disabled || !options.config_toml.is_empty() {
             let mut text = options.config_toml.clone();
             if options.ovs_disabled {

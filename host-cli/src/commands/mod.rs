@@ -28,7 +28,16 @@ impl Env<'_> {
     }
 
     pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
-        crate::agent::connect(&self.cli.agent, self.timeout).await
+        let tls = match (&self.cli.ca, &self.cli.cert, &self.cli.key) {
+            (Some(ca), Some(cert), Some(key)) => Some(crate::agent::TlsFiles {
+                ca: ca.clone(),
+                cert: cert.clone(),
+                key: key.clone(),
+                name: self.cli.tls_name.clone(),
+            }),
+            _ => None,
+        };
+        crate::agent::connect(&self.cli.agent, tls.as_ref(), self.timeout).await
     }
 }
 

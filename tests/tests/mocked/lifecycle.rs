@@ -91,6 +91,24 @@ fn unknown_config_keys_stop_the_start_with_the_key_named() {
         ])
         .output()
         .expect("run dpu-agent");
+    // Plaintext TCP is refused unless asked for, naming the way out.
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("needs TLS") && stderr.contains("--insecure-listen"),
+        "{stderr}"
+    );
+    let out = Command::new(bin_dir().join("dpu-agent"))
+        .args([
+            "--config",
+            packaged,
+            "--check-config",
+            "--listen",
+            "tcp:127.0.0.1:7",
+            "--insecure-listen",
+        ])
+        .output()
+        .expect("run dpu-agent");
     assert!(
         out.status.success(),
         "{}",

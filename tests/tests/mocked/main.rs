@@ -9,6 +9,7 @@ mod health;
 mod lifecycle;
 mod pci;
 mod reflection;
+mod security;
 mod storage_kernel;
 mod storage_read;
 

@@ -1,0 +1,206 @@
+//! Who may call the agent, and what they may do.
+//!
+//! - **Authentication**: Unix-socket callers are identified by their peer credentials
+//!   (`SO_PEERCRED`); TCP listeners require TLS 1.3 with a client certificate signed by
+//!   the configured CA, unless `insecure_listen` (or `--insecure-listen`) allows plaintext,
+//!   which is logged as a warning at start.
+//! - **Authorization**: one policy table ([`policy`]) says which role each RPC needs; the
+//!   caller's role comes from the configuration (Unix uids, certificate names). A method
+//!   without an entry is denied.
+//! - **Audit**: every call that needs the operator role is logged with the caller, the
+//!   method and the outcome (target `audit`).
+
+pub(crate) mod layer;
+pub(crate) mod policy;
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+
+use self::policy::Role;
+use crate::config::SecurityConfig;
+
+/// The caller of one request, as far as the transport says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// A local process on the Unix socket.
+    Unix { uid: u32, pid: Option<i32> },
+    /// A verified TLS client: the names in its certificate (subject CN, DNS SANs).
+    Tls {
+        names: Vec<String>,
+        addr: Option<SocketAddr>,
+    },
+    /// A plaintext TCP peer (only with `insecure_listen`).
+    InsecureTcp { addr: Option<SocketAddr> },
+    /// The transport gave nothing (cannot happen with the agent's listeners).
+    Unknown,
+}
+
+impl fmt::Display for Caller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unix {
+                uid,
+                pid: Some(pid),
+            } => write!(f, "unix uid={uid} pid={pid}"),
+            Self::Unix { uid, pid: None } => write!(f, "unix uid={uid}"),
+            Self::Tls { names, addr } => write!(
+                f,
+                "tls {} from {}",
+                names.join(","),
+                addr.map_or_else(|| "?".to_owned(), |a| a.to_string())
+            ),
+            Self::InsecureTcp { addr } => write!(
+                f,
+                "plaintext tcp from {}",
+                addr.map_or_else(|| "?".to_owned(), |a| a.to_string())
+            ),
+            Self::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+/// The names a client certificate vouches for: the subject's common names and DNS SANs.
+fn certificate_names(der: &[u8]) -> Vec<String> {
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok().map(str::to_owned))
+        .collect();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
+                names.push((*dns).to_owned());
+            }
+        }
+    }
+    names
+}
+
+impl Caller {
+    /// Reads the caller from a request's extensions (set by tonic's connection layer).
+    pub(crate) fn of<B>(request: &http::Request<B>) -> Self {
+        let ext = request.extensions();
+        if let Some(info) = ext.get::<UdsConnectInfo>() {
+            return match info.peer_cred {
+                Some(cred) => Self::Unix {
+                    uid: cred.uid(),
+                    pid: cred.pid(),
+                },
+                None => Self::Unknown,
+            };
+        }
+        if let Some(info) = ext.get::<TlsConnectInfo<TcpConnectInfo>>() {
+            let names = info
+                .peer_certs()
+                .and_then(|certs| certs.first().map(|c| certificate_names(c.as_ref())))
+                .unwrap_or_default();
+            return Self::Tls {
+                names,
+                addr: info.get_ref().remote_addr(),
+            };
+        }
+        if let Some(info) = ext.get::<TcpConnectInfo>() {
+            return Self::InsecureTcp {
+                addr: info.remote_addr(),
+            };
+        }
+        Self::Unknown
+    }
+
+    /// The caller's role under `config`.
+    pub(crate) fn role(&self, config: &SecurityConfig) -> Role {
+        match self {
+            Self::Unix { uid: 0, .. } => Role::Operator,
+            Self::Unix { uid, .. } if config.operator_uids.contains(uid) => Role::Operator,
+            Self::Unix { .. } => config.unix_role,
+            Self::Tls { names, .. } => {
+                let listed = |list: &[String]| {
+                    list.iter()
+                        .any(|entry| entry == "*" || names.iter().any(|n| n == entry))
+                };
+                if listed(&config.operators) {
+                    Role::Operator
+                } else if listed(&config.viewers) {
+                    Role::Viewer
+                } else {
+                    Role::None
+                }
+            }
+            Self::InsecureTcp { .. } => config.insecure_role,
+            Self::Unknown => Role::None,
+        }
+    }
+}
+
+/// Why the TLS configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsError {
+    #[error("cannot read {what} {path}")]
+    Read {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The server TLS configuration for TCP listeners: the agent's certificate and key, and
+/// the CA client certificates must chain to (client authentication is mandatory).
+pub(crate) fn server_tls(config: &SecurityConfig) -> Result<Option<ServerTlsConfig>, TlsError> {
+    let (Some(cert), Some(key), Some(ca)) = (&config.tls_cert, &config.tls_key, &config.client_ca)
+    else {
+        return Ok(None);
+    };
+    let read = |what: &'static str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let identity = Identity::from_pem(read("certificate", cert)?, read("key", key)?);
+    Ok(Some(
+        ServerTlsConfig::new()
+            .identity(identity)
+            .client_ca_root(Certificate::from_pem(read("client CA", ca)?))
+            .client_auth_optional(false),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_follow_the_configuration() {
+        let config = SecurityConfig {
+            operator_uids: vec![1000],
+            operators: vec!["fleet-admin".to_owned()],
+            viewers: vec!["*".to_owned()],
+            ..SecurityConfig::default()
+        };
+        let unix = |uid| Caller::Unix { uid, pid: None };
+        assert_eq!(unix(0).role(&config), Role::Operator);
+        assert_eq!(unix(1000).role(&config), Role::Operator);
+        assert_eq!(unix(1001).role(&config), Role::Viewer);
+        let tls = |name: &str| Caller::Tls {
+            names: vec![name.to_owned()],
+            addr: None,
+        };
+        assert_eq!(tls("fleet-admin").role(&config), Role::Operator);
+        assert_eq!(tls("dashboard").role(&config), Role::Viewer);
+        let strict = SecurityConfig::default();
+        assert_eq!(tls("dashboard").role(&strict), Role::None);
+        assert_eq!(
+            Caller::InsecureTcp { addr: None }.role(&strict),
+            Role::Viewer
+        );
+        assert_eq!(Caller::Unknown.role(&config), Role::None);
+    }
+}
