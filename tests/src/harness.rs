@@ -256,6 +256,11 @@ impl AgentProcess {
         format!("unix:{}", self.socket.display())
     }
 
+    /// The agent's process id (for reading its memory use from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything the agent logged so far.
     pub fn log(&self) -> String {
         let mut text = String::new();

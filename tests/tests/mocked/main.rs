@@ -7,6 +7,7 @@ mod counters;
 mod errors;
 mod health;
 mod lifecycle;
+mod load;
 mod pci;
 mod reflection;
 mod security;
