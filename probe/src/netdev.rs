@@ -149,16 +149,20 @@ pub fn read_mtu(root: &SysRoot, ifname: &str) -> Option<u32> {
         .ok()
 }
 
-/// True for the canonical sysfs form `dddd:bb:dd.f`.
+/// True for the canonical sysfs form `dddd:bb:dd.f` with a possible device (0-0x1f) and
+/// function (0-7).
 pub fn looks_like_pci_address(text: &str) -> bool {
     let b = text.as_bytes();
-    b.len() == 12
+    let shape = b.len() == 12
         && b[4] == b':'
         && b[7] == b':'
         && b[10] == b'.'
         && [0..4, 5..7, 8..10, 11..12]
             .into_iter()
-            .all(|r| b[r].iter().all(u8::is_ascii_hexdigit))
+            .all(|r| b[r].iter().all(u8::is_ascii_hexdigit));
+    shape
+        && u8::from_str_radix(&text[8..10], 16).is_ok_and(|device| device <= 0x1f)
+        && (b'0'..=b'7').contains(&b[11])
 }
 
 #[cfg(test)]

@@ -20,6 +20,31 @@ pub(crate) fn required<'a, T>(field: &str, value: Option<&'a T>) -> Result<&'a T
     value.ok_or_else(|| invalid(field, "is required"))
 }
 
+/// The longest `ApplyOptions.timeout` accepted: a caller waiting longer for a backend has
+/// a daemon problem, not a slow change.
+pub(crate) const MAX_APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `ApplyOptions.timeout`, checked: absent, or within (0 s, [`MAX_APPLY_TIMEOUT`]].
+pub(crate) fn apply_timeout(
+    options: &dpu_proto::v1::ApplyOptions,
+) -> Result<Option<std::time::Duration>, Status> {
+    let Some(d) = &options.timeout else {
+        return Ok(None);
+    };
+    let timeout = u64::try_from(d.seconds)
+        .ok()
+        .zip(u32::try_from(d.nanos).ok())
+        .map(|(secs, nanos)| std::time::Duration::new(secs, nanos))
+        .ok_or_else(|| invalid("options.timeout", "must not be negative"))?;
+    if timeout.is_zero() || timeout > MAX_APPLY_TIMEOUT {
+        return Err(invalid(
+            "options.timeout",
+            format!("{timeout:?} is outside (0s, {MAX_APPLY_TIMEOUT:?}]"),
+        ));
+    }
+    Ok(Some(timeout))
+}
+
 /// `UNIMPLEMENTED` for an RPC whose backend is not built yet, naming the area that will
 /// provide it. Never a fake value: callers must be able to tell "not there" from "empty".
 pub(crate) fn not_yet(rpc: &str, area: &str) -> Status {

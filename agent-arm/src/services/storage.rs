@@ -8,7 +8,6 @@
 //! offers to delete something the agent did not create.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use dpu_proto::names::{Collection, ControllerName, NamespaceName, SubsystemName};
 use dpu_proto::v1::{self, storage_server::Storage};
@@ -59,12 +58,10 @@ impl StorageService {
         edit: impl FnOnce(&mut Desired) -> Result<edit::Touched, Status>,
     ) -> Result<(Desired, bool), Status> {
         let dry_run = options.is_some_and(|o| o.dry_run);
-        let timeout = options.and_then(|o| o.timeout.as_ref()).map(|d| {
-            Duration::new(
-                u64::try_from(d.seconds).unwrap_or(0),
-                u32::try_from(d.nanos).unwrap_or(0),
-            )
-        });
+        let timeout = match options {
+            Some(options) => super::status::apply_timeout(options)?,
+            None => None,
+        };
         let applied = self.engine.change(dry_run, timeout, edit).await?;
         Ok((applied.doc, applied.changed))
     }

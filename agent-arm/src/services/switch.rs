@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use dpu_ovs::ovsdb::InterfaceType;
 use dpu_proto::names::{check_ifname, Collection, PortName};
@@ -24,10 +23,6 @@ use super::switch_offload as offload;
 use super::switch_status::from_ovsdb;
 use crate::context::AgentContext;
 use crate::ovs::OvsClients;
-
-/// The longest `ApplyOptions.timeout` accepted: a caller waiting longer for ovs-vswitchd
-/// has a daemon problem, not a slow change.
-const MAX_APPLY_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Serves the switch API from the agent's OVS clients.
 #[derive(Debug, Clone)]
@@ -117,23 +112,7 @@ fn apply_options(options: Option<&v1::ApplyOptions>) -> Result<Apply, Status> {
     let Some(options) = options else {
         return Ok(Apply::default());
     };
-    let timeout = match &options.timeout {
-        None => None,
-        Some(d) => {
-            let timeout = u64::try_from(d.seconds)
-                .ok()
-                .zip(u32::try_from(d.nanos).ok())
-                .map(|(secs, nanos)| Duration::new(secs, nanos))
-                .ok_or_else(|| invalid("options.timeout", "must not be negative"))?;
-            if timeout.is_zero() || timeout > MAX_APPLY_TIMEOUT {
-                return Err(invalid(
-                    "options.timeout",
-                    format!("{timeout:?} is outside (0s, {MAX_APPLY_TIMEOUT:?}]"),
-                ));
-            }
-            Some(timeout)
-        }
-    };
+    let timeout = super::status::apply_timeout(options)?;
     Ok(Apply {
         timeout,
         dry_run: options.dry_run,
@@ -307,6 +286,7 @@ impl Switch for SwitchService {
 mod tests {
     use super::*;
     use dpu_proto::pbjson_types;
+    use std::time::Duration;
 
     #[test]
     fn apply_options_bound_the_timeout() {

@@ -125,9 +125,11 @@ fn check_ifname(name: &str) -> Result<(), String> {
     if name == "." || name == ".." {
         return Err(format!("{name:?} is not an interface name"));
     }
+    // What Linux refuses (`/`, whitespace), `:` (aliases are not devices), and anything a
+    // shell would act on: names reach logs and operators' terminals.
     if let Some(c) = name
         .chars()
-        .find(|c| *c == '/' || *c == ':' || c.is_whitespace() || c.is_control())
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@' | '+')))
     {
         return Err(format!("interface name contains {c:?}"));
     }

@@ -1,6 +1,7 @@
 //! The mocked gRPC tier: the real `dpu-agent` process on a temp Unix socket (and TCP),
 //! a fixture sysfs tree, a fake SNAP server, driven by `dpuctl` and generated clients.
 
+mod bad_input;
 mod check;
 mod cli;
 mod counters;
