@@ -22,6 +22,12 @@ use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use self::policy::Role;
 use crate::config::SecurityConfig;
 
+/// Logs a state-changing request in full (target `audit`), inside the call's span; the
+/// authorization layer logs the same call's caller and outcome.
+pub(crate) fn audit_request<T: fmt::Debug>(request: &tonic::Request<T>) {
+    tracing::info!(target: "audit", request = ?request.get_ref(), "operator request");
+}
+
 /// The caller of one request, as far as the transport says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Caller {

@@ -13,6 +13,8 @@ use dpu_proto::names::{Collection, ControllerName, NamespaceName, SubsystemName}
 use dpu_proto::v1::{self, storage_server::Storage};
 use tonic::{Request, Response, Status};
 
+use crate::security::audit_request;
+
 use super::status::{invalid, invalid_field};
 use super::storage_validate as check;
 use crate::storage::backend::FailureKind;
@@ -153,6 +155,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::CreateRemoteControllerRequest>,
     ) -> Reply<v1::RemoteController> {
+        audit_request(&request);
         let req = request.into_inner();
         check::client_id("remote_controller_id", &req.remote_controller_id)?;
         check::remote_spec("spec", req.spec.as_ref())?;
@@ -211,6 +214,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DeleteRemoteControllerRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let id = flat_id(Collection::RemoteControllers, &req.name)?;
         let (_, existed) = self
@@ -223,6 +227,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::CreateSubsystemRequest>,
     ) -> Reply<v1::Subsystem> {
+        audit_request(&request);
         let req = request.into_inner();
         check::subsystem(req.subsystem.as_ref())?;
         let sub = req.subsystem.unwrap_or_default();
@@ -276,6 +281,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DeleteSubsystemRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let nqn = subsystem_name("name", &req.name)?.nqn;
         let (_, existed) = self
@@ -290,6 +296,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::CreateNamespaceRequest>,
     ) -> Reply<v1::Namespace> {
+        audit_request(&request);
         let req = request.into_inner();
         let nqn = subsystem_name("parent", &req.parent)?.nqn;
         check::namespace(req.namespace.as_ref())?;
@@ -376,6 +383,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DeleteNamespaceRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = namespace_name(&req.name)?;
         let (nqn, nsid) = (name.subsystem.nqn, name.nsid);
@@ -391,6 +399,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::CreateControllerRequest>,
     ) -> Reply<v1::Controller> {
+        audit_request(&request);
         let req = request.into_inner();
         let nqn = subsystem_name("parent", &req.parent)?.nqn;
         check::client_id("controller_id", &req.controller_id)?;
@@ -448,6 +457,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DeleteControllerRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = controller_name("name", &req.name)?;
         let (nqn, id) = (name.subsystem.nqn, name.id);
@@ -464,6 +474,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::AttachNamespaceRequest>,
     ) -> Reply<v1::Controller> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = controller_name("controller", &req.controller)?;
         dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
@@ -480,6 +491,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DetachNamespaceRequest>,
     ) -> Reply<v1::Controller> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = controller_name("controller", &req.controller)?;
         dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
@@ -496,6 +508,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::SuspendControllerRequest>,
     ) -> Reply<v1::Controller> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = controller_name("name", &req.name)?;
         let (nqn, id) = (name.subsystem.nqn, name.id);
@@ -511,6 +524,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::ResumeControllerRequest>,
     ) -> Reply<v1::Controller> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = controller_name("name", &req.name)?;
         let (nqn, id) = (name.subsystem.nqn, name.id);
@@ -526,6 +540,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::ApplyExposureRequest>,
     ) -> Reply<v1::Exposure> {
+        audit_request(&request);
         let req = request.into_inner();
         check::client_id("exposure_id", &req.exposure_id)?;
         check::exposure_spec(req.spec.as_ref())?;
@@ -582,6 +597,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::DeleteExposureRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let id = flat_id(Collection::Exposures, &req.name)?;
         let (_, existed) = self

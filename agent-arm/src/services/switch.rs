@@ -15,6 +15,8 @@ use dpu_proto::names::{check_ifname, Collection, PortName};
 use dpu_proto::v1::{self, switch_server::Switch};
 use tonic::{Request, Response, Status};
 
+use crate::security::audit_request;
+
 use super::status::{invalid, invalid_field};
 use super::switch_bridges::{self as bridges, Apply, NewBridge, NewPort};
 use super::switch_convert::{bridge_to_wire, dump_type, port_to_wire};
@@ -146,6 +148,7 @@ impl Switch for SwitchService {
     }
 
     async fn create_bridge(&self, request: Request<v1::CreateBridgeRequest>) -> Reply<v1::Bridge> {
+        audit_request(&request);
         let req = request.into_inner();
         check_ifname("bridge", &req.bridge_id).map_err(invalid_field("bridge_id"))?;
         datapath_type(&req.datapath_type)?;
@@ -162,6 +165,7 @@ impl Switch for SwitchService {
         &self,
         request: Request<v1::DeleteBridgeRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = Collection::Bridges
             .parse(&req.name)
@@ -189,6 +193,7 @@ impl Switch for SwitchService {
     }
 
     async fn create_port(&self, request: Request<v1::CreatePortRequest>) -> Reply<v1::Port> {
+        audit_request(&request);
         let req = request.into_inner();
         let parent = Collection::Bridges
             .parse(&req.parent)
@@ -211,6 +216,7 @@ impl Switch for SwitchService {
         &self,
         request: Request<v1::DeletePortRequest>,
     ) -> Reply<v1::DeleteResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let name = PortName::parse(&req.name).map_err(invalid_field("name"))?;
         let apply = apply_options(req.options.as_ref())?;
@@ -236,6 +242,7 @@ impl Switch for SwitchService {
         &self,
         request: Request<v1::UpdateOffloadSettingsRequest>,
     ) -> Reply<v1::UpdateOffloadSettingsResponse> {
+        audit_request(&request);
         let req = request.into_inner();
         let tc_policy = v1::TcPolicy::try_from(req.tc_policy)
             .map_err(|_| invalid("tc_policy", format!("unknown value {}", req.tc_policy)))?;

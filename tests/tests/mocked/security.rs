@@ -207,6 +207,12 @@ fn mutual_tls_roles_and_the_audit_log() {
             && l.contains("PermissionDenied")),
         "{log}"
     );
+    // The request itself, in full, for the call that was allowed.
+    assert!(
+        log.lines()
+            .any(|l| l.contains("operator request") && l.contains("192.0.2.10")),
+        "{log}"
+    );
 }
 
 #[test]
