@@ -13,7 +13,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::server::Router;
-use tonic::transport::{Server, ServerTlsConfig};
+use tonic::transport::Server;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::ServingStatus;
 use tower::layer::util::{Identity, Stack};
@@ -54,7 +54,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
             .await;
     }
 
-    let tls = security::server_tls(&config.security).context("cannot load the TLS files")?;
+    let tls = security::tls::acceptor(&config.security).context("cannot load the TLS files")?;
     if tls.is_none() && bound.iter().any(|b| matches!(b, Bound::Tcp(_))) {
         tracing::warn!(
             role = config.security.insecure_role.as_str(),
@@ -66,11 +66,8 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let mut servers = tokio::task::JoinSet::new();
     for listener in bound {
         let description = listener.describe();
-        let tls = match &listener {
-            Bound::Tcp(_) => tls.clone(),
-            Bound::Unix(..) => None,
-        };
-        let router = router(&ctx, &config, tls, health_service.clone())?;
+        let tls = tls.clone();
+        let router = router(&ctx, &config, health_service.clone())?;
         let mut stop = shutdown_rx.clone();
         let shutdown = async move {
             // An error means the sender is gone, which also means stop.
@@ -86,11 +83,24 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
                     drop(guard);
                     result
                 }
-                Bound::Tcp(listener) => {
-                    router
-                        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-                        .await
-                }
+                Bound::Tcp(listener) => match tls {
+                    Some(acceptor) => {
+                        router
+                            .serve_with_incoming_shutdown(
+                                security::tls::incoming(listener, acceptor),
+                                shutdown,
+                            )
+                            .await
+                    }
+                    None => {
+                        router
+                            .serve_with_incoming_shutdown(
+                                TcpListenerStream::new(listener),
+                                shutdown,
+                            )
+                            .await
+                    }
+                },
             };
             (description, result)
         });
@@ -170,7 +180,6 @@ impl TerminationSignals {
 fn router(
     ctx: &Arc<AgentContext>,
     config: &Config,
-    tls: Option<ServerTlsConfig>,
     health: HealthServer<impl Health>,
 ) -> anyhow::Result<Router<Stack<AuthLayer, Identity>>> {
     let reflection = || {
@@ -185,15 +194,9 @@ fn router(
         .build_v1alpha()
         .context("cannot build reflection v1alpha service")?;
     let limits = &config.limits;
-    let mut builder = Server::builder()
+    Ok(Server::builder()
         .max_concurrent_streams(limits.max_streams_per_connection)
-        .concurrency_limit_per_connection(limits.max_calls_per_connection);
-    if let Some(tls) = tls {
-        builder = builder
-            .tls_config(tls)
-            .context("invalid TLS configuration")?;
-    }
-    Ok(builder
+        .concurrency_limit_per_connection(limits.max_calls_per_connection)
         .trace_fn(|request| tracing::info_span!("rpc", path = %request.uri().path()))
         .layer(AuthLayer::new(&config.security))
         .add_service(health)

@@ -1,7 +1,7 @@
 //! Who may call the agent, and what they may do.
 //!
 //! - **Authentication**: Unix-socket callers are identified by their peer credentials
-//!   (`SO_PEERCRED`); TCP listeners require TLS 1.3 with a client certificate signed by
+//!   (`SO_PEERCRED`); TCP listeners require TLS 1.3 ([`tls`]) with a client certificate signed by
 //!   the configured CA, unless `insecure_listen` (or `--insecure-listen`) allows plaintext,
 //!   which is logged as a warning at start.
 //! - **Authorization**: one policy table ([`policy`]) says which role each RPC needs; the
@@ -12,12 +12,12 @@
 
 pub(crate) mod layer;
 pub(crate) mod policy;
+pub(crate) mod tls;
 
 use std::fmt;
 use std::net::SocketAddr;
 
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use self::policy::Role;
 use crate::config::SecurityConfig;
@@ -142,41 +142,6 @@ impl Caller {
             Self::Unknown => Role::None,
         }
     }
-}
-
-/// Why the TLS configuration cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum TlsError {
-    #[error("cannot read {what} {path}")]
-    Read {
-        what: &'static str,
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The server TLS configuration for TCP listeners: the agent's certificate and key, and
-/// the CA client certificates must chain to (client authentication is mandatory).
-pub(crate) fn server_tls(config: &SecurityConfig) -> Result<Option<ServerTlsConfig>, TlsError> {
-    let (Some(cert), Some(key), Some(ca)) = (&config.tls_cert, &config.tls_key, &config.client_ca)
-    else {
-        return Ok(None);
-    };
-    let read = |what: &'static str, path: &std::path::Path| {
-        std::fs::read(path).map_err(|source| TlsError::Read {
-            what,
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let identity = Identity::from_pem(read("certificate", cert)?, read("key", key)?);
-    Ok(Some(
-        ServerTlsConfig::new()
-            .identity(identity)
-            .client_ca_root(Certificate::from_pem(read("client CA", ca)?))
-            .client_auth_optional(false),
-    ))
 }
 
 #[cfg(test)]

@@ -177,6 +177,39 @@ fn mutual_tls_roles_and_the_audit_log() {
         stderr(&out)
     );
 
+    // TLS 1.3 only: the same client offering TLS 1.2 alone is refused.
+    let handshake = |version: &str| {
+        Command::new("openssl")
+            .args([
+                "s_client",
+                "-connect",
+                &format!("127.0.0.1:{port}"),
+                version,
+            ])
+            .args([
+                "-cert",
+                &file("fleet-admin.crt"),
+                "-key",
+                &file("fleet-admin.key"),
+            ])
+            .args(["-CAfile", &file("fleet-ca.crt"), "-alpn", "h2"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run openssl s_client")
+    };
+    let v13 = handshake("-tls1_3");
+    assert!(
+        String::from_utf8_lossy(&v13.stdout).contains("TLSv1.3"),
+        "TLS 1.3 handshake: {}",
+        String::from_utf8_lossy(&v13.stdout)
+    );
+    let v12 = handshake("-tls1_2");
+    assert!(
+        !v12.status.success() || !String::from_utf8_lossy(&v12.stdout).contains("TLSv1.2"),
+        "a TLS 1.2 handshake succeeded: {}",
+        String::from_utf8_lossy(&v12.stdout)
+    );
+
     // A certificate of another CA, and a client without TLS, do not get in at all.
     let out = as_client(&endpoint, dir, "fleet-ca", "impostor", &["dpu", "info"]);
     assert_eq!(
