@@ -68,6 +68,21 @@ impl StorageService {
         Ok((applied.doc, applied.changed))
     }
 
+    /// Suspend or resume: the same edit either way.
+    async fn set_running(
+        &self,
+        name: &str,
+        options: Option<&v1::ApplyOptions>,
+        running: bool,
+    ) -> Reply<v1::Controller> {
+        let name = controller_name("name", name)?;
+        let (nqn, id) = (name.subsystem.nqn, name.id);
+        let (doc, _) = self
+            .change(options, |doc| edit::set_running(doc, &nqn, &id, running))
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
+    }
+
     async fn controller_reply(&self, doc: &Desired, nqn: &str, id: &str) -> Reply<v1::Controller> {
         let ctrl = doc
             .controller(nqn, id)
@@ -510,14 +525,8 @@ impl Storage for StorageService {
     ) -> Reply<v1::Controller> {
         audit_request(&request);
         let req = request.into_inner();
-        let name = controller_name("name", &req.name)?;
-        let (nqn, id) = (name.subsystem.nqn, name.id);
-        let (doc, _) = self
-            .change(req.options.as_ref(), |doc| {
-                edit::set_running(doc, &nqn, &id, false)
-            })
-            .await?;
-        self.controller_reply(&doc, &nqn, &id).await
+        self.set_running(&req.name, req.options.as_ref(), false)
+            .await
     }
 
     async fn resume_controller(
@@ -526,14 +535,8 @@ impl Storage for StorageService {
     ) -> Reply<v1::Controller> {
         audit_request(&request);
         let req = request.into_inner();
-        let name = controller_name("name", &req.name)?;
-        let (nqn, id) = (name.subsystem.nqn, name.id);
-        let (doc, _) = self
-            .change(req.options.as_ref(), |doc| {
-                edit::set_running(doc, &nqn, &id, true)
-            })
-            .await?;
-        self.controller_reply(&doc, &nqn, &id).await
+        self.set_running(&req.name, req.options.as_ref(), true)
+            .await
     }
 
     async fn apply_exposure(
