@@ -408,6 +408,17 @@ pub(crate) enum RoceCommand {
     /// PFC/ECN (DCB) configuration and counters.
     #[command(after_help = "Example:\n  dpuctl roce dcb")]
     Dcb,
+    /// Read nccl-tests output and NCCL_DEBUG=INFO logs: bus bandwidth per size, and
+    /// whether NCCL used NET/IB or fell back to NET/Socket (exit 1) — the "training
+    /// succeeded but the data went over the socket" fault. Exit 3 when the logs do not say.
+    #[command(
+        after_help = "Example:\n  NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 1G -f 2 -g 1 > run.log 2>&1\n  dpuctl roce nccl-check run.log"
+    )]
+    NcclCheck {
+        /// Files with nccl-tests output and/or NCCL_DEBUG=INFO lines (any order, mixed).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ mod commands;
 mod outcome;
 mod output;
 mod prove;
+mod roce;
 mod snapshot_wire;
 mod storage_read;
 

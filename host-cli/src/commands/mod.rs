@@ -4,6 +4,7 @@ mod counters;
 mod dpu;
 mod lab;
 pub(crate) mod pending;
+mod roce;
 mod storage;
 mod switch;
 
@@ -53,7 +54,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Storage(cmd) => storage::run(&env, cmd).await,
         Command::Switch(cmd) => switch::run(&env, cmd).await,
         Command::Check(args) => crate::check::run(&env, args).await,
-        Command::Roce(_) => pending::not_yet("roce", "RoCE performance and DCB checks"),
+        Command::Roce(cmd) => roce::run(&env, cmd),
         Command::Prove(cmd) => crate::prove::run(&env, cmd).await,
         Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),
         Command::Lab(args) => lab::run(args),

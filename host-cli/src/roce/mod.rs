@@ -1,0 +1,66 @@
+//! Parsers for the RoCE benchmark tools' text output (perftest, qperf, nccl-tests and
+//! NCCL_DEBUG=INFO logs), so `dpuctl roce perf` can report numbers and the transport
+//! actually used instead of asking people to read the logs. Formats and their sources:
+//! shared/reference/rdma-bluefield.md §3.1–3.4. Every parser takes any text and returns
+//! an error naming the offending line; none of them panics (fuzzed in host-cli/fuzz).
+
+pub(crate) mod nccl;
+pub(crate) mod nccl_transport;
+// `roce perf` (not built yet) will run perftest and qperf; today only the tests and the
+// fuzz targets use these two parsers.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod perftest;
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod qperf;
+
+use std::fmt;
+
+/// Why a tool's output could not be read: the 1-based line (0 for the input as a whole),
+/// that line's text and what was wrong with it, so a user can find it in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ParseError {
+    /// 1-based line number; 0 when the problem is the input as a whole (e.g. no table).
+    pub(crate) line: usize,
+    /// The offending line, shortened to keep messages readable.
+    pub(crate) text: String,
+    /// What was expected there.
+    pub(crate) reason: String,
+}
+
+impl ParseError {
+    /// An error about line `index` (0-based, as from `enumerate`) with text `text`.
+    pub(crate) fn at(index: usize, text: &str, reason: impl Into<String>) -> Self {
+        Self {
+            line: index.saturating_add(1),
+            text: text.chars().take(160).collect(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An error about the input as a whole.
+    pub(crate) fn whole(reason: impl Into<String>) -> Self {
+        Self {
+            line: 0,
+            text: String::new(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "line {}: {}: {:?}", self.line, self.reason, self.text)
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Parses a finite decimal number, the only kind the tools print for a measurement
+/// (`inf`/`nan` would be a broken run, not a value to average).
+pub(crate) fn finite(token: &str) -> Option<f64> {
+    token.parse::<f64>().ok().filter(|v| v.is_finite())
+}
