@@ -287,7 +287,7 @@ impl KernelBackend {
         let disks = tokio::task::spawn_blocking(move || list_disks(block))
             .await
             .unwrap_or_default();
-        for disk in disks {
+        for (disk, block_size, bytes) in disks {
             if !volumes
                 .iter()
                 .any(|v| v.device.as_deref() == Some(&format!("/dev/{disk}")))
@@ -295,8 +295,8 @@ impl KernelBackend {
                 volumes.push(VolumeInfo {
                     device: Some(format!("/dev/{disk}")),
                     id: disk,
-                    block_size: 512,
-                    num_blocks: 0,
+                    block_size,
+                    num_blocks: bytes / block_size.max(1),
                     uuid: String::new(),
                 });
             }
@@ -489,15 +489,25 @@ fn wait_for_namespaces(
     }
 }
 
-/// Whole disks in `/sys/block`, without multipath path nodes (`nvme0c0n1`), which are not
-/// usable devices.
-fn list_disks(block: PathBuf) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(block) else {
+/// Whole disks in `/sys/block` with their logical block size and size in bytes, without
+/// multipath path nodes (`nvme0c0n1`), which are not usable devices. A disk whose size
+/// cannot be read is left out rather than reported with made-up geometry.
+fn list_disks(block: PathBuf) -> Vec<(String, u64, u64)> {
+    let Ok(entries) = std::fs::read_dir(&block) else {
         return Vec::new();
     };
-    let mut disks: Vec<String> = entries
+    let number =
+        |path: PathBuf| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let mut disks: Vec<(String, u64, u64)> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|name| !is_path_node(name))
+        .filter_map(|name| {
+            let dir = block.join(&name);
+            // `size` counts 512-byte sectors whatever the device's block size.
+            let bytes = number(dir.join("size"))?.saturating_mul(512);
+            let block_size = number(dir.join("queue/logical_block_size")).unwrap_or(512);
+            Some((name, block_size, bytes))
+        })
         .collect();
     disks.sort();
     disks
@@ -534,6 +544,22 @@ mod tests {
             let err = parse_export_port(4, bad).expect_err(bad);
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn local_disks_carry_their_real_geometry_or_are_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        };
+        write("nullb0/size", "2048\n");
+        write("nullb0/queue/logical_block_size", "4096\n");
+        write("nvme0c0n1/size", "8\n");
+        write("loop7/queue/logical_block_size", "512\n");
+        let disks = list_disks(dir.path().to_path_buf());
+        assert_eq!(disks, [("nullb0".to_owned(), 4096, 2048 * 512)]);
     }
 
     #[test]
