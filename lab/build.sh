@@ -180,6 +180,15 @@ build_image() { # $1 = out dir; uses BASE KDIR KVER INITRD BIN_DIR
 ::shutdown:/bin/busybox umount -a -r
 EOF
   echo "lab" > "$r/etc/hostname"
+  # The lab's ssh identity: one key pair for root in the image, trusted by the image's own
+  # sshd, so `dpuctl roce perf --peer target` starts its server side over ssh as on real
+  # hosts. Host keys are made here too (no first-boot service runs them).
+  mkdir -p -m 0700 "$r/root/.ssh"
+  chroot "$r" /usr/bin/ssh-keygen -q -A
+  chroot "$r" /usr/bin/ssh-keygen -q -t ed25519 -N '' -C dpu-lab -f /root/.ssh/id_ed25519
+  cp "$r/root/.ssh/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
+  printf 'Host *\n  User root\n  StrictHostKeyChecking accept-new\n  UserKnownHostsFile /root/.ssh/known_hosts\n' > "$r/root/.ssh/config"
+  chmod 0600 "$r/root/.ssh/authorized_keys" "$r/root/.ssh/config"
   printf '127.0.0.1 localhost\n' > "$r/etc/hosts"
   : > "$r/etc/fstab"
   mib=$(( $(du -sm "$r" | cut -f1) * 5 / 4 + 384 ))

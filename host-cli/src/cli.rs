@@ -398,16 +398,24 @@ pub(crate) enum FlowType {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RoceCommand {
-    /// RDMA bandwidth/latency against a peer with counter accounting.
-    #[command(after_help = "Example:\n  dpuctl roce perf --peer 192.0.2.20")]
-    Perf {
-        /// Peer host running the server side.
-        #[arg(long)]
-        peer: String,
-    },
-    /// PFC/ECN (DCB) configuration and counters.
-    #[command(after_help = "Example:\n  dpuctl roce dcb")]
-    Dcb,
+    /// TCP baseline (qperf) against RDMA (perftest) to a peer, across message sizes, with
+    /// the CPU time of both sides and the local RDMA port counters read around every run:
+    /// a run whose counters contradict its tool (an RDMA test that left the RDMA port
+    /// still, a TCP run that moved it) is flagged. Exit 0: every run ran and its counters
+    /// agree; 1: a run failed or was flagged; 3: counters could not decide.
+    #[command(
+        after_help = "Examples:\n  dpuctl roce perf --peer 192.0.2.20\n  dpuctl roce perf --peer root@gpu2 --tests write_bw,write_lat --sizes 4096,1048576 --report perf.html\n  dpuctl lab run -- dpuctl -o json roce perf --peer target\n\nThe server side is started on the peer over ssh (BatchMode: set up keys first); the peer needs perftest (and qperf for the TCP baseline)."
+    )]
+    Perf(Box<PerfArgs>),
+    /// PFC/ECN/CNP counters around a congestion workload (or a wait), with what each
+    /// delta means: PFC pausing on the lossless priority, ECN marks and CNPs flowing, drops
+    /// on lossy queues, and the classic misconfigurations (CNPs ignored because ECN is off
+    /// on the adapter, pause on the wrong priority, global pause, MTU mismatch). Exit 0: no
+    /// misconfiguration seen; 1: one was; 3: the interface has no such counters.
+    #[command(
+        after_help = "Examples:\n  dpuctl roce dcb --interface ens1f0np0 --duration 30\n  dpuctl roce dcb --priority 3 -- ib_write_bw -d mlx5_0 -x 3 -q 8 -D 20 peer"
+    )]
+    Dcb(DcbArgs),
     /// Read nccl-tests output and NCCL_DEBUG=INFO logs: bus bandwidth per size, and
     /// whether NCCL used NET/IB or fell back to NET/Socket (exit 1) — the "training
     /// succeeded but the data went over the socket" fault. Exit 3 when the logs do not say.
@@ -419,6 +427,91 @@ pub(crate) enum RoceCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+}
+
+/// `roce dcb` flags.
+#[derive(Debug, Args)]
+pub(crate) struct DcbArgs {
+    /// The Ethernet interface whose driver counters to read (default: the netdev of the
+    /// RDMA device's RoCE v2 IPv4 GID).
+    #[arg(long)]
+    pub(crate) interface: Option<String>,
+    /// The RDMA device whose congestion counters to read (default: the one with a RoCE
+    /// v2 IPv4 GID).
+    #[arg(long)]
+    pub(crate) device: Option<String>,
+    /// The lossless priority RoCE should use.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub(crate) priority: u8,
+    /// Seconds to wait when no workload command is given.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) duration: u64,
+    /// A congestion workload to run between the snapshots (argv, not a shell line).
+    #[arg(last = true)]
+    pub(crate) workload: Vec<String>,
+}
+
+/// `roce perf` flags.
+#[derive(Debug, Args)]
+pub(crate) struct PerfArgs {
+    /// The peer: HOST, USER@HOST or an ssh alias; the server side runs there.
+    #[arg(long)]
+    pub(crate) peer: String,
+    /// Tests, comma separated: tcp_bw, tcp_lat, send_lat, send_bw, write_lat, write_bw,
+    /// read_lat, read_bw (default: all but read).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) tests: Vec<String>,
+    /// Message sizes in bytes for the bandwidth tests, comma separated.
+    #[arg(long, value_delimiter = ',', env = "DPUCTL_ROCE_SIZES", default_values_t = [4096_u64, 65536, 1048576])]
+    pub(crate) sizes: Vec<u64>,
+    /// Message sizes in bytes for the latency tests, comma separated.
+    #[arg(long, value_delimiter = ',', env = "DPUCTL_ROCE_LAT_SIZES", default_values_t = [2_u64, 64, 4096])]
+    pub(crate) lat_sizes: Vec<u64>,
+    /// perftest iterations per run (`-n`).
+    #[arg(long, env = "DPUCTL_ROCE_ITERATIONS", default_value_t = 1000)]
+    pub(crate) iterations: u64,
+    /// qperf seconds per TCP run (`-t`).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) tcp_seconds: u32,
+    /// Local RDMA device (default: the one with a RoCE v2 IPv4 GID).
+    #[arg(long)]
+    pub(crate) device: Option<String>,
+    /// Local RDMA port.
+    #[arg(long)]
+    pub(crate) ib_port: Option<u32>,
+    /// Local GID index (default: the RoCE v2 IPv4 entry).
+    #[arg(long)]
+    pub(crate) gid_index: Option<u32>,
+    /// Peer RDMA device.
+    #[arg(long)]
+    pub(crate) peer_device: Option<String>,
+    /// Peer RDMA port.
+    #[arg(long)]
+    pub(crate) peer_ib_port: Option<u32>,
+    /// Peer GID index.
+    #[arg(long)]
+    pub(crate) peer_gid_index: Option<u32>,
+    /// The address clients connect to (default: where ssh connects).
+    #[arg(long)]
+    pub(crate) peer_address: Option<std::net::IpAddr>,
+    /// ssh program (tests point this at a stand-in).
+    #[arg(long, default_value = "ssh", env = "DPUCTL_SSH")]
+    pub(crate) ssh: PathBuf,
+    /// ssh port on the peer.
+    #[arg(long)]
+    pub(crate) ssh_port: Option<u16>,
+    /// ssh identity file.
+    #[arg(long)]
+    pub(crate) ssh_identity: Option<PathBuf>,
+    /// First TCP port the servers listen on; run N uses PORT+N.
+    #[arg(long, default_value_t = 18515)]
+    pub(crate) base_port: u16,
+    /// Limit for one run, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub(crate) run_timeout: u64,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long)]
+    pub(crate) report: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

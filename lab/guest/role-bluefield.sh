@@ -65,6 +65,10 @@ log "OVS up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}
 
 # The remote storage server answers to the name `target` (storage link).
 grep -q ' target$' /etc/hosts || echo "$TARGET_STORAGE_IP target" >> /etc/hosts
+# In the host namespace the target is reached over the network link through ovsbr1
+# (`ip netns exec` puts /etc/netns/host/hosts over /etc/hosts).
+mkdir -p "/etc/netns/$NS_HOST"
+printf '127.0.0.1 localhost\n%s target\n' "$TARGET_NET_IP" > "/etc/netns/$NS_HOST/hosts"
 
 # --- dpu-agent (when the image carries it) --------------------------------------------------
 # Kernel storage backend (nvme-fabrics here plays SNAP's part), OVS through the real

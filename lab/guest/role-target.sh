@@ -56,6 +56,11 @@ echo "$NVME_PORT" > "$P/addr_trsvcid"
 ln -s "$D" "$P/subsystems/$NVME_NQN_DIRECT" || fail "enable nvmet direct port"
 log "nvmet port $pid: tcp $TARGET_NET_IP:$NVME_PORT -> $NVME_NQN_DIRECT (host-direct negative control)"
 
+# The management path the host side uses to start benchmark servers here (roce perf).
+mkdir -p /run/sshd
+/usr/sbin/sshd -p "$TARGET_SSH_PORT" || fail "sshd did not start"
+log "sshd on port $TARGET_SSH_PORT"
+
 {
   echo "role=target"
   echo "nqn_direct=$NVME_NQN_DIRECT"

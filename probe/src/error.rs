@@ -32,6 +32,36 @@ pub enum ProbeError {
         /// Where it was looked for.
         root: PathBuf,
     },
+    /// An interface ioctl (`SIOCETHTOOL`) failed: the driver may not support it, or the
+    /// interface is gone or in another network namespace.
+    #[error("{request} on interface {interface:?} failed")]
+    Ioctl {
+        /// The interface.
+        interface: String,
+        /// Which request (`ETHTOOL_GSTATS`, ...).
+        request: &'static str,
+        /// The errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A name given by the caller cannot name such an object at all.
+    #[error("{what} {name:?} is not valid: {why}")]
+    InvalidName {
+        /// Kind of object.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A driver reported something impossible (e.g. an absurd statistics count).
+    #[error("interface {interface:?}: {detail}")]
+    Driver {
+        /// The interface.
+        interface: String,
+        /// What it reported.
+        detail: String,
+    },
 }
 
 impl ProbeError {

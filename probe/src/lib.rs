@@ -10,6 +10,7 @@ pub mod block;
 mod counter_file;
 pub mod counters;
 mod error;
+pub mod ethtool_stats;
 pub mod netdev;
 pub mod netdev_stats;
 pub mod netlink;

@@ -5,6 +5,8 @@ mod dpu;
 mod lab;
 pub(crate) mod pending;
 mod roce;
+mod roce_dcb;
+pub(crate) mod roce_perf;
 mod storage;
 mod switch;
 

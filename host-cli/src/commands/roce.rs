@@ -1,10 +1,9 @@
-//! `dpuctl roce ...`: the NCCL check today; `perf` and `dcb` arrive with the rest of the
-//! RoCE work and say so.
+//! `dpuctl roce ...`: the NCCL check here; `perf` in roce_perf.rs.
 
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::{pending, Env};
+use super::Env;
 use crate::cli::RoceCommand;
 use crate::outcome::Outcome;
 use crate::output;
@@ -14,9 +13,8 @@ use crate::roce::nccl_transport::{scan_transport, NcclTransport};
 pub(crate) fn run(env: &Env<'_>, cmd: &RoceCommand) -> anyhow::Result<Outcome> {
     match cmd {
         RoceCommand::NcclCheck { files } => nccl_check(env, files),
-        RoceCommand::Perf { .. } | RoceCommand::Dcb => {
-            pending::not_yet("roce perf/dcb", "RoCE performance and DCB checks")
-        }
+        RoceCommand::Perf(args) => super::roce_perf::perf(env, args),
+        RoceCommand::Dcb(args) => super::roce_dcb::dcb(env, args),
     }
 }
 

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use super::accounting::{Outcome, Rule, Side};
 use super::ProofReport;
 
-fn escape(text: &str) -> String {
+/// HTML-escapes text for element content and attribute values (shared by every report).
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -4,7 +4,7 @@
 //! workload and its expectations.
 
 pub(crate) mod accounting;
-mod html;
+pub(crate) mod html;
 mod storage;
 mod switch;
 

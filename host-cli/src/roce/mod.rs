@@ -4,14 +4,26 @@
 //! shared/reference/rdma-bluefield.md §3.1–3.4. Every parser takes any text and returns
 //! an error naming the offending line; none of them panics (fuzzed in host-cli/fuzz).
 
+// The fuzz targets (host-cli/fuzz, built with `--cfg fuzzing`) include this file for the
+// parsers alone; the modules that run tools and read the machine stay out of them.
+#[cfg(not(fuzzing))]
+pub(crate) mod dcb;
+#[cfg(not(fuzzing))]
+pub(crate) mod endpoint;
+#[cfg(not(fuzzing))]
+pub(crate) mod local_run;
 pub(crate) mod nccl;
 pub(crate) mod nccl_transport;
-// `roce perf` (not built yet) will run perftest and qperf; today only the tests and the
-// fuzz targets use these two parsers.
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(not(fuzzing))]
+pub(crate) mod peer;
+#[cfg(not(fuzzing))]
+pub(crate) mod perf;
+#[cfg(not(fuzzing))]
+pub(crate) mod perf_html;
 pub(crate) mod perftest;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod qperf;
+#[cfg(not(fuzzing))]
+pub(crate) mod rdma_evidence;
 
 use std::fmt;
 

@@ -6,6 +6,7 @@
 //! under `DPU_TESTS_STRICT=1`. Nothing outside the namespaces the tests create is changed,
 //! and every namespace is deleted by a Drop guard, taking its links and qdiscs with it.
 
+mod ethtool;
 mod netlink;
 
 use std::path::{Path, PathBuf};

@@ -24,13 +24,13 @@ const TC_BYTES: u64 = FRAME_BYTES - 14;
 const COOKIE: &str = "d0c0ffee00000001";
 
 /// Two namespaces joined by a veth pair: `va` 192.0.2.1 in `a`, `vb` 192.0.2.2 in `b`.
-struct Pair {
-    a: Netns,
-    b: Netns,
+pub(crate) struct Pair {
+    pub(crate) a: Netns,
+    pub(crate) b: Netns,
 }
 
 impl Pair {
-    fn create(purpose: &str) -> Result<Self, String> {
+    pub(crate) fn create(purpose: &str) -> Result<Self, String> {
         let a = Netns::create(&format!("{purpose}-a"))?;
         let b = Netns::create(&format!("{purpose}-b"))?;
         a.ip(&[

@@ -6,7 +6,8 @@
 //! (soft-RoCE) with the kernel backend, the bytes read on the host side have the target
 //! file's checksum, the DPU's RDMA counters carry the read while the host namespace's
 //! interfaces do not, the agent's io stats count it, OVS flows land in TC (`dp:tc`,
-//! `not_in_hw`) joined to their tc filters, and detaching removes the disk.
+//! `not_in_hw`) joined to their tc filters, detaching removes the disk, and `roce perf`
+//! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters.
 //!
 //! Boots two TCG VMs (about 1 minute from the image cache, 2-3 from nothing), so it runs
 //! only with `DPU_TEST_LAB=1` (CI sets it) and as root.
@@ -307,4 +308,42 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
          ls /sys/class/nvme/ | wc -l",
     );
     assert_eq!(left.trim(), "0", "an NVMe controller is still connected");
+
+    // RoCE performance as written (the lab's DPUCTL_ROCE_* defaults): qperf's TCP baseline
+    // and perftest over soft-RoCE to the target, its servers started over ssh. The port
+    // counters decide the path: every perftest run moved the RDMA port by its payload,
+    // every TCP run (the negative control) left it still.
+    let perf = lab.host_json("dpuctl -o json roce perf --peer target");
+    assert_eq!(perf["verdict"], "ok", "{perf:#}");
+    let runs = perf["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 12, "2 sizes x (2 TCP + 4 RDMA tests): {perf:#}");
+    for run in runs {
+        let test = run["test"].as_str().expect("test");
+        assert!(run["error"].is_null(), "{run:#}");
+        let expected = if test.starts_with("tcp") {
+            "not-rdma"
+        } else {
+            "rdma"
+        };
+        assert_eq!(run["rdma"]["path"], expected, "{run:#}");
+        let moved = run["rdma"]["packets_delta"]
+            .as_u64()
+            .expect("packets counted");
+        let payload = run["rdma"]["payload_packets"].as_u64().expect("payload");
+        if expected == "rdma" {
+            assert!(moved >= payload * 9 / 10, "{run:#}");
+        } else {
+            assert!(moved < payload / 10, "{run:#}");
+        }
+        let number = if test.ends_with("_bw") {
+            "bw_gbps"
+        } else {
+            "lat_avg_us"
+        };
+        assert!(run[number].as_f64().is_some_and(|v| v > 0.0), "{run:#}");
+        assert!(run["cpu_local_s"].as_f64().is_some(), "{run:#}");
+        assert!(run["cpu_peer_s"].as_f64().is_some(), "{run:#}");
+    }
+    assert_eq!(perf["remote"]["ibdev"], "rxe0", "{perf:#}");
+    assert!(perf["remote"]["gid_index"].is_u64(), "{perf:#}");
 }
