@@ -603,13 +603,20 @@ pub(crate) struct ProveStorageArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum DemoCommand {
-    /// Storage ready, communication verified, training job, serving, accounting.
-    #[command(after_help = "Example:\n  dpuctl demo training-storage --plan plan.toml")]
-    TrainingStorage {
-        /// The demo plan.
-        #[arg(long, value_name = "FILE")]
-        plan: PathBuf,
-    },
+    /// Storage ready, communication verified, training job, merge, serving, and the
+    /// accounting of the whole run in one report. Exit 0: every step passed; 1: a step
+    /// failed (the report says which and why); 2: the plan is invalid.
+    #[command(
+        after_help = "Examples:\n  dpuctl demo training-storage --plan plan.toml --dry-run      # every object, as YAML\n  dpuctl demo training-storage --plan plan.toml --report review.html\n  dpuctl demo training-storage --plan examples/demo/plan-local.toml --executor local"
+    )]
+    TrainingStorage(Box<crate::demo::args::TrainingStorageArgs>),
+    /// Only the serving checks of a plan against a running OpenAI-compatible server:
+    /// /health, /v1/models, a chat completion and a streamed one (flags an ingress that
+    /// buffers the stream), answers compared fuzzily with the archive.
+    #[command(
+        after_help = "Example:\n  dpuctl demo check-serving --plan plan.toml --url https://vllm.lab.example"
+    )]
+    CheckServing(crate::demo::args::CheckServingArgs),
 }
 
 /// `lab` arguments.

@@ -9,6 +9,9 @@ mod agent;
 mod check;
 mod cli;
 mod commands;
+// The plan and object builders land first; `commands::demo` wires them up next.
+#[allow(dead_code)]
+mod demo;
 mod outcome;
 mod output;
 mod prove;

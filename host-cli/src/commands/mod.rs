@@ -1,9 +1,9 @@
 //! Command handlers, one file per area.
 
 mod counters;
+mod demo;
 mod dpu;
 mod lab;
-pub(crate) mod pending;
 mod roce;
 mod roce_dcb;
 pub(crate) mod roce_perf;
@@ -58,7 +58,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Check(args) => crate::check::run(&env, args).await,
         Command::Roce(cmd) => roce::run(&env, cmd),
         Command::Prove(cmd) => crate::prove::run(&env, cmd).await,
-        Command::Demo(_) => pending::not_yet("demo", "the training-storage demo"),
+        Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Lab(args) => lab::run(args),
     }
 }
