@@ -420,12 +420,17 @@ pub(crate) enum RoceCommand {
     /// whether NCCL used NET/IB or fell back to NET/Socket (exit 1) — the "training
     /// succeeded but the data went over the socket" fault. Exit 3 when the logs do not say.
     #[command(
-        after_help = "Example:\n  NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 1G -f 2 -g 1 > run.log 2>&1\n  dpuctl roce nccl-check run.log"
+        after_help = "Examples:\n  NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 1G -f 2 -g 1 > run.log 2>&1\n  dpuctl roce nccl-check run.log\n  dpuctl roce nccl-check -- mpirun -np 2 -H a,b all_reduce_perf -b 8 -e 1G -f 2 -g 1   # with counter corroboration"
     )]
     NcclCheck {
         /// Files with nccl-tests output and/or NCCL_DEBUG=INFO lines (any order, mixed).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "run")]
         files: Vec<PathBuf>,
+        /// Run this command (argv, e.g. `all_reduce_perf -b 8 -e 1G`) with NCCL_DEBUG=INFO,
+        /// read its output, and corroborate the transport with the local RDMA port
+        /// counters around it.
+        #[arg(last = true)]
+        run: Vec<String>,
     },
 }
 

@@ -13,6 +13,8 @@ pub(crate) mod endpoint;
 #[cfg(not(fuzzing))]
 pub(crate) mod local_run;
 pub(crate) mod nccl;
+#[cfg(not(fuzzing))]
+pub(crate) mod nccl_corroborate;
 pub(crate) mod nccl_transport;
 #[cfg(not(fuzzing))]
 pub(crate) mod peer;

@@ -228,3 +228,60 @@ fn nccl_check_tells_rdma_from_the_socket_fallback() {
     let out = dpuctl(&["roce", "nccl-check", &empty.display().to_string()]);
     assert_eq!(out.status.code(), Some(3), "no evidence is inconclusive");
 }
+
+/// `nccl-check -- CMD`: the command's own log says NET/IB; the host fixture's RDMA port
+/// counters decide whether that is believed. A command that also moves the counters (as
+/// the collective would) agrees; one that leaves them still contradicts the log and
+/// fails: the "says IB, but the bytes went elsewhere" case.
+#[test]
+fn nccl_check_run_corroborates_the_transport_with_rdma_counters() {
+    let (_dir, root) = dpu_tests::fixture::bluefield3_host_tempdir();
+    let log =
+        "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
+               node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n";
+    let counters = root.join("sys/class/infiniband/mlx5_0/ports/1/counters");
+    dpu_tests::fixture::set_counter(&root, "mlx5_0", 1, "port_xmit_packets", 100).expect("set");
+    dpu_tests::fixture::set_counter(&root, "mlx5_0", 1, "port_rcv_packets", 100).expect("set");
+    let sys_root = root.display().to_string();
+    let moving = format!(
+        "printf '%s' \"$LOG\"; echo 60100 > {c}/port_xmit_packets; echo 40100 > {c}/port_rcv_packets",
+        c = counters.display()
+    );
+    let run = |script: &str| {
+        std::process::Command::new(dpu_tests::harness::bin_dir().join("dpuctl"))
+            .args([
+                "--sys-root",
+                &sys_root,
+                "-o",
+                "json",
+                "roce",
+                "nccl-check",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .env("LOG", log)
+            .output()
+            .expect("run dpuctl")
+    };
+    let out = run(&moving);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["transport"], "NET/IB");
+    assert_eq!(report["counters"]["verdict"], "agrees", "{report:#}");
+    assert_eq!(report["counters"]["packets"], 100_000, "{report:#}");
+
+    let out = run("printf '%s' \"$LOG\"");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{report:#}");
+    assert_eq!(report["counters"]["verdict"], "contradicts", "{report:#}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("contradict"));
+
+    let out = run("printf '%s' \"$LOG\"; exit 7");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed NCCL command fails the check"
+    );
+}
