@@ -135,6 +135,22 @@ pub(crate) struct ManifestFile {
     pub(crate) files: Vec<ManifestEntry>,
 }
 
+/// A manifest.json as tools write it: the three fields the check needs, and whatever
+/// else the writer records (`records`, `total_bytes`, ...) ignored. Inline plan entries
+/// stay strict; a file made by another program may carry more.
+#[derive(Debug, Deserialize)]
+struct LenientManifestFile {
+    files: Vec<LenientManifestEntry>,
+}
+
+/// One entry of a [`LenientManifestFile`].
+#[derive(Debug, Deserialize)]
+struct LenientManifestEntry {
+    path: PathBuf,
+    bytes: u64,
+    sha256: String,
+}
+
 /// `[communication]`: the NCCL gate that must see RDMA before any GPU hour is spent.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -462,8 +478,18 @@ impl Plan {
                 )]
             }
         };
-        let manifest: ManifestFile = match serde_json::from_str(&text) {
-            Ok(manifest) => manifest,
+        let manifest: ManifestFile = match serde_json::from_str::<LenientManifestFile>(&text) {
+            Ok(manifest) => ManifestFile {
+                files: manifest
+                    .files
+                    .into_iter()
+                    .map(|e| ManifestEntry {
+                        path: e.path,
+                        bytes: e.bytes,
+                        sha256: e.sha256,
+                    })
+                    .collect(),
+            },
             Err(e) => {
                 return vec![PlanError::new(
                     key,
