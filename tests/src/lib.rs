@@ -10,6 +10,7 @@ pub mod command;
 pub mod fake_snap;
 pub mod fixture;
 pub mod harness;
+pub mod openai_stub;
 pub mod ovs;
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is

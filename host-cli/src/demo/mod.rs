@@ -1,16 +1,36 @@
 //! `dpuctl demo training-storage --plan FILE`: the course chapter's end-to-end demo
 //! (storage ready → communication verified → Kubeflow training → merge → vLLM serving →
-//! review and cleanup), driven by one plan file. This module holds the parts that need no
-//! cluster: the plan ([`plan`]) and the Kubernetes objects built from it
-//! ([`k8s_objects`], printed as YAML by [`yaml`] for `--dry-run`, labelled with a
-//! [`run_id`] so cleanup finds them), so they are tested without one.
+//! review and cleanup), driven by one plan file ([`plan`]). [`run`] takes the steps in
+//! order with the accounting of the whole run around them; the local executor
+//! ([`local_exec`]) runs them as processes here, the Kubernetes one (feature `kube`)
+//! creates the objects [`k8s_objects`] builds (printed as YAML by [`yaml`] for
+//! `--dry-run`, labelled with a [`run_id`] so cleanup finds them). Storage
+//! ([`storage_step`]) and serving ([`serving`]) checks are the same for both.
 
 pub(crate) mod args;
+pub(crate) mod fingerprint;
 pub(crate) mod k8s_objects;
+#[cfg(feature = "kube")]
+pub(crate) mod kube_exec;
+#[cfg(feature = "kube")]
+mod kube_exec_diagnose;
+#[cfg(all(test, feature = "kube"))]
+mod kube_exec_tests;
+#[cfg(feature = "kube")]
+pub(crate) mod kube_exec_training;
+#[cfg(all(test, feature = "kube"))]
+mod kube_exec_training_tests;
+#[cfg(feature = "kube")]
+mod kube_run;
+pub(crate) mod local_exec;
 pub(crate) mod plan;
 mod plan_spans;
 mod plan_validate;
+pub(crate) mod review_html;
 pub(crate) mod run;
 pub(crate) mod run_id;
 pub(crate) mod serving;
+mod serving_stream;
+pub(crate) mod step;
+pub(crate) mod storage_step;
 pub(crate) mod yaml;

@@ -56,9 +56,20 @@ pub(crate) fn run_measured(
     args: &[impl AsRef<OsStr>],
     timeout: Duration,
 ) -> std::io::Result<LocalRun> {
+    run_measured_env(program, args, &[], timeout)
+}
+
+/// [`run_measured`] with extra environment variables.
+pub(crate) fn run_measured_env(
+    program: impl AsRef<OsStr>,
+    args: &[impl AsRef<OsStr>],
+    env: &[(String, String)],
+    timeout: Duration,
+) -> std::io::Result<LocalRun> {
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

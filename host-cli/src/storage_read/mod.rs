@@ -47,7 +47,7 @@ fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, eng
             align.offset, align.source
         );
     }
-    if bs % align.offset != 0 {
+    if !bs.is_multiple_of(align.offset) {
         bail!(
             "--bs {bs} is not a multiple of the {}-byte direct-I/O alignment of {shown}",
             align.offset

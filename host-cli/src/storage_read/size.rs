@@ -59,7 +59,7 @@ pub(crate) fn parse_block_size(text: &str) -> Result<u64, String> {
 /// Formats a byte count with the largest binary suffix that divides it (4096 -> "4k").
 pub(crate) fn format_size(bytes: u64) -> String {
     for (shift, suffix) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{suffix}", bytes >> shift);
         }
     }

@@ -100,6 +100,9 @@ struct Shared {
     requests: Mutex<Vec<(String, Value)>>,
     state: Mutex<FakeSnapState>,
     faults: Mutex<Faults>,
+    /// Reads counted on a bdev each time its iostat is asked for (see
+    /// [`FakeSnap::reads_between_polls`]).
+    reads_per_poll: Mutex<Option<(String, u64)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -131,6 +134,7 @@ impl FakeSnap {
             requests: Mutex::default(),
             state: Mutex::default(),
             faults: Mutex::default(),
+            reads_per_poll: Mutex::default(),
         });
         let mut snap = Self {
             path: path.to_owned(),
@@ -204,6 +208,13 @@ impl FakeSnap {
         b.bytes_written += bytes_written;
         b.num_write_ops += u64::from(bytes_written > 0);
         true
+    }
+
+    /// From now on, `bytes` more are read on `bdev` every time `bdev_get_iostat` is
+    /// answered: the host reading through the disk between two polls, deterministically
+    /// (`None` stops it).
+    pub fn reads_between_polls(&self, per_poll: Option<(&str, u64)>) {
+        *lock(&self.shared.reads_per_poll) = per_poll.map(|(b, n)| (b.to_owned(), n));
     }
 
     /// Which `bdev_get_iostat` request form to accept from now on.
@@ -386,6 +397,14 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
             }
         }
         _ => {
+            if method == "bdev_get_iostat" {
+                if let Some((bdev, bytes)) = lock(&shared.reads_per_poll).clone() {
+                    if let Some(b) = lock(&shared.state).bdevs.get_mut(&bdev) {
+                        b.bytes_read += bytes;
+                        b.num_read_ops += 1;
+                    }
+                }
+            }
             let iostat = *lock(&shared.iostat);
             lock(&shared.state)
                 .dispatch(shared.dialect, iostat, method, params)

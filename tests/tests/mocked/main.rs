@@ -5,6 +5,7 @@ mod bad_input;
 mod check;
 mod cli;
 mod counters;
+mod demo_serving;
 mod errors;
 mod health;
 mod lifecycle;

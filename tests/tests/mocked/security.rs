@@ -24,7 +24,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 /// A CA, and a certificate it signs for `name` with `usage` (serverAuth or clientAuth).
-fn ca(dir: &Path, ca: &str) {
+pub(crate) fn ca(dir: &Path, ca: &str) {
     openssl(
         dir,
         &[
@@ -47,7 +47,7 @@ fn ca(dir: &Path, ca: &str) {
     );
 }
 
-fn issue(dir: &Path, ca: &str, name: &str, usage: &str) {
+pub(crate) fn issue(dir: &Path, ca: &str, name: &str, usage: &str) {
     let ext = format!("{name}.ext");
     std::fs::write(
         dir.join(&ext),

@@ -4,6 +4,7 @@
 
 mod agent;
 mod cli;
+mod demo;
 
 use std::path::PathBuf;
 use std::time::Duration;
