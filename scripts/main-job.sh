@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a machine without a DPU: build dpu-agent and dpuctl, boot the built-in
 # QEMU lab (lab/README.md: a remote NVMe-oF target VM and a BlueField stand-in VM whose
-# DPU side runs dpu-agent with the kernel storage backend), and run the storage and
-# switch workflows from the lab's host namespace, printing what happened. Needs root
+# DPU side runs dpu-agent with the kernel storage backend), and run the storage, switch
+# and RoCE workflows from the lab's host namespace, printing what happened. Needs root
 # (the lab installs QEMU with apt on first use). The lab is always taken down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,4 +39,10 @@ step dpuctl switch offload
 step ping -c 5 -i 0.2 -q 10.20.0.1
 step dpuctl switch flows
 step dpuctl prove switch
-step dpuctl storage detach remoteControllers/r0'
+step dpuctl storage detach remoteControllers/r0
+printf "\n# RoCE: TCP baseline against RDMA to the target, servers started over ssh; the\n# RDMA port counters decide the path of every run\n"
+step dpuctl roce perf --peer target
+step dpuctl roce dcb --interface pf0 --duration 1 || echo "(exit $?: a veth has no PFC/ECN counters, as reported)"'
+
+# The demo's plan and every Kubernetes object it would create (no cluster here).
+"$dpuctl" demo training-storage --plan host-cli/src/demo/example_plan.toml --dry-run | tail -n 25

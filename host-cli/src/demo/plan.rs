@@ -401,6 +401,12 @@ impl Plan {
     /// Reads, parses and validates a plan file and loads its manifest file: the one call
     /// the command makes. Every problem found is returned, located in the file.
     pub(crate) fn load(path: &Path) -> Result<Self, PlanErrors> {
+        Self::load_with(path, true)
+    }
+
+    /// [`Plan::load`], optionally without reading `storage.manifest_file`: a dry run
+    /// prints the plan on a machine that does not have the disk mounted.
+    pub(crate) fn load_with(path: &Path, read_manifest_file: bool) -> Result<Self, PlanErrors> {
         let fail = |errors| PlanErrors {
             file: path.to_path_buf(),
             errors,
@@ -420,7 +426,7 @@ impl Plan {
         let base_dir = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
         let mut plan = Self::parse(&text, &base_dir).map_err(fail)?;
         let mut errors = plan.validate();
-        if errors.is_empty() {
+        if errors.is_empty() && read_manifest_file {
             errors = plan.load_manifest_file();
         }
         if errors.is_empty() {

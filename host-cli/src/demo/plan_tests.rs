@@ -312,3 +312,17 @@ fn serving_url_prefers_the_explicit_url() {
     );
     assert_eq!(plan.tls_secret(), "vllm-demo-tls");
 }
+
+/// The local plan shipped in examples/demo stays valid as the schema changes (its
+/// manifest file lives on the demo disk, so it is not read here).
+#[test]
+fn the_shipped_local_example_plan_is_valid() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo/plan-local.toml");
+    let plan = Plan::load_with(&path, false).unwrap_or_else(|e| panic!("{e}"));
+    assert!(plan.local.serve.is_some());
+    assert!(plan
+        .merge
+        .archive
+        .ends_with("examples/demo/archive/fingerprint.json"));
+}

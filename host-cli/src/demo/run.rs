@@ -55,7 +55,8 @@ pub(crate) struct DemoReport {
 pub(crate) const STEPS: usize = 7;
 
 fn load(args: &TrainingStorageArgs) -> anyhow::Result<Plan> {
-    let mut plan = Plan::load(&args.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut plan =
+        Plan::load_with(&args.plan, !args.dry_run).map_err(|e| anyhow::anyhow!("{e}"))?;
     match args.executor {
         Some(ExecutorChoice::Local) => plan.executor.kind = ExecutorKind::Local,
         Some(ExecutorChoice::Kubernetes) => plan.executor.kind = ExecutorKind::Kubernetes,
