@@ -101,6 +101,12 @@ pub(crate) struct StorageSection {
     pub(crate) agent: String,
     /// The exposure id (`exposures/{id}`) made by `dpuctl storage expose --id`.
     pub(crate) exposure: String,
+    /// What the exposure must be, as the agent's `ExposureSpec` in proto3 JSON names
+    /// (`remote = { transport = "NVME_TRANSPORT_RDMA", traddr = ..., subnqn = ... }`,
+    /// `subsystemNqn`, `function = { pfVf = { pfIndex = 0 } }`): the storage step applies
+    /// it (idempotent: the same spec again changes nothing). Absent: the exposure must
+    /// already exist.
+    pub(crate) exposure_spec: Option<serde_json::Value>,
     /// The DPU-side volume (`volumes/{bdev}`) whose counters account the reads; absent:
     /// the one behind the exposure.
     pub(crate) volume: Option<String>,

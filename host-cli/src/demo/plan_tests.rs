@@ -106,6 +106,12 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("bad agent endpoint", "agent = \"tcp:dpu-a.lab:50051\"", "agent = \"http://dpu-a\"", "storage.agent"),
     ("agent port 0", "agent = \"tcp:dpu-a.lab:50051\"", "agent = \"tcp:dpu-a.lab:0\"", "storage.agent"),
     ("bad exposure id", "exposure = \"disk0\"", "exposure = \"0disk\"", "storage.exposure"),
+    (
+        "exposure spec with an unknown enum name",
+        "exposure = \"disk0\"",
+        "exposure = \"disk0\"\nexposure_spec = { remote = { transport = \"RDMA\" } }",
+        "storage.exposure_spec",
+    ),
     ("bad volume", "volume = \"RemoteNvme0n1\"", "volume = \"a/b\"", "storage.volume"),
     ("relative mount point", "mount_point = \"/mnt/nvme-demo\"", "mount_point = \"mnt\"", "storage.mount_point"),
     ("shared path with ..", "shared_path = \"/mnt/nvme-demo/shared\"", "shared_path = \"/mnt/../etc\"", "storage.shared_path"),

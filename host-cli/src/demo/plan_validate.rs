@@ -88,6 +88,14 @@ fn storage(plan: &Plan, p: &mut Problems) {
     if let Err(e) = Collection::Exposures.check_id(&s.exposure) {
         p.push("storage.exposure", e.to_string());
     }
+    if let Some(spec) = &s.exposure_spec {
+        if let Err(e) = serde_json::from_value::<dpu_proto::v1::ExposureSpec>(spec.clone()) {
+            p.push(
+                "storage.exposure_spec",
+                format!("not an ExposureSpec (proto3 JSON field and enum names): {e}"),
+            );
+        }
+    }
     if let Some(volume) = &s.volume {
         if let Err(e) = Collection::Volumes.check_id(volume) {
             p.push("storage.volume", e.to_string());

@@ -1,4 +1,5 @@
-//! Step a, storage ready: the exposure exists on the DPU, its disk is mounted here, every
+//! Step a, storage ready: the exposure exists on the DPU (applied from the plan when it
+//! gives the spec), its disk is mounted here, every
 //! manifest file is there with its size and SHA-256, and the DPU's volume counted the
 //! bytes those reads took. The reads bypass the page cache (`POSIX_FADV_DONTNEED` first),
 //! so a file cached from an earlier run still goes to the disk and through the DPU.
@@ -141,21 +142,48 @@ pub(crate) async fn run(env: &Env<'_>, plan: &Plan) -> (Outcome, Option<StorageA
     } else {
         format!("exposures/{}", plan.storage.exposure)
     };
-    let exposure = match StorageClient::new(channel.clone())
-        .get_exposure(v1::GetExposureRequest {
-            name: exposure_name.clone(),
-        })
-        .await
+    let mut client = StorageClient::new(channel.clone());
+    let reply = match plan
+        .storage
+        .exposure_spec
+        .as_ref()
+        .map(|v| serde_json::from_value::<v1::ExposureSpec>(v.clone()))
     {
+        // Validated when the plan was loaded; kept as an error, not a panic.
+        Some(Err(e)) => return (out.fail(format!("storage.exposure_spec: {e}")), None),
+        Some(Ok(spec)) => {
+            let id = exposure_name.trim_start_matches("exposures/").to_owned();
+            out.note(format!(
+                "applied {exposure_name} from the plan's exposure_spec"
+            ));
+            client
+                .apply_exposure(v1::ApplyExposureRequest {
+                    exposure_id: id,
+                    spec: Some(spec),
+                    options: None,
+                })
+                .await
+        }
+        None => {
+            client
+                .get_exposure(v1::GetExposureRequest {
+                    name: exposure_name.clone(),
+                })
+                .await
+        }
+    };
+    let exposure = match reply {
         Ok(e) => e.into_inner(),
         Err(s) => {
+            let hint = if plan.storage.exposure_spec.is_none() {
+                " (create it with `dpuctl storage expose`, or give [storage] exposure_spec)"
+            } else {
+                ""
+            };
             return (
-                out.fail(format!(
-                    "{exposure_name} on the DPU: {} (create it with `dpuctl storage expose`)",
-                    s.message()
-                )),
+                out.fail(format!("{exposure_name} on the DPU: {}{hint}", s.message())),
                 None,
-            )
+            );
         }
     };
     out.note(format!(

@@ -1,5 +1,5 @@
 //! `dpuctl demo training-storage` with the local executor, end to end: dpuctl → agent →
-//! fake SNAP for the storage step, the host fixture's RDMA counters for the communication
+//! fake SNAP for the storage step (which applies the plan's exposure), the host fixture's RDMA counters for the communication
 //! step, small stand-in processes for the NCCL test, the fine-tune and the merge, and the
 //! OpenAI-compatible stub server for serving. The samples and their manifest are made by
 //! the real examples/demo/make_samples.py.
@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use dpu_tests::fake_snap::{FakeDialect, FakeSnap};
 use dpu_tests::fixture;
-use dpu_tests::harness::{bin_dir, dpuctl, free_tcp_port, AgentOptions, AgentProcess};
+use dpu_tests::harness::{bin_dir, free_tcp_port, AgentOptions, AgentProcess};
 use dpu_tests::skip;
 use serde_json::Value;
 
@@ -66,22 +66,6 @@ fn setup(merged_fingerprint: &str) -> Setup {
     let snap = FakeSnap::start_with(&options.snap_socket, FakeDialect::Snap4).expect("fake SNAP");
     let agent = AgentProcess::start(&options);
     let endpoint = agent.endpoint();
-    ok(&dpuctl(&[
-        "--agent",
-        &endpoint,
-        "storage",
-        "expose",
-        "--id",
-        "disk0",
-        "--traddr",
-        "192.0.2.10",
-        "--subnqn",
-        "nqn.2016-06.io.spdk:cnode1",
-        "--nqn",
-        HOST_NQN,
-        "--pf",
-        "0",
-    ]));
 
     let host_root = dir.path().join("host-root");
     fixture::bluefield3_host(&host_root).expect("host fixture");
@@ -126,6 +110,7 @@ work_dir = {work}
 agent = "{endpoint}"
 exposure = "disk0"
 volume = "disk0n1"
+exposure_spec = {{ remote = {{ transport = "NVME_TRANSPORT_RDMA", addressFamily = "ADDRESS_FAMILY_IPV4", traddr = "192.0.2.10", trsvcid = 4420, subnqn = "nqn.2016-06.io.spdk:cnode1" }}, subsystemNqn = "{HOST_NQN}", function = {{ pfVf = {{ pfIndex = 0 }} }} }}
 mount_point = {disk}
 shared_path = {disk}
 manifest_file = {manifest}
