@@ -30,8 +30,9 @@ impl Env<'_> {
         self.cli.output == OutputFormat::Json
     }
 
-    pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
-        let tls = match (&self.cli.ca, &self.cli.cert, &self.cli.key) {
+    /// The client certificate flags, when all three are given.
+    pub(crate) fn tls_files(&self) -> Option<crate::agent::TlsFiles> {
+        match (&self.cli.ca, &self.cli.cert, &self.cli.key) {
             (Some(ca), Some(cert), Some(key)) => Some(crate::agent::TlsFiles {
                 ca: ca.clone(),
                 cert: cert.clone(),
@@ -39,8 +40,11 @@ impl Env<'_> {
                 name: self.cli.tls_name.clone(),
             }),
             _ => None,
-        };
-        crate::agent::connect(&self.cli.agent, tls.as_ref(), self.timeout).await
+        }
+    }
+
+    pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
+        crate::agent::connect(&self.cli.agent, self.tls_files().as_ref(), self.timeout).await
     }
 }
 

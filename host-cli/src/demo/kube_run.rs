@@ -13,11 +13,12 @@ use super::kube_exec::KubeExecutor;
 use super::kube_exec_training::TrainingOutcome;
 use super::local_exec::{self, RunDir};
 use super::plan::Plan;
-use super::run::{accounting, step, DemoReport, STEPS};
+use super::run::{
+    accounting, merge_step, review_step, serving_checks, storage_and_communication, DemoReport,
+    STEPS,
+};
 use super::run_id::RunId;
-use super::serving::{self, ServingCheck};
 use super::step::{Outcome as StepOutcome, Progress, StepReport};
-use super::storage_step;
 use crate::commands::Env;
 use crate::roce::nccl_corroborate::snapshot;
 
@@ -47,16 +48,8 @@ pub(crate) async fn run(
     let rdma_before = snapshot(&root);
     let mut steps = Vec::new();
 
-    let progress = Progress::start(1, STEPS, "storage ready");
-    let (outcome, storage) = storage_step::run(env, plan).await;
-    steps.push(progress.finish("storage", "storage ready", outcome));
-    let storage_ok = steps[0].passed();
-    let comm_ok = step(
-        &mut steps,
-        "communication",
-        "communication verified",
-        || local_exec::communication(plan, &dir, &env.cli.sys_root),
-    );
+    let (storage_ok, comm_ok, storage) =
+        storage_and_communication(env, plan, &dir, &mut steps).await;
 
     let train_ok = if storage_ok && comm_ok {
         let progress = Progress::start(steps.len() + 1, STEPS, "training job");
@@ -124,18 +117,7 @@ pub(crate) async fn run(
         false
     };
 
-    let merge_ok = if train_ok {
-        step(&mut steps, "merge", "merge and compare", || {
-            local_exec::merge(plan, &dir)
-        })
-    } else {
-        steps.push(StepReport::skipped(
-            "merge",
-            "merge and compare",
-            "training did not pass",
-        ));
-        false
-    };
+    let merge_ok = merge_step(plan, &dir, train_ok, &mut steps);
 
     let mut serving_report = None;
     if merge_ok {
@@ -172,22 +154,7 @@ pub(crate) async fn run(
                     "{} replicas ready after {seconds:.0} s",
                     plan.serving.replicas
                 ));
-                let report = serving::check(&ServingCheck {
-                    base_url: url.clone(),
-                    model: plan.serving.model.clone(),
-                    answers: plan.serving.answers.clone(),
-                    health_timeout: Duration::from_secs(300),
-                    request_timeout: Duration::from_secs(120),
-                    ca: env.cli.ca.clone(),
-                })
-                .await;
-                out.note(format!("checked {url}"));
-                if report.passed {
-                    out.headline = "the replicas answer, stream and match the archive".to_owned();
-                } else {
-                    report.problems.iter().for_each(|p| out.note(p.clone()));
-                    out = out.fail(report.problems.first().cloned().unwrap_or_default());
-                }
+                let report = serving_checks(plan, url, env.cli.ca.clone(), &mut out).await;
                 serving_report = Some(report);
             }
         }
@@ -200,17 +167,8 @@ pub(crate) async fn run(
         ));
     }
 
-    let progress = Progress::start(steps.len() + 1, STEPS, "review");
     let lines = accounting(&rdma_before, &snapshot(&root), storage.as_ref(), None).await;
-    let mut out = StepOutcome {
-        headline: format!("{} accounting lines", lines.len()),
-        ..StepOutcome::default()
-    };
-    out.note(format!("logs: {}", dir.0.display()));
-    if let Some(path) = &args.report {
-        out.note(format!("report: {}", path.display()));
-    }
-    steps.push(progress.finish("review", "review", out));
+    let lines = review_step(&mut steps, lines, &dir, args.report.as_deref()).await;
 
     let progress = Progress::start(steps.len() + 1, STEPS, "cleanup");
     let mut out = StepOutcome::default();

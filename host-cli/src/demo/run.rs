@@ -204,6 +204,95 @@ pub(crate) async fn accounting(
     lines
 }
 
+/// Steps a and b, the same for both executors: returns whether each passed and the
+/// storage account for the review.
+pub(crate) async fn storage_and_communication(
+    env: &Env<'_>,
+    plan: &Plan,
+    dir: &RunDir,
+    steps: &mut Vec<StepReport>,
+) -> (bool, bool, Option<StorageAccount>) {
+    let progress = Progress::start(steps.len() + 1, STEPS, "storage ready");
+    let (outcome, storage) = storage_step::run(env, plan).await;
+    steps.push(progress.finish("storage", "storage ready", outcome));
+    let storage_ok = steps.last().is_some_and(StepReport::passed);
+    let comm_ok = step(steps, "communication", "communication verified", || {
+        local_exec::communication(plan, dir, &env.cli.sys_root)
+    });
+    (storage_ok, comm_ok, storage)
+}
+
+/// Step d, the same for both executors (the merge runs where the shared path is
+/// mounted): skipped unless training passed.
+pub(crate) fn merge_step(
+    plan: &Plan,
+    dir: &RunDir,
+    train_ok: bool,
+    steps: &mut Vec<StepReport>,
+) -> bool {
+    if train_ok {
+        step(steps, "merge", "merge and compare", || {
+            local_exec::merge(plan, dir)
+        })
+    } else {
+        steps.push(StepReport::skipped(
+            "merge",
+            "merge and compare",
+            "training did not pass",
+        ));
+        false
+    }
+}
+
+/// The serving checks against `base_url`, folded into the serving step's outcome.
+pub(crate) async fn serving_checks(
+    plan: &Plan,
+    base_url: String,
+    ca: Option<std::path::PathBuf>,
+    out: &mut StepOutcome,
+) -> ServingReport {
+    let report = serving::check(&ServingCheck {
+        base_url: base_url.clone(),
+        model: plan.serving.model.clone(),
+        answers: plan.serving.answers.clone(),
+        health_timeout: std::time::Duration::from_secs(300),
+        request_timeout: std::time::Duration::from_secs(120),
+        ca,
+    })
+    .await;
+    out.note(format!("checked {base_url}"));
+    if report.passed {
+        out.headline = format!(
+            "{} archived answers and a streamed completion check out",
+            plan.serving.answers.len()
+        );
+    } else {
+        report.problems.iter().for_each(|p| out.note(p.clone()));
+        out.failure = Some(report.problems.first().cloned().unwrap_or_default());
+    }
+    report
+}
+
+/// Step f: the accounting of the whole run, with where the logs and the report are.
+pub(crate) async fn review_step(
+    steps: &mut Vec<StepReport>,
+    lines: Vec<AccountLine>,
+    dir: &RunDir,
+    report: Option<&std::path::Path>,
+) -> Vec<AccountLine> {
+    let progress = Progress::start(steps.len() + 1, STEPS, "review");
+    let mut out = StepOutcome {
+        headline: format!("{} accounting lines", lines.len()),
+        ..StepOutcome::default()
+    };
+    out.note(format!("logs: {}", dir.0.display()));
+    if let Some(path) = report {
+        out.note(format!("report: {}", path.display()));
+    }
+    steps.push(progress.finish("review", "review", out));
+    lines
+}
+
 async fn run_local(
     env: &Env<'_>,
     plan: &Plan,
@@ -225,19 +314,8 @@ async fn run_local(
     let rdma_before = snapshot(&root);
     let mut steps = Vec::new();
 
-    // a. storage
-    let progress = Progress::start(1, STEPS, "storage ready");
-    let (outcome, storage) = storage_step::run(env, plan).await;
-    steps.push(progress.finish("storage", "storage ready", outcome));
-    let storage_ok = steps[0].passed();
-
-    // b. communication
-    let comm_ok = step(
-        &mut steps,
-        "communication",
-        "communication verified",
-        || local_exec::communication(plan, &dir, &env.cli.sys_root),
-    );
+    let (storage_ok, comm_ok, storage) =
+        storage_and_communication(env, plan, &dir, &mut steps).await;
 
     // c. training
     let mut training_result = None;
@@ -257,19 +335,7 @@ async fn run_local(
         false
     };
 
-    // d. merge
-    let merge_ok = if train_ok {
-        step(&mut steps, "merge", "merge and compare", || {
-            local_exec::merge(plan, &dir)
-        })
-    } else {
-        steps.push(StepReport::skipped(
-            "merge",
-            "merge and compare",
-            "training did not pass",
-        ));
-        false
-    };
+    let merge_ok = merge_step(plan, &dir, train_ok, &mut steps);
 
     // e. serving
     let mut serving_report = None;
@@ -286,27 +352,7 @@ async fn run_local(
                     .serve_url
                     .clone()
                     .unwrap_or_else(|| format!("http://127.0.0.1:{}", plan.serving.port));
-                let check = ServingCheck {
-                    base_url: base_url.clone(),
-                    model: plan.serving.model.clone(),
-                    answers: plan.serving.answers.clone(),
-                    health_timeout: std::time::Duration::from_secs(300),
-                    request_timeout: std::time::Duration::from_secs(120),
-                    ca: None,
-                };
-                let report = serving::check(&check).await;
-                out.note(format!("checked {base_url}"));
-                if report.passed {
-                    out.headline = format!(
-                        "{} answers and a streamed completion check out",
-                        plan.serving.answers.len()
-                    );
-                } else {
-                    for p in &report.problems {
-                        out.note(p.clone());
-                    }
-                    out = out.fail(report.problems.first().cloned().unwrap_or_default());
-                }
+                let report = serving_checks(plan, base_url, None, &mut out).await;
                 serving_report = Some(report);
             }
         }
@@ -319,25 +365,14 @@ async fn run_local(
         ));
     }
 
-    // f. review: the accounting of the whole run.
-    let progress = Progress::start(steps.len() + 1, STEPS, "review");
-    let rdma_after = snapshot(&root);
     let lines = accounting(
         &rdma_before,
-        &rdma_after,
+        &snapshot(&root),
         storage.as_ref(),
         training_result.as_ref(),
     )
     .await;
-    let mut out = StepOutcome {
-        headline: format!("{} accounting lines", lines.len()),
-        ..StepOutcome::default()
-    };
-    if let Some(path) = &args.report {
-        out.note(format!("report: {}", path.display()));
-    }
-    out.note(format!("logs: {}", dir.0.display()));
-    steps.push(progress.finish("review", "review", out));
+    let lines = review_step(&mut steps, lines, &dir, args.report.as_deref()).await;
 
     // g. cleanup
     let progress = Progress::start(steps.len() + 1, STEPS, "cleanup");

@@ -119,15 +119,7 @@ pub(crate) async fn run(env: &Env<'_>, plan: &Plan) -> (Outcome, Option<StorageA
         Ok(e) => e,
         Err(e) => return (out.fail(format!("storage.agent: {e}")), None),
     };
-    let tls = match (&env.cli.ca, &env.cli.cert, &env.cli.key) {
-        (Some(ca), Some(cert), Some(key)) => Some(crate::agent::TlsFiles {
-            ca: ca.clone(),
-            cert: cert.clone(),
-            key: key.clone(),
-            name: env.cli.tls_name.clone(),
-        }),
-        _ => None,
-    };
+    let tls = env.tls_files();
     let channel = match crate::agent::connect(&endpoint, tls.as_ref(), env.timeout).await {
         Ok(c) => c,
         Err(e) => {
