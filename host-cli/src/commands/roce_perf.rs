@@ -107,12 +107,14 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
             args.base_port, args.base_port
         )));
     }
-    let peer = SshPeer::new(
+    let mut peer = SshPeer::new(
         &args.peer,
         args.ssh.clone(),
         args.ssh_port,
         args.ssh_identity.clone(),
     )?;
+    // Held to the end of the sweep: one handshake instead of one per run.
+    let _master = peer.start_master(Duration::from_secs(20));
     let root = SysRoot::new(&env.cli.sys_root);
     let local = endpoint::local(
         &root,

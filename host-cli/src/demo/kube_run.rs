@@ -32,17 +32,7 @@ pub(crate) async fn run(
     run_id: &RunId,
     args: &TrainingStorageArgs,
 ) -> anyhow::Result<DemoReport> {
-    let work = plan
-        .executor
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("dpuctl-demo"));
-    let dir = RunDir::create(&work, run_id.as_str()).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot create the run directory under {}: {e}",
-            work.display()
-        )
-    })?;
+    let dir = RunDir::for_plan(plan, run_id.as_str())?;
     let kube = KubeExecutor::connect(&plan.cluster).await?;
     let root = dpu_probe::SysRoot::new(&env.cli.sys_root);
     let rdma_before = snapshot(&root);

@@ -31,6 +31,22 @@ impl RunDir {
         Ok(Self(dir))
     }
 
+    /// The run's directory under the plan's `work_dir` (default `$TMPDIR/dpuctl-demo`),
+    /// created, with an error that names it.
+    pub(crate) fn for_plan(plan: &Plan, run_id: &str) -> anyhow::Result<Self> {
+        let work = plan
+            .executor
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("dpuctl-demo"));
+        Self::create(&work, run_id).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot create the run directory under {}: {e}",
+                work.display()
+            )
+        })
+    }
+
     fn log(&self, name: &str) -> PathBuf {
         self.0.join(format!("{name}.log"))
     }

@@ -299,17 +299,7 @@ async fn run_local(
     run_id: &RunId,
     args: &TrainingStorageArgs,
 ) -> anyhow::Result<DemoReport> {
-    let work = plan
-        .executor
-        .work_dir
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("the local executor needs [executor] work_dir"))?;
-    let dir = RunDir::create(work, run_id.as_str()).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot create the run directory under {}: {e}",
-            work.display()
-        )
-    })?;
+    let dir = RunDir::for_plan(plan, run_id.as_str())?;
     let root = dpu_probe::SysRoot::new(&env.cli.sys_root);
     let rdma_before = snapshot(&root);
     let mut steps = Vec::new();

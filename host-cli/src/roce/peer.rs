@@ -95,6 +95,26 @@ pub(crate) struct SshPeer {
     program: PathBuf,
     port: Option<u16>,
     identity: Option<PathBuf>,
+    /// The socket of a running [`ControlMaster`]: every later session rides on its one
+    /// connection instead of a new handshake per run.
+    control_path: Option<PathBuf>,
+}
+
+/// One ssh connection shared by all the sessions of a sweep (`ssh -M`). A sweep opens a
+/// session per run plus the GID listing; the handshake dominates short runs. Stopped and
+/// its socket removed when dropped. Without it sessions simply connect one by one.
+#[derive(Debug)]
+pub(crate) struct ControlMaster {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Drop for ControlMaster {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+    }
 }
 
 /// What the server side did, measured on the peer.
@@ -164,14 +184,54 @@ impl SshPeer {
             program,
             port,
             identity,
+            control_path: None,
         })
     }
 
-    /// ssh's own arguments: never prompt (a benchmark must not hang on a password), give
-    /// up connecting after 10 s, then the destination and the quoted remote command.
-    fn argv(&self, words: &[&str]) -> Result<Vec<OsString>, PeerError> {
-        let remote = shlex::try_join(words.iter().copied())
-            .map_err(|_| PeerError::Unquotable(words.join(" ")))?;
+    /// Opens the shared connection and makes every later session use it. None when it
+    /// could not be opened within `timeout` (the sessions then connect one by one; the
+    /// first of them reports what is wrong).
+    pub(crate) fn start_master(&mut self, timeout: Duration) -> Option<ControlMaster> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let socket =
+            std::env::temp_dir().join(format!("dpuctl-ssh-{}-{nanos}.sock", std::process::id()));
+        let mut argv = self.options();
+        argv.splice(
+            0..0,
+            ["-M", "-N", "-o", "ControlPersist=no", "-o"]
+                .into_iter()
+                .map(OsString::from)
+                .chain([format!("ControlPath={}", socket.display()).into()]),
+        );
+        argv.extend(["--".into(), self.destination.clone().into()]);
+        let child = Command::new(&self.program)
+            .args(&argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut master = ControlMaster { child, socket };
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if master.socket.exists() {
+                self.control_path = Some(master.socket.clone());
+                return Some(master);
+            }
+            if !matches!(master.child.try_wait(), Ok(None)) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(master.child.kill());
+        None
+    }
+
+    /// The options every session gets: never prompt (a benchmark must not hang on a
+    /// password), give up connecting after 10 s, the port, identity and shared socket.
+    fn options(&self) -> Vec<OsString> {
         let mut argv: Vec<OsString> = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
             .into_iter()
             .map(OsString::from)
@@ -184,6 +244,19 @@ impl SshPeer {
             argv.push("-i".into());
             argv.push(identity.into());
         }
+        if let Some(socket) = &self.control_path {
+            argv.push("-o".into());
+            argv.push(format!("ControlPath={}", socket.display()).into());
+        }
+        argv
+    }
+
+    /// ssh's arguments for one session: the options, the destination and the quoted
+    /// remote command.
+    fn argv(&self, words: &[&str]) -> Result<Vec<OsString>, PeerError> {
+        let remote = shlex::try_join(words.iter().copied())
+            .map_err(|_| PeerError::Unquotable(words.join(" ")))?;
+        let mut argv = self.options();
         argv.extend(["--".into(), self.destination.clone().into(), remote.into()]);
         Ok(argv)
     }
@@ -424,6 +497,35 @@ mod tests {
         );
         assert!(argv.iter().any(|a| a == "BatchMode=yes"));
         assert_eq!(argv[argv.len() - 3], "--");
+    }
+
+    #[test]
+    fn sessions_ride_on_the_master_only_once_its_socket_exists() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("dir");
+        // A stand-in for `ssh -M`: creates the ControlPath socket file and stays up.
+        let fake = dir.path().join("fake-ssh");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nfor a; do case $a in ControlPath=*) : > \"${a#ControlPath=}\";; esac; done\nexec sleep 30\n",
+        )
+        .expect("write");
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut peer = SshPeer::new("target", fake, None, None).expect("peer");
+        let master = peer.start_master(Duration::from_secs(10)).expect("master");
+        let argv = peer.argv(&["true"]).expect("argv");
+        let path = format!("ControlPath={}", master.socket.display());
+        assert!(argv.iter().any(|a| a.to_string_lossy() == path), "{argv:?}");
+        let socket = master.socket.clone();
+        drop(master);
+        assert!(!socket.exists(), "the socket is removed with the master");
+
+        let mut failing = SshPeer::new("target", "false".into(), None, None).expect("peer");
+        assert!(failing.start_master(Duration::from_secs(5)).is_none());
+        let argv = failing.argv(&["true"]).expect("argv");
+        assert!(!argv
+            .iter()
+            .any(|a| a.to_string_lossy().starts_with("ControlPath")));
     }
 
     #[test]
