@@ -337,11 +337,8 @@ async fn run_local(
             Err(e) => out = out.fail(e),
             Ok(s) => {
                 server = Some(s);
-                let base_url = plan
-                    .local
-                    .serve_url
-                    .clone()
-                    .unwrap_or_else(|| format!("http://127.0.0.1:{}", plan.serving.port));
+                // The executor is local here, so this is `[local] serve_url` or the port.
+                let base_url = plan.serving_url().unwrap_or_default();
                 let report = serving_checks(plan, base_url, None, &mut out).await;
                 serving_report = Some(report);
             }
