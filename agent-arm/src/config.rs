@@ -166,6 +166,9 @@ pub(crate) struct SnapConfig {
     /// Deadline for one JSON-RPC call.
     #[serde(with = "seconds")]
     pub(crate) call_timeout: Duration,
+    /// mlnx_snap 3's emulation manager (the RDMA device that emulates, e.g. `mlx5_0`);
+    /// empty asks SNAP (`emulation_managers_list`, the first that supports NVMe).
+    pub(crate) emulation_manager: String,
 }
 
 /// The OVS backends.
@@ -227,6 +230,7 @@ impl Default for SnapConfig {
             socket: PathBuf::from(dpu_nvmeof::snap::DEFAULT_SNAP_SOCKET),
             dialect: SnapDialectChoice::Auto,
             call_timeout: Duration::from_secs(5),
+            emulation_manager: String::new(),
         }
     }
 }
@@ -396,6 +400,18 @@ impl Config {
         if !self.kernel.hostnqn.is_empty() {
             dpu_nvmeof::Nqn::parse(&self.kernel.hostnqn)
                 .map_err(|e| ConfigError::Invalid(format!("kernel.hostnqn: {e}")))?;
+        }
+        let manager = &self.snap.emulation_manager;
+        if !manager.is_empty()
+            && (manager.len() > 64
+                || !manager
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "snap.emulation_manager = {manager:?}: an RDMA device name is 1-64 letters, \
+                 digits, '_' or '-' (e.g. mlx5_0)"
+            )));
         }
         if let Some(endpoint @ Endpoint::Tcp { .. }) = &self.ovs.ovsdb {
             return Err(ConfigError::Invalid(format!(

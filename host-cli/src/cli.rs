@@ -229,6 +229,17 @@ pub(crate) struct AttachArgs {
     /// Host NQN to present.
     #[arg(long)]
     pub(crate) hostnqn: Option<String>,
+    /// Give up reconnecting after this many seconds (-1: reconnect forever); needs
+    /// --reconnect-delay-sec. Absent: the backend's default.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub(crate) ctrl_loss_timeout_sec: Option<i32>,
+    /// Seconds between reconnect attempts (at most --ctrl-loss-timeout-sec).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) reconnect_delay_sec: Option<u32>,
+    /// Fail I/O after this many seconds without a connection, while reconnecting goes on
+    /// (between --reconnect-delay-sec and --ctrl-loss-timeout-sec).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) fast_io_fail_timeout_sec: Option<u32>,
     /// Ask the agent to validate and report, changing nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,

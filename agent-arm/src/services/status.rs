@@ -85,3 +85,17 @@ where
         .map_err(|e| Status::internal(format!("reader task failed: {e}")))?
         .map_err(from_probe)
 }
+
+/// The one mapping of a storage backend failure to a gRPC status, with the whole chain.
+pub(crate) fn from_backend(err: &crate::storage::backend::BackendError) -> Status {
+    use crate::storage::backend::FailureKind;
+    let text = err.describe();
+    match err.kind {
+        FailureKind::AlreadyExists | FailureKind::Conflict => Status::already_exists(text),
+        FailureKind::NotFound => Status::not_found(text),
+        FailureKind::Busy | FailureKind::Unsupported => Status::failed_precondition(text),
+        FailureKind::Unavailable => Status::unavailable(text),
+        FailureKind::Invalid => Status::invalid_argument(text),
+        FailureKind::Other => Status::internal(text),
+    }
+}

@@ -334,7 +334,7 @@ impl Storage for StorageService {
                 .backend()
                 .volumes(&remotes)
                 .await
-                .map_err(|e| e.to_status())?
+                .map_err(|e| crate::services::status::from_backend(&e))?
                 .iter()
                 .any(|v| v.id == volume);
         let nsid = ns.nsid;
@@ -651,7 +651,7 @@ impl Storage for StorageService {
                 .backend()
                 .volume_io(volume, &remotes)
                 .await
-                .map_err(|e| e.to_status())?;
+                .map_err(|e| crate::services::status::from_backend(&e))?;
             stats.bytes_read += io.bytes_read;
             stats.read_ops += io.read_ops;
             stats.bytes_written += io.bytes_written;

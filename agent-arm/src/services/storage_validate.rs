@@ -6,6 +6,7 @@ use dpu_proto::v1;
 use tonic::Status;
 
 use super::status::{invalid, invalid_field, required};
+use crate::storage::remote::RemoteTarget;
 
 /// Maximum serial number length reported in NVMe Identify Controller (SN, 20 bytes).
 const MAX_SERIAL: usize = 20;
@@ -18,51 +19,16 @@ pub(crate) fn nqn(field: &'static str, text: &str) -> Result<(), Status> {
         .map_err(invalid_field(field))
 }
 
+/// A remote controller spec, decoded by the one decoder the backends use too
+/// ([`RemoteTarget::decode`]), so the API refuses exactly what would not work.
 pub(crate) fn remote_spec(
     field: &str,
     spec: Option<&v1::RemoteControllerSpec>,
 ) -> Result<(), Status> {
     let spec = required(field, spec)?;
-    let transport = v1::NvmeTransport::try_from(spec.transport).map_err(|_| {
-        invalid(
-            &format!("{field}.transport"),
-            format!("unknown value {}", spec.transport),
-        )
-    })?;
-    if !matches!(transport, v1::NvmeTransport::Rdma | v1::NvmeTransport::Tcp) {
-        return Err(invalid(
-            &format!("{field}.transport"),
-            "must be RDMA or TCP for a remote controller",
-        ));
-    }
-    let family = match v1::AddressFamily::try_from(spec.address_family) {
-        Ok(v1::AddressFamily::Ipv4) => dpu_nvmeof::AddressFamily::Ipv4,
-        Ok(v1::AddressFamily::Ipv6) => dpu_nvmeof::AddressFamily::Ipv6,
-        _ => {
-            return Err(invalid(
-                &format!("{field}.address_family"),
-                "must be IPV4 or IPV6",
-            ))
-        }
-    };
-    dpu_nvmeof::validate_traddr(family, &spec.traddr)
-        .map_err(|e| invalid(&format!("{field}.traddr"), e))?;
-    if spec.trsvcid != 0 {
-        dpu_nvmeof::validate_trsvcid(spec.trsvcid)
-            .map_err(|e| invalid(&format!("{field}.trsvcid"), e))?;
-    }
-    dpu_nvmeof::Nqn::parse(&spec.subnqn).map_err(|e| invalid(&format!("{field}.subnqn"), e))?;
-    if !spec.hostnqn.is_empty() {
-        dpu_nvmeof::Nqn::parse(&spec.hostnqn)
-            .map_err(|e| invalid(&format!("{field}.hostnqn"), e))?;
-    }
-    if spec.num_io_queues > 1024 {
-        return Err(invalid(
-            &format!("{field}.num_io_queues"),
-            "must be at most 1024",
-        ));
-    }
-    Ok(())
+    RemoteTarget::decode(spec)
+        .map(drop)
+        .map_err(|e| invalid(&format!("{field}.{}", e.field), e.reason))
 }
 
 pub(crate) fn subsystem(sub: Option<&v1::Subsystem>) -> Result<(), Status> {
@@ -139,41 +105,23 @@ pub(crate) fn controller(field: &str, ctrl: Option<&v1::Controller>) -> Result<(
     Ok(())
 }
 
+/// An emulation function, decoded by the one decoder the SNAP backend uses
+/// ([`crate::storage::function::decode`]).
 pub(crate) fn function(
     field: &str,
     function: Option<&v1::EmulationFunction>,
 ) -> Result<(), Status> {
-    use v1::emulation_function::Function;
-    match required(field, function)?.function.as_ref() {
-        None => Err(invalid(
-            field,
-            "one of pf_vf, pci_address or vuid is required",
-        )),
-        Some(Function::PfVf(_)) => Ok(()),
-        Some(Function::PciAddress(addr)) => {
-            if dpu_probe::netdev::looks_like_pci_address(&addr.bdf) {
-                Ok(())
+    let function = required(field, function)?;
+    crate::storage::function::decode(function)
+        .map(drop)
+        .map_err(|e| {
+            let field = if e.field.is_empty() {
+                field.to_owned()
             } else {
-                Err(invalid(
-                    &format!("{field}.pci_address.bdf"),
-                    format!("{:?} is not a PCI address (dddd:bb:dd.f)", addr.bdf),
-                ))
-            }
-        }
-        Some(Function::Vuid(vuid)) => {
-            if !vuid.is_empty()
-                && vuid.len() <= 64
-                && vuid.chars().all(|c| c.is_ascii_alphanumeric())
-            {
-                Ok(())
-            } else {
-                Err(invalid(
-                    &format!("{field}.vuid"),
-                    "must be 1-64 letters and digits",
-                ))
-            }
-        }
-    }
+                format!("{field}.{}", e.field)
+            };
+            invalid(&field, e.reason)
+        })
 }
 
 pub(crate) fn client_id(field: &'static str, id: &str) -> Result<(), Status> {

@@ -5,8 +5,6 @@
 //! reconciler ([`super::converge`]) composes them; it never needs to know which backend
 //! it drives.
 
-use tonic::Status;
-
 use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
 use super::kernel::KernelBackend;
 use super::snap::SnapBackend;
@@ -17,6 +15,9 @@ use dpu_proto::v1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FailureKind {
     AlreadyExists,
+    /// An object of that name exists with other settings: not the one asked for, so never
+    /// taken as done.
+    Conflict,
     NotFound,
     /// In use, or in the wrong state for the operation.
     Busy,
@@ -66,18 +67,6 @@ impl BackendError {
     /// JSON-RPC on /var/tmp/spdk.sock failed: server error -17: Namespace 1 already attached".
     pub(crate) fn describe(&self) -> String {
         error_chain(self)
-    }
-
-    pub(crate) fn to_status(&self) -> Status {
-        let text = self.describe();
-        match self.kind {
-            FailureKind::AlreadyExists => Status::already_exists(text),
-            FailureKind::NotFound => Status::not_found(text),
-            FailureKind::Busy | FailureKind::Unsupported => Status::failed_precondition(text),
-            FailureKind::Unavailable => Status::unavailable(text),
-            FailureKind::Invalid => Status::invalid_argument(text),
-            FailureKind::Other => Status::internal(text),
-        }
     }
 }
 
@@ -203,13 +192,32 @@ impl Backend {
         dispatch!(self, b => b.controllers().await)
     }
 
-    /// Creates a controller, suspended where the backend can.
+    /// Creates controller `id` of `nqn`, suspended where the backend can.
     pub(crate) async fn create_controller(
         &self,
         nqn: &str,
+        id: &str,
         doc: &ControllerDoc,
     ) -> Result<BackendController, BackendError> {
-        dispatch!(self, b => b.create_controller(nqn, doc).await)
+        dispatch!(self, b => b.create_controller(nqn, id, doc).await)
+    }
+
+    /// The backend id controller `id` of `nqn` is created with, where the agent chooses it
+    /// (SNAP 4's `ctrl`): a controller made just before a crash is found by it.
+    pub(crate) async fn controller_name(
+        &self,
+        nqn: &str,
+        id: &str,
+    ) -> Result<Option<String>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.controller_name(nqn, id).await,
+            Backend::Kernel(_) => Ok(None),
+        }
+    }
+
+    /// Refuses, before the document changes, namespace identifiers the backend cannot set.
+    pub(crate) async fn check_namespace(&self, doc: &NamespaceDoc) -> Result<(), BackendError> {
+        dispatch!(self, b => b.check_namespace(doc).await)
     }
 
     pub(crate) async fn remove_controller(

@@ -157,34 +157,41 @@ async fn ensure_controller(
         .backend
         .as_ref()
         .and_then(|b| observed.iter().find(|o| o.id == b.id));
+    // Whether it runs: `None` when the backend does not say, and then the desired state is
+    // applied rather than assumed.
     let (ctrl, mut confirmed, mut running) = match (found, &want.backend) {
         (Some(seen), Some(ctrl)) => (
             ctrl.clone(),
             want.confirmed.clone(),
-            seen.suspended.map(|s| !s).unwrap_or(want.running),
+            seen.suspended.map(|s| !s),
         ),
         _ => {
-            let ctrl = match adoptable(doc, nqn, observed) {
+            let ctrl = match adopt(doc, backend, nqn, id, observed).await? {
                 Some(orphan) => {
                     tracing::info!(nqn, controller = id, backend_id = %orphan.id, "adopting a controller this agent created before it could record it");
                     orphan
                 }
-                None => backend.create_controller(nqn, &want).await?,
+                None => backend.create_controller(nqn, id, &want).await?,
             };
             if let Some(doc_ctrl) = doc.controller_mut(nqn, id) {
                 doc_ctrl.backend = Some(ctrl.clone());
                 doc_ctrl.confirmed.clear();
             }
-            // SNAP 4 creates suspended; SNAP 3 controllers run from the start.
-            (ctrl, BTreeSet::new(), !can_suspend)
+            // SNAP 4 creates suspended; SNAP 3 controllers run from the start. An adopted
+            // one may be either: asked, not assumed.
+            let running = observed
+                .iter()
+                .find(|o| o.id == ctrl.id)
+                .map_or(Some(!can_suspend), |o| o.suspended.map(|s| !s));
+            (ctrl, BTreeSet::new(), running)
         }
     };
 
     let to_attach: Vec<u32> = want.attached.difference(&confirmed).copied().collect();
     let to_detach: Vec<u32> = want.detaching.iter().copied().collect();
-    if (!to_attach.is_empty() || !to_detach.is_empty()) && can_suspend && running {
+    if (!to_attach.is_empty() || !to_detach.is_empty()) && can_suspend && running != Some(false) {
         backend.set_running(&ctrl, false).await?;
-        running = false;
+        running = Some(false);
     }
     for nsid in to_detach {
         backend.detach(nqn, &ctrl, nsid).await?;
@@ -206,7 +213,7 @@ async fn ensure_controller(
             doc_ctrl.confirmed.insert(nsid);
         }
     }
-    if can_suspend && running != want.running {
+    if can_suspend && running != Some(want.running) {
         backend.set_running(&ctrl, want.running).await?;
     } else if !can_suspend && !want.running {
         return Err(BackendError::plain(
@@ -215,6 +222,28 @@ async fn ensure_controller(
         ));
     }
     Ok(())
+}
+
+/// The backend controller that controller `id` of `nqn` already is, though the document
+/// does not record it (an agent killed between the create and the save): found by the name
+/// the agent gives it where the backend takes one (SNAP 4), else by [`adoptable`].
+async fn adopt(
+    doc: &Desired,
+    backend: &Backend,
+    nqn: &str,
+    id: &str,
+    observed: &[ObservedController],
+) -> Result<Option<BackendController>, BackendError> {
+    if let Some(name) = backend.controller_name(nqn, id).await? {
+        return Ok(observed
+            .iter()
+            .find(|o| o.id == name)
+            .map(|o| BackendController {
+                id: o.id.clone(),
+                cntlid: o.cntlid,
+            }));
+    }
+    Ok(adoptable(doc, nqn, observed))
 }
 
 /// A controller of `nqn` that the backend has but no document entry claims. SNAP gives a

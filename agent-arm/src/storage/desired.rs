@@ -182,6 +182,34 @@ pub(crate) fn volume_id(remote_id: &str, nsid: u32) -> String {
     format!("{remote_id}n{nsid}")
 }
 
+/// The UUID a namespace reports when the operator gives none: derived from the subsystem,
+/// nsid and backing volume (SHA-256, as an RFC 9562 version 8 UUID), so it is the same every
+/// time the namespace is (re)created, including after SNAP restarts and forgets it, and the
+/// host keeps seeing the same disk; stored in the document like an operator's UUID.
+pub(crate) fn namespace_uuid(nqn: &str, nsid: u32, volume: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"dpu-agent namespace uuid\0")
+        .chain_update(nqn.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(nsid.to_be_bytes())
+        .chain_update(volume.as_bytes())
+        .finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
+    bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 /// Splits a volume id back into its remote controller and nsid, when it follows
 /// [`volume_id`]'s scheme.
 pub(crate) fn split_volume_id(volume: &str) -> Option<(&str, u32)> {
@@ -229,6 +257,7 @@ impl ExposurePlan {
             },
             nsid,
             namespace: NamespaceDoc {
+                uuid: namespace_uuid(&spec.subsystem_nqn, nsid, &volume_id(id, remote_nsid)),
                 volume: volume_id(id, remote_nsid),
                 ..NamespaceDoc::default()
             },
@@ -534,6 +563,26 @@ mod tests {
         let mut pruned = back;
         pruned.prune(&BTreeSet::from([key.clone()]));
         assert!(!pruned.remotes.contains_key("e1"));
+    }
+
+    #[test]
+    fn generated_namespace_uuids_are_stable_distinct_and_well_formed() {
+        let a = namespace_uuid("nqn.2026-01.io.example:host", 1, "e1n1");
+        assert_eq!(a, namespace_uuid("nqn.2026-01.io.example:host", 1, "e1n1"));
+        assert_ne!(a, namespace_uuid("nqn.2026-01.io.example:host", 2, "e1n1"));
+        assert_ne!(a, namespace_uuid("nqn.2026-01.io.example:host", 1, "e2n1"));
+        assert_ne!(a, namespace_uuid("nqn.2026-01.io.example:other", 1, "e1n1"));
+        let groups: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{a}");
+        assert_eq!(&a[14..15], "8", "version 8: {a}");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "variant: {a}");
+        let mut doc = Desired::default();
+        doc.insert_exposure("e1", &exposure());
+        let ns = doc.namespace("nqn.2026-01.io.example:host", 1).expect("ns");
+        assert_eq!(
+            ns.uuid,
+            namespace_uuid("nqn.2026-01.io.example:host", 1, "e1n2")
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use dpu_proto::v1;
 use tonic::Status;
 
 use super::desired::{
-    split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, SubsystemDoc,
+    namespace_uuid, split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, SubsystemDoc,
 };
 
 /// The objects a change touched; empty when it changed nothing.
@@ -30,6 +30,14 @@ fn differs(key: &Key) -> Status {
     Status::already_exists(format!(
         "{key} already exists with a different spec; delete it first to change it"
     ))
+}
+
+/// Whether two API functions are the same host function (`0000:03:00.2` is `03:00.2`).
+fn same_function(a: &v1::EmulationFunction, b: &v1::EmulationFunction) -> bool {
+    match (super::function::decode(a), super::function::decode(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 pub(crate) fn create_remote(
@@ -121,10 +129,13 @@ pub(crate) fn create_namespace(
     doc: &mut Desired,
     nqn: &str,
     nsid: u32,
-    ns: NamespaceDoc,
+    mut ns: NamespaceDoc,
     volume_known: bool,
 ) -> Result<Touched, Status> {
     let key = Key::Namespace(nqn.to_owned(), nsid);
+    if ns.uuid.is_empty() {
+        ns.uuid = namespace_uuid(nqn, nsid, &ns.volume);
+    }
     if doc.subsystem(nqn).is_none() {
         return Err(Status::not_found(format!(
             "parent subsystems/{nqn} does not exist"
@@ -195,7 +206,7 @@ pub(crate) fn create_controller(
     let clash = doc.controllers.iter().find_map(|(other_nqn, m)| {
         m.iter().find_map(|(other_id, e)| {
             e.live()
-                .filter(|c| c.function == ctrl.function)
+                .filter(|c| same_function(&c.function, &ctrl.function))
                 .map(|_| Key::Controller(other_nqn.clone(), other_id.clone()))
         })
     });
@@ -313,7 +324,7 @@ pub(crate) fn apply_exposure(
         doc.controllers.iter().find_map(|(nqn, m)| {
             m.iter().find_map(|(cid, e)| {
                 e.live()
-                    .filter(|c| c.function == wanted.function)
+                    .filter(|c| same_function(&c.function, &wanted.function))
                     .map(|_| Key::Controller(nqn.clone(), cid.clone()))
             })
         })

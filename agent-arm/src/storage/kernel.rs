@@ -29,6 +29,7 @@ use super::desired::{
     split_volume_id, volume_id, BackendController, ControllerDoc, NamespaceDoc, Remotes,
     SubsystemDoc,
 };
+use super::remote::{decode_remote, RemoteTransport};
 use crate::config::Config;
 
 /// Why a controller cannot be created here, said whenever one is asked for.
@@ -136,32 +137,23 @@ impl KernelBackend {
         }
     }
 
-    fn connect_spec(&self, spec: &v1::RemoteControllerSpec) -> ConnectSpec {
-        let transport = match v1::NvmeTransport::try_from(spec.transport) {
-            Ok(v1::NvmeTransport::Tcp) => Transport::Tcp,
-            _ => Transport::Rdma,
+    fn connect_spec(&self, spec: &v1::RemoteControllerSpec) -> Result<ConnectSpec, BackendError> {
+        let target = decode_remote(spec)?;
+        let transport = match target.transport {
+            RemoteTransport::Tcp => Transport::Tcp,
+            RemoteTransport::Rdma => Transport::Rdma,
         };
-        let nonzero = |v: u32| (v != 0).then_some(v);
-        let mut connect = ConnectSpec::new(transport, spec.subnqn.clone());
-        connect.traddr = Some(spec.traddr.clone());
-        connect.trsvcid = Some(
-            u16::try_from(spec.trsvcid)
-                .ok()
-                .filter(|p| *p != 0)
-                .unwrap_or(4420),
-        );
-        connect.hostnqn = if spec.hostnqn.is_empty() {
-            self.hostnqn.clone()
-        } else {
-            Some(spec.hostnqn.clone())
-        };
-        connect.nr_io_queues = nonzero(spec.num_io_queues);
-        connect.ctrl_loss_tmo =
-            nonzero(spec.ctrl_loss_timeout_sec).and_then(|v| i32::try_from(v).ok());
-        connect.reconnect_delay = nonzero(spec.reconnect_delay_sec);
-        connect.hdr_digest = spec.header_digest;
-        connect.data_digest = spec.data_digest;
-        connect
+        let mut connect = ConnectSpec::new(transport, target.subnqn);
+        connect.traddr = Some(target.traddr);
+        connect.trsvcid = Some(target.trsvcid);
+        connect.hostnqn = target.hostnqn.or_else(|| self.hostnqn.clone());
+        connect.nr_io_queues = target.num_io_queues;
+        connect.ctrl_loss_tmo = target.reconnect.ctrl_loss_timeout_sec;
+        connect.reconnect_delay = target.reconnect.reconnect_delay_sec;
+        connect.fast_io_fail_tmo = target.reconnect.fast_io_fail_timeout_sec;
+        connect.hdr_digest = target.header_digest;
+        connect.data_digest = target.data_digest;
+        Ok(connect)
     }
 
     fn fabrics(&self) -> Fabrics {
@@ -181,7 +173,7 @@ impl KernelBackend {
         let Some(entry) = remotes.get(id) else {
             return Ok(None);
         };
-        let spec = self.connect_spec(&entry.spec);
+        let spec = self.connect_spec(&entry.spec)?;
         let fabrics = self.fabrics();
         blocking(
             format!("find the nvme-fabrics controller of {id}"),
@@ -235,7 +227,7 @@ impl KernelBackend {
         id: &str,
         spec: &v1::RemoteControllerSpec,
     ) -> Result<(), BackendError> {
-        let connect = self.connect_spec(spec);
+        let connect = self.connect_spec(spec)?;
         let fabrics = self.fabrics();
         blocking(
             format!("connect remote controller {id} over nvme-fabrics"),
@@ -378,9 +370,25 @@ impl KernelBackend {
         Ok(Vec::new())
     }
 
+    /// nvmet namespaces take a UUID here; NGUID and EUI-64 are refused rather than dropped.
+    pub(crate) async fn check_namespace(&self, doc: &NamespaceDoc) -> Result<(), BackendError> {
+        for (value, what) in [(&doc.nguid, "NGUID"), (&doc.eui64, "EUI-64")] {
+            if !value.is_empty() {
+                return Err(BackendError::plain(
+                    FailureKind::Unsupported,
+                    format!(
+                        "the kernel backend (nvmet) cannot set a namespace {what}; leave it empty"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) async fn create_controller(
         &self,
         _nqn: &str,
+        _id: &str,
         _doc: &ControllerDoc,
     ) -> Result<BackendController, BackendError> {
         unsupported()

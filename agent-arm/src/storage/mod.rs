@@ -13,7 +13,9 @@ pub(crate) mod backend;
 pub(crate) mod converge;
 pub(crate) mod desired;
 pub(crate) mod edit;
+pub(crate) mod function;
 pub(crate) mod kernel;
+pub(crate) mod remote;
 pub(crate) mod snap;
 pub(crate) mod store;
 pub(crate) mod view;
@@ -70,6 +72,8 @@ impl StorageEngine {
                     &config.snap.socket,
                     dialect,
                     config.snap.call_timeout,
+                    (!config.snap.emulation_manager.is_empty())
+                        .then(|| config.snap.emulation_manager.clone()),
                 ))
             }
             StorageBackendKind::Kernel => Backend::Kernel(kernel::KernelBackend::new(config)),
@@ -104,6 +108,7 @@ impl StorageEngine {
         let mut after = before.clone();
         let touched = edit(&mut after)?;
         let changed = after != before;
+        self.check_supported(&before, &after, &touched).await?;
         if dry_run || touched.is_empty() {
             return Ok(Applied {
                 doc: after,
@@ -130,7 +135,7 @@ impl StorageEngine {
                     });
                 }
                 Some((key, err)) => {
-                    let mut status = err.to_status();
+                    let mut status = crate::services::status::from_backend(&err);
                     status = Status::new(status.code(), format!("{key}: {}", status.message()));
                     status
                 }
@@ -145,6 +150,33 @@ impl StorageEngine {
             failure.code(),
             format!("{}; {}", failure.message(), rolled_back.1),
         ))
+    }
+
+    /// Refuses, before anything is saved or sent, what the backend has no way to carry
+    /// (e.g. a namespace NGUID on SNAP 4): a value accepted and then dropped would leave the
+    /// caller believing it was applied.
+    async fn check_supported(
+        &self,
+        before: &Desired,
+        after: &Desired,
+        touched: &Touched,
+    ) -> Result<(), Status> {
+        for key in touched {
+            let Key::Namespace(nqn, nsid) = key else {
+                continue;
+            };
+            let Some(ns) = after.namespace(nqn, *nsid) else {
+                continue;
+            };
+            if before.namespace(nqn, *nsid) == Some(ns) {
+                continue;
+            }
+            self.backend.check_namespace(ns).await.map_err(|err| {
+                let status = crate::services::status::from_backend(&err);
+                Status::new(status.code(), format!("{key}: {}", status.message()))
+            })?;
+        }
+        Ok(())
     }
 
     /// Undoes a failed change: back to `before`, removing what the change created (with

@@ -3,24 +3,25 @@
 //!
 //! The dialect is taken from the configuration or, with `auto`, asked once from the peer
 //! (`rpc_get_methods`) on first use and kept; a peer that turns out to be plain SPDK can
-//! attach remote controllers but not emulate NVMe, and says so.
+//! attach remote controllers but not emulate NVMe, and says so. SPDK's own codes decide
+//! what a refusal means (snap-audit.md §2.1, checked against a real `spdk_tgt` v24.01 in
+//! the `spdk` test tier).
 
 use std::path::Path;
 use std::time::Duration;
 
 use dpu_nvmeof::snap::{
-    AddressFamilyParam, AttachController, ControllerRef, EmulatedFunction, NamespaceCreate,
-    NvmeEmulation, Snap3NamespaceAttach, SnapClient, SnapDialect, SnapError, SnapErrorKind,
+    AddressFamilyParam, AttachController, ControllerParams, ControllerRef, EmulatedFunction,
+    EmulationFunctionInfo, NamespaceCreate, NamespaceIds, NvmeController, NvmeEmulation,
+    Snap3NamespaceAttach, SnapClient, SnapDialect, SnapError, SnapErrorKind, SubsystemParams,
     TransportType,
 };
-use dpu_proto::v1;
 use tokio::sync::OnceCell;
 
 use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
 use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
-
-/// Model number reported to the host when the operator gives none.
-const DEFAULT_MODEL: &str = "dpu-agent NVMe";
+use super::remote::{decode_remote, RemoteTarget, RemoteTransport};
+use dpu_proto::v1;
 
 /// The SNAP JSON-RPC backend.
 #[derive(Debug)]
@@ -28,15 +29,20 @@ pub(crate) struct SnapBackend {
     client: SnapClient,
     configured: Option<SnapDialect>,
     detected: OnceCell<SnapDialect>,
+    /// SNAP 3's emulation manager from the configuration; discovered when `None`.
+    emulation_manager: Option<String>,
 }
 
 fn kind_of(err: &SnapError) -> FailureKind {
     match err.kind() {
         SnapErrorKind::AlreadyExists => FailureKind::AlreadyExists,
+        SnapErrorKind::Conflict => FailureKind::Conflict,
         SnapErrorKind::NotFound => FailureKind::NotFound,
         SnapErrorKind::Busy => FailureKind::Busy,
         SnapErrorKind::Transient => FailureKind::Unavailable,
-        SnapErrorKind::MethodNotFound => FailureKind::Unsupported,
+        SnapErrorKind::MethodNotFound
+        | SnapErrorKind::ParamsRejected
+        | SnapErrorKind::Unsupported => FailureKind::Unsupported,
         SnapErrorKind::InvalidParams => FailureKind::Invalid,
         _ => FailureKind::Other,
     }
@@ -47,7 +53,8 @@ fn failed(operation: impl Into<String>) -> impl FnOnce(SnapError) -> BackendErro
     move |err| BackendError::new(kind_of(&err), operation, err)
 }
 
-/// Treats "already exists" as done.
+/// Treats "already exists" as done (never a [`FailureKind::Conflict`]: that object is not
+/// the one asked for).
 fn existing_ok(result: Result<(), BackendError>) -> Result<(), BackendError> {
     match result {
         Err(e) if e.kind == FailureKind::AlreadyExists => Ok(()),
@@ -63,38 +70,121 @@ fn missing_ok(result: Result<(), BackendError>) -> Result<(), BackendError> {
     }
 }
 
-/// A serial number derived from the NQN (FNV-1a, 16 hex digits), so a subsystem keeps the
-/// same serial across re-creation and the host does not see a new disk.
-fn default_serial(nqn: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+/// The name the agent gives the SNAP 4 controller of API controller `id` in subsystem
+/// `nqn` (`ctrl` at create): unique across subsystems and the same every time, so a
+/// controller created just before a crash is found again by name.
+pub(crate) fn controller_name(nqn: &str, id: &str) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
     for byte in nqn.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
     }
-    format!("{hash:016X}")
+    format!("{id}_{hash:08x}")
 }
 
-/// The SNAP function a controller is created on.
-fn emulated_function(function: &v1::EmulationFunction) -> Result<EmulatedFunction, BackendError> {
-    use v1::emulation_function::Function;
-    match &function.function {
-        Some(Function::PfVf(pf)) => Ok(match pf.vf_index {
-            Some(vf_id) => EmulatedFunction::Vf {
-                pf_id: pf.pf_index,
-                vf_id,
-            },
-            None => EmulatedFunction::Pf { pf_id: pf.pf_index },
-        }),
-        Some(Function::PciAddress(pci)) => Ok(EmulatedFunction::PciBdf(pci.bdf.clone())),
-        Some(Function::Vuid(_)) => Err(BackendError::plain(
-            FailureKind::Unsupported,
-            "function.vuid: this agent addresses SNAP functions by PF/VF index or PCI address; \
-             VUID addressing is not implemented",
-        )),
-        None => Err(BackendError::plain(
+/// Whether the attached controller `seen` goes where `target` asks, path by path as SPDK
+/// compares them (traddr, trsvcid, subnqn; hostnqn when the spec sets one).
+fn same_target(seen: &NvmeController, target: &RemoteTarget) -> bool {
+    seen.ctrlrs.iter().all(|path| {
+        path.trid
+            .trtype
+            .eq_ignore_ascii_case(&target.transport.to_string())
+            && path.trid.traddr == target.traddr
+            && path.trid.trsvcid == target.trsvcid.to_string()
+            && path.trid.subnqn == target.subnqn
+            && target
+                .hostnqn
+                .as_ref()
+                .is_none_or(|want| path.host.as_ref().is_some_and(|h| &h.nqn == want))
+    }) && !seen.ctrlrs.is_empty()
+}
+
+fn describe_paths(seen: &NvmeController) -> String {
+    let paths: Vec<String> = seen
+        .ctrlrs
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}:{} {}",
+                p.trid.trtype.to_ascii_lowercase(),
+                p.trid.traddr,
+                p.trid.trsvcid,
+                p.trid.subnqn
+            )
+        })
+        .collect();
+    paths.join(", ")
+}
+
+/// Whether `info` (one PF of `emulation_function_list`) or one of its VFs is `function`;
+/// gives the controller on it (empty when free) and the BDF.
+fn find_function<'a>(
+    list: &'a [EmulationFunctionInfo],
+    function: &EmulatedFunction,
+) -> Option<(&'a str, &'a str)> {
+    for pf in list
+        .iter()
+        .filter(|f| f.emulation_type.is_empty() || f.emulation_type == "nvme")
+    {
+        match function {
+            EmulatedFunction::Pf { pf_id } if pf.pf_index == Some(*pf_id) => {
+                return Some((&pf.ctrl_id, &pf.pci_bdf))
+            }
+            EmulatedFunction::Vf { pf_id, vf_id } if pf.pf_index == Some(*pf_id) => {
+                return pf
+                    .vfs
+                    .iter()
+                    .find(|vf| vf.vf_index == Some(*vf_id))
+                    .map(|vf| (vf.ctrl_id.as_str(), vf.pci_bdf.as_str()));
+            }
+            EmulatedFunction::PciBdf(bdf) => {
+                if pf.pci_bdf.eq_ignore_ascii_case(bdf) {
+                    return Some((&pf.ctrl_id, &pf.pci_bdf));
+                }
+                if let Some(vf) = pf
+                    .vfs
+                    .iter()
+                    .find(|vf| vf.pci_bdf.eq_ignore_ascii_case(bdf))
+                {
+                    return Some((&vf.ctrl_id, &vf.pci_bdf));
+                }
+            }
+            EmulatedFunction::Vuid(vuid) => {
+                if &pf.vuid == vuid {
+                    return Some((&pf.ctrl_id, &pf.pci_bdf));
+                }
+                if let Some(vf) = pf.vfs.iter().find(|vf| &vf.vuid == vuid) {
+                    return Some((&vf.ctrl_id, &vf.pci_bdf));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn decode_function(function: &v1::EmulationFunction) -> Result<EmulatedFunction, BackendError> {
+    super::function::decode(function).map_err(|e| {
+        BackendError::plain(
             FailureKind::Invalid,
-            "function: one of pf_vf, pci_address or vuid is required",
-        )),
+            format!("the stored emulation function is unusable: {e}"),
+        )
+    })
+}
+
+fn nonzero(value: u32) -> Option<u32> {
+    (value != 0).then_some(value)
+}
+
+fn nonempty(value: &str) -> Option<&str> {
+    (!value.is_empty()).then_some(value)
+}
+
+fn namespace_ids(doc: &NamespaceDoc) -> NamespaceIds<'_> {
+    NamespaceIds {
+        uuid: nonempty(&doc.uuid),
+        nguid: nonempty(&doc.nguid),
+        eui64: nonempty(&doc.eui64),
     }
 }
 
@@ -104,6 +194,7 @@ impl SnapBackend {
         socket: &Path,
         configured: Option<SnapDialect>,
         call_timeout: Duration,
+        emulation_manager: Option<String>,
     ) -> Self {
         let rpc = dpu_jsonrpc::Client::new(
             socket,
@@ -116,6 +207,7 @@ impl SnapBackend {
             client: SnapClient::with_client(rpc),
             configured,
             detected: OnceCell::new(),
+            emulation_manager,
         }
     }
 
@@ -161,47 +253,104 @@ impl SnapBackend {
         Ok(self.emulating().await? == SnapDialect::Snap4)
     }
 
+    /// The name a controller of the API gets in SNAP (SNAP 4 only: SNAP 3 names its own).
+    pub(crate) async fn controller_name(
+        &self,
+        nqn: &str,
+        id: &str,
+    ) -> Result<Option<String>, BackendError> {
+        Ok((self.emulating().await? == SnapDialect::Snap4).then(|| controller_name(nqn, id)))
+    }
+
+    /// Refuses, before anything changes, what this dialect has no key for.
+    pub(crate) async fn check_namespace(&self, doc: &NamespaceDoc) -> Result<(), BackendError> {
+        if doc.nguid.is_empty() && doc.eui64.is_empty() {
+            return Ok(());
+        }
+        let emulation = self.emulation().await?;
+        emulation
+            .check_namespace_ids(&namespace_ids(doc))
+            .map_err(failed("namespace identifiers"))
+    }
+
+    /// Attaches remote `id`, or finds it attached already. An existing controller of that
+    /// name that goes elsewhere is a conflict, never "done": SPDK itself would add the new
+    /// address as a second path (failover) or refuse with -22, so the agent checks first.
     pub(crate) async fn ensure_remote(
         &self,
         id: &str,
         spec: &v1::RemoteControllerSpec,
     ) -> Result<(), BackendError> {
-        let trtype = match v1::NvmeTransport::try_from(spec.transport) {
-            Ok(v1::NvmeTransport::Tcp) => TransportType::Tcp,
-            _ => TransportType::Rdma,
-        };
-        let adrfam = match v1::AddressFamily::try_from(spec.address_family) {
-            Ok(v1::AddressFamily::Ipv6) => AddressFamilyParam::Ipv6,
-            _ => AddressFamilyParam::Ipv4,
-        };
-        let nonzero = |v: u32| (v != 0).then_some(v);
+        let target = decode_remote(spec)?;
+        match self.client.bdev_nvme_get_controllers(id).execute().await {
+            Ok(found) => {
+                if let Some(seen) = found.iter().find(|c| c.name == id) {
+                    return if same_target(seen, &target) {
+                        Ok(())
+                    } else {
+                        Err(BackendError::plain(
+                            FailureKind::Conflict,
+                            format!(
+                                "SPDK already has a controller named {id} attached to {} \
+                                 (asked: {}); detach it first",
+                                describe_paths(seen),
+                                target.describe()
+                            ),
+                        ))
+                    };
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    SnapErrorKind::NotFound | SnapErrorKind::MethodNotFound
+                ) => {}
+            Err(e) => return Err(failed(format!("bdev_nvme_get_controllers {id}"))(e)),
+        }
         let params = AttachController {
             name: id.to_owned(),
-            trtype,
-            adrfam,
-            traddr: spec.traddr.clone(),
-            trsvcid: (if spec.trsvcid == 0 {
-                4420
-            } else {
-                spec.trsvcid
-            })
-            .to_string(),
-            subnqn: spec.subnqn.clone(),
-            hostnqn: (!spec.hostnqn.is_empty()).then(|| spec.hostnqn.clone()),
-            hdgst: spec.header_digest,
-            ddgst: spec.data_digest,
-            num_io_queues: nonzero(spec.num_io_queues),
-            ctrlr_loss_timeout_sec: nonzero(spec.ctrl_loss_timeout_sec),
-            reconnect_delay_sec: nonzero(spec.reconnect_delay_sec),
+            trtype: match target.transport {
+                RemoteTransport::Tcp => TransportType::Tcp,
+                RemoteTransport::Rdma => TransportType::Rdma,
+            },
+            adrfam: match target.family {
+                dpu_nvmeof::AddressFamily::Ipv6 => AddressFamilyParam::Ipv6,
+                _ => AddressFamilyParam::Ipv4,
+            },
+            traddr: target.traddr.clone(),
+            trsvcid: target.trsvcid.to_string(),
+            subnqn: target.subnqn.clone(),
+            hostnqn: target.hostnqn.clone(),
+            hdgst: target.header_digest,
+            ddgst: target.data_digest,
+            num_io_queues: target.num_io_queues,
+            ctrlr_loss_timeout_sec: target.reconnect.ctrl_loss_timeout_sec,
+            reconnect_delay_sec: target.reconnect.reconnect_delay_sec,
+            fast_io_fail_timeout_sec: target.reconnect.fast_io_fail_timeout_sec,
         };
-        existing_ok(
-            self.client
-                .bdev_nvme_attach_controller(&params)
-                .execute()
-                .await
-                .map(drop)
-                .map_err(failed(format!("bdev_nvme_attach_controller {id}"))),
-        )
+        let result = self
+            .client
+            .bdev_nvme_attach_controller(&params)
+            .execute()
+            .await
+            .map(drop);
+        match result {
+            // SPDK up to v24.05 answers a target it cannot connect to with -32602 "Invalid
+            // parameters" (rpc_bdev_nvme_attach_controller_done), v24.09 and later with -5;
+            // decode failures are -32603 and bad values -22, so here both mean "unreachable".
+            Err(e) if matches!(e.code(), Some(-32602 | -5)) => Err(BackendError::new(
+                FailureKind::Unavailable,
+                format!(
+                    "cannot connect remote controller {id} to {}: the target did not accept \
+                     the connection",
+                    target.describe()
+                ),
+                e,
+            )),
+            other => {
+                existing_ok(other.map_err(failed(format!("bdev_nvme_attach_controller {id}"))))
+            }
+        }
     }
 
     pub(crate) async fn remove_remote(
@@ -241,25 +390,23 @@ impl SnapBackend {
             .collect())
     }
 
+    /// Serial and model numbers and the namespace limit are sent only when the operator set
+    /// them (SNAP 4's keys for them are unverified, snap-audit.md F3); SNAP 3 requires serial
+    /// and model and gets stable defaults.
     pub(crate) async fn ensure_subsystem(
         &self,
         nqn: &str,
         doc: &SubsystemDoc,
     ) -> Result<(), BackendError> {
-        let serial = if doc.serial_number.is_empty() {
-            default_serial(nqn)
-        } else {
-            doc.serial_number.clone()
-        };
-        let model = if doc.model_number.is_empty() {
-            DEFAULT_MODEL
-        } else {
-            &doc.model_number
+        let params = SubsystemParams {
+            serial_number: nonempty(&doc.serial_number),
+            model_number: nonempty(&doc.model_number),
+            max_namespaces: nonzero(doc.max_namespaces),
         };
         existing_ok(
             self.emulation()
                 .await?
-                .create_subsystem(nqn, &serial, model)
+                .create_subsystem(nqn, &params)
                 .await
                 .map_err(failed(format!("create subsystem {nqn}"))),
         )
@@ -284,11 +431,14 @@ impl SnapBackend {
         doc: &NamespaceDoc,
         _remotes: &Remotes,
     ) -> Result<(), BackendError> {
-        if self.emulating().await? == SnapDialect::Snap3 {
+        let emulation = self.emulation().await?;
+        if emulation.dialect() == SnapDialect::Snap3 {
             return Ok(());
         }
-        let uuid = (!doc.uuid.is_empty()).then_some(doc.uuid.as_str());
-        let params = NamespaceCreate::new(nqn, nsid, &doc.volume, uuid);
+        emulation
+            .check_namespace_ids(&namespace_ids(doc))
+            .map_err(failed(format!("nvme_namespace_create {nqn} nsid {nsid}")))?;
+        let params = NamespaceCreate::new(nqn, nsid, &doc.volume, nonempty(&doc.uuid));
         existing_ok(
             self.client
                 .nvme_namespace_create(&params)
@@ -316,6 +466,8 @@ impl SnapBackend {
         )
     }
 
+    /// The emulated controllers. SNAP 4's run state comes from `nvme_subsystem_list`
+    /// (`state`, "STARTED" when running); none is reported where SNAP says nothing.
     pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
         let operation = "list controllers";
         Ok(match self.emulating().await? {
@@ -335,33 +487,78 @@ impl SnapBackend {
                 .collect(),
             _ => self
                 .client
-                .nvme_controller_list()
+                .nvme_subsystem_list()
                 .execute()
                 .await
                 .map_err(failed(operation))?
                 .into_iter()
-                .map(|c| ObservedController {
-                    id: c.ctrl_id,
-                    nqn: c.nqn,
-                    cntlid: None,
-                    suspended: c.suspended,
+                .flat_map(|sub| {
+                    let nqn = sub.nqn;
+                    sub.controllers
+                        .into_iter()
+                        .map(move |c| ObservedController {
+                            suspended: c.suspended(),
+                            id: c.ctrl_id,
+                            nqn: Some(nqn.clone()),
+                            cntlid: None,
+                        })
                 })
                 .collect(),
         })
     }
 
+    /// SNAP 4: the function must exist and be free (`emulation_function_list`); a SNAP
+    /// without that method is not asked.
+    async fn check_function_free(
+        &self,
+        function: &EmulatedFunction,
+        name: &str,
+    ) -> Result<(), BackendError> {
+        let list = match self.client.emulation_function_list().execute().await {
+            Ok(list) => list,
+            Err(e) if e.kind() == SnapErrorKind::MethodNotFound => return Ok(()),
+            Err(e) => return Err(failed("emulation_function_list")(e)),
+        };
+        match find_function(&list, function) {
+            None => Err(BackendError::plain(
+                FailureKind::Unsupported,
+                format!(
+                    "{function} is not an NVMe function SNAP emulates on this DPU \
+                     (emulation_function_list lists {} PFs)",
+                    list.len()
+                ),
+            )),
+            Some((ctrl, bdf)) if !ctrl.is_empty() && ctrl != name => Err(BackendError::plain(
+                FailureKind::Busy,
+                format!("{function} ({bdf}) is in use by SNAP controller {ctrl}"),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
     pub(crate) async fn create_controller(
         &self,
         nqn: &str,
+        id: &str,
         doc: &ControllerDoc,
     ) -> Result<BackendController, BackendError> {
-        let function = emulated_function(&doc.function)?;
-        let created = self
-            .emulation()
-            .await?
-            .create_controller(nqn, &function)
+        let function = decode_function(&doc.function)?;
+        let emulation = self.emulation().await?;
+        let name = (emulation.dialect() == SnapDialect::Snap4).then(|| controller_name(nqn, id));
+        if let Some(name) = &name {
+            self.check_function_free(&function, name).await?;
+        }
+        let params = ControllerParams {
+            name,
+            function,
+            num_queues: nonzero(doc.num_queues),
+            mdts: nonzero(doc.mdts),
+            emulation_manager: self.emulation_manager.clone(),
+        };
+        let created = emulation
+            .create_controller(nqn, &params)
             .await
-            .map_err(failed(format!("create controller of {nqn}")))?;
+            .map_err(failed(format!("create controller {id} of {nqn}")))?;
         Ok(BackendController {
             id: created.name,
             cntlid: created.cntlid,
@@ -403,7 +600,9 @@ impl SnapBackend {
                     nsid,
                     subnqn: nqn.to_owned(),
                     cntlid,
-                    uuid: (!ns.uuid.is_empty()).then(|| ns.uuid.clone()),
+                    uuid: nonempty(&ns.uuid).map(str::to_owned),
+                    nguid: nonempty(&ns.nguid).map(str::to_owned),
+                    eui64: nonempty(&ns.eui64).map(str::to_owned),
                 })
                 .execute()
                 .await
@@ -478,9 +677,10 @@ impl SnapBackend {
             .map(drop)
             .map_err(failed(format!("{verb} controller {}", ctrl.id)));
         match result {
-            // SNAP refuses to resume a running controller ("not suspended"); when the list
-            // could not say, that refusal means the controller is where we want it.
-            Err(e) if running && suspended.is_none() && e.kind == FailureKind::Busy => Ok(()),
+            // SNAP refuses to resume a running controller ("not suspended") and, presumably,
+            // to suspend a suspended one; when the list could not say, that refusal means the
+            // controller is where we want it.
+            Err(e) if suspended.is_none() && e.kind == FailureKind::Busy => Ok(()),
             other => other,
         }
     }
@@ -525,22 +725,111 @@ impl SnapBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dpu_nvmeof::snap::{EmulationVfInfo, NvmeControllerPath, PathHost, TransportId};
 
     #[test]
-    fn default_serials_are_stable_and_fit_identify() {
-        let a = default_serial("nqn.2026-01.io.example:a");
-        assert_eq!(a, default_serial("nqn.2026-01.io.example:a"));
-        assert_ne!(a, default_serial("nqn.2026-01.io.example:b"));
-        assert!(a.len() <= 20 && a.is_ascii(), "{a}");
+    fn controller_names_are_stable_and_unique_per_subsystem() {
+        let a = controller_name("nqn.2026-01.io.example:a", "c0");
+        assert_eq!(a, controller_name("nqn.2026-01.io.example:a", "c0"));
+        assert_ne!(a, controller_name("nqn.2026-01.io.example:b", "c0"));
+        assert!(a.starts_with("c0_"), "{a}");
+    }
+
+    fn attached(traddr: &str, subnqn: &str, host: &str) -> NvmeController {
+        NvmeController {
+            name: "r0".to_owned(),
+            ctrlrs: vec![NvmeControllerPath {
+                state: "enabled".to_owned(),
+                trid: TransportId {
+                    trtype: "TCP".to_owned(),
+                    adrfam: "IPv4".to_owned(),
+                    traddr: traddr.to_owned(),
+                    trsvcid: "4420".to_owned(),
+                    subnqn: subnqn.to_owned(),
+                },
+                host: Some(PathHost {
+                    nqn: host.to_owned(),
+                }),
+            }],
+        }
     }
 
     #[test]
-    fn vuid_functions_are_refused_by_name() {
-        let function = v1::EmulationFunction {
-            function: Some(v1::emulation_function::Function::Vuid("MT1".into())),
+    fn an_attached_controller_is_the_target_only_when_every_path_matches() {
+        let spec = v1::RemoteControllerSpec {
+            transport: v1::NvmeTransport::Tcp as i32,
+            address_family: v1::AddressFamily::Ipv4 as i32,
+            traddr: "127.0.0.1".to_owned(),
+            subnqn: "nqn.2016-06.io.spdk:cnode1".to_owned(),
+            ..Default::default()
         };
-        let err = emulated_function(&function).expect_err("vuid");
-        assert_eq!(err.kind, FailureKind::Unsupported);
-        assert!(err.describe().contains("vuid"), "{}", err.describe());
+        let target = RemoteTarget::decode(&spec).expect("valid");
+        let host = "nqn.2014-08.org.nvmexpress:uuid:1";
+        assert!(same_target(
+            &attached("127.0.0.1", "nqn.2016-06.io.spdk:cnode1", host),
+            &target
+        ));
+        assert!(!same_target(
+            &attached("127.0.0.2", "nqn.2016-06.io.spdk:cnode1", host),
+            &target
+        ));
+        assert!(!same_target(
+            &attached("127.0.0.1", "nqn.2016-06.io.spdk:cnode2", host),
+            &target
+        ));
+        let with_host = RemoteTarget {
+            hostnqn: Some("nqn.2014-08.org.nvmexpress:uuid:2".to_owned()),
+            ..target.clone()
+        };
+        assert!(!same_target(
+            &attached("127.0.0.1", "nqn.2016-06.io.spdk:cnode1", host),
+            &with_host
+        ));
+        let empty = NvmeController {
+            name: "r0".to_owned(),
+            ctrlrs: Vec::new(),
+        };
+        assert!(!same_target(&empty, &target));
+    }
+
+    #[test]
+    fn functions_are_found_by_index_bdf_and_vuid() {
+        let list = vec![EmulationFunctionInfo {
+            emulation_type: "nvme".to_owned(),
+            pf_index: Some(0),
+            pci_bdf: "03:00.2".to_owned(),
+            vuid: "MT1NVMES0D0F2".to_owned(),
+            ctrl_id: String::new(),
+            vfs: vec![EmulationVfInfo {
+                vf_index: Some(0),
+                pci_bdf: "03:00.4".to_owned(),
+                vuid: "MT1NVMES0D0F4".to_owned(),
+                ctrl_id: "NVMeCtrl2".to_owned(),
+            }],
+        }];
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::Pf { pf_id: 0 }),
+            Some(("", "03:00.2"))
+        );
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::Vf { pf_id: 0, vf_id: 0 }),
+            Some(("NVMeCtrl2", "03:00.4"))
+        );
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::PciBdf("03:00.4".to_owned())),
+            Some(("NVMeCtrl2", "03:00.4"))
+        );
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::Vuid("MT1NVMES0D0F2".to_owned())),
+            Some(("", "03:00.2"))
+        );
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::Pf { pf_id: 1 }),
+            None
+        );
+        assert_eq!(
+            find_function(&list, &EmulatedFunction::Vf { pf_id: 0, vf_id: 1 }),
+            None
+        );
     }
 }

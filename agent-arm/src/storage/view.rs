@@ -131,9 +131,9 @@ pub(crate) fn controller_state(ctrl: &ControllerDoc, seen: &Observed) -> v1::Con
         None => v1::ControllerState::Failed,
         Some(Some(true)) => v1::ControllerState::Suspended,
         Some(Some(false)) => v1::ControllerState::Running,
-        // The backend does not say: report what was asked and confirmed.
-        Some(None) if ctrl.running => v1::ControllerState::Running,
-        Some(None) => v1::ControllerState::Suspended,
+        // The backend does not say (a SNAP release without a controller state): unknown,
+        // never the desired state passed off as observed.
+        Some(None) => v1::ControllerState::Unspecified,
     }
 }
 

@@ -51,6 +51,9 @@ fn remote_spec(args: &AttachArgs) -> v1::RemoteControllerSpec {
         trsvcid: args.trsvcid,
         subnqn: args.subnqn.clone(),
         hostnqn: args.hostnqn.clone().unwrap_or_default(),
+        ctrl_loss_timeout_sec: args.ctrl_loss_timeout_sec.unwrap_or(0),
+        reconnect_delay_sec: args.reconnect_delay_sec.unwrap_or(0),
+        fast_io_fail_timeout_sec: args.fast_io_fail_timeout_sec.unwrap_or(0),
         ..Default::default()
     }
 }

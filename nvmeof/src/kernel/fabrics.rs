@@ -31,6 +31,8 @@ pub struct ConnectSpec {
     pub ctrl_loss_tmo: Option<i32>,
     /// `reconnect_delay=` in seconds, at least 1.
     pub reconnect_delay: Option<u32>,
+    /// `fast_io_fail_tmo=` in seconds: fail I/O after this long while reconnecting goes on.
+    pub fast_io_fail_tmo: Option<u32>,
     /// `hdr_digest` (TCP only).
     pub hdr_digest: bool,
     /// `data_digest` (TCP only).
@@ -50,6 +52,7 @@ impl ConnectSpec {
             nr_io_queues: None,
             ctrl_loss_tmo: None,
             reconnect_delay: None,
+            fast_io_fail_tmo: None,
             hdr_digest: false,
             data_digest: false,
         }
@@ -101,6 +104,9 @@ impl ConnectSpec {
                 "reconnect_delay={}",
                 positive_int("reconnect_delay", delay)?
             ));
+        }
+        if let Some(tmo) = self.fast_io_fail_tmo {
+            opts.push(format!("fast_io_fail_tmo={tmo}"));
         }
         for (on, name) in [
             (self.hdr_digest, "hdr_digest"),

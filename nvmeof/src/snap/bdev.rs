@@ -55,12 +55,71 @@ pub struct AttachController {
     /// I/O queues to open; SPDK's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_io_queues: Option<u32>,
-    /// Give up reconnecting after this long; SPDK's default when absent.
+    /// Give up reconnecting after this long (-1: never); SPDK's default when absent. SPDK
+    /// checks it together with the next two (`bdev_nvme_check_io_error_resiliency_params`)
+    /// and refuses an inconsistent trio with -22.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ctrlr_loss_timeout_sec: Option<u32>,
+    pub ctrlr_loss_timeout_sec: Option<i32>,
     /// Wait between reconnect attempts; SPDK's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconnect_delay_sec: Option<u32>,
+    /// Fail I/O after this long without a connection while reconnecting goes on; SPDK's
+    /// default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_io_fail_timeout_sec: Option<u32>,
+}
+
+/// One entry of `bdev_nvme_get_controllers`: a controller name and its paths
+/// (`rpc_dump_nvme_bdev_controller_info`, SPDK v24.01).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NvmeController {
+    /// The name given at attach, the prefix of its bdevs.
+    pub name: String,
+    /// One entry per path (several after a failover or multipath attach).
+    #[serde(default)]
+    pub ctrlrs: Vec<NvmeControllerPath>,
+}
+
+/// One path of an attached NVMe-oF controller (`nvme_ctrlr_info_json`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NvmeControllerPath {
+    /// E.g. `enabled`, `resetting`, `deleting`.
+    #[serde(default)]
+    pub state: String,
+    /// Where the path goes.
+    pub trid: TransportId,
+    /// The host side of the connection.
+    #[serde(default)]
+    pub host: Option<PathHost>,
+}
+
+/// An NVMe transport id as SPDK prints it (`nvme_bdev_dump_trid_json`): `trtype` upper
+/// case (`TCP`, `RDMA`), `adrfam` as `IPv4`/`IPv6`; empty members are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TransportId {
+    /// `TCP`, `RDMA`, ...
+    #[serde(default)]
+    pub trtype: String,
+    /// `IPv4`, `IPv6`, ...
+    #[serde(default)]
+    pub adrfam: String,
+    /// Target address.
+    #[serde(default)]
+    pub traddr: String,
+    /// Target service id.
+    #[serde(default)]
+    pub trsvcid: String,
+    /// Remote subsystem NQN.
+    #[serde(default)]
+    pub subnqn: String,
+}
+
+/// The `host` object of a controller path.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PathHost {
+    /// The host NQN the path connected as.
+    #[serde(default)]
+    pub nqn: String,
 }
 
 /// One entry of `bdev_get_bdevs` (the fields the agent uses; others are ignored).
@@ -146,6 +205,13 @@ impl SnapClient {
     /// `bdev_nvme_attach_controller`: returns the created bdev names (e.g. `["Nvme0n1"]`).
     pub fn bdev_nvme_attach_controller(&self, params: &AttachController) -> SnapCall<Vec<String>> {
         self.call("bdev_nvme_attach_controller", params)
+    }
+
+    /// `bdev_nvme_get_controllers {name}`: the attached controller `name` with its paths.
+    /// An unknown name is refused (v24.01: code 22, "Controller X does not exist"), which
+    /// [`SnapError::kind`](super::SnapError::kind) reads as not found.
+    pub fn bdev_nvme_get_controllers(&self, name: &str) -> SnapCall<Vec<NvmeController>> {
+        self.call("bdev_nvme_get_controllers", ByName { name })
     }
 
     /// `bdev_nvme_detach_controller {name}`: removes the controller and its bdevs.

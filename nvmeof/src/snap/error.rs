@@ -15,6 +15,15 @@ pub enum SnapError {
         #[source]
         source: dpu_jsonrpc::Error,
     },
+    /// The request asks for something this SNAP dialect cannot carry (no key for it in its
+    /// methods), so nothing was sent: better refused than silently dropped.
+    #[error("{dialect} cannot {what}")]
+    Unsupported {
+        /// `DOCA SNAP 4`, `mlnx_snap 3`.
+        dialect: &'static str,
+        /// What it cannot do, e.g. "set a namespace NGUID".
+        what: String,
+    },
 }
 
 /// What kind of refusal or failure a [`SnapError`] is, decided from SNAP's own code and
@@ -32,10 +41,20 @@ pub enum SnapErrorKind {
     Busy,
     /// The peer does not implement the method (-32601): wrong dialect or version.
     MethodNotFound,
+    /// The object exists with other settings (SPDK's -22 "A controller named X already
+    /// exists, but uses a different subnqn"): not the object asked for, so never "done".
+    Conflict,
     /// The peer rejected the params (-32602).
     InvalidParams,
+    /// The peer could not decode the params (SPDK's -32603 "spdk_json_decode_object
+    /// failed"): a key or type this SNAP/SPDK release does not take, i.e. a version mismatch
+    /// between the agent and the peer, not a server fault.
+    ParamsRejected,
     /// SNAP was unreachable, the connection broke, or the call ran past its deadline.
     Transient,
+    /// The dialect cannot carry what was asked ([`SnapError::Unsupported`]); nothing was
+    /// sent.
+    Unsupported,
     /// Anything else (other server refusals, undecodable results, protocol errors).
     Other,
 }
@@ -46,6 +65,7 @@ impl SnapError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Rpc { source, .. } => source.is_transient(),
+            Self::Unsupported { .. } => false,
         }
     }
 
@@ -56,7 +76,7 @@ impl SnapError {
                 source: dpu_jsonrpc::Error::Rpc { code, .. },
                 ..
             } => Some(*code),
-            Self::Rpc { .. } => None,
+            _ => None,
         }
     }
 
@@ -67,7 +87,7 @@ impl SnapError {
                 source: dpu_jsonrpc::Error::Rpc { message, .. },
                 ..
             } => Some(message),
-            Self::Rpc { .. } => None,
+            _ => None,
         }
     }
 
@@ -77,6 +97,9 @@ impl SnapError {
         if self.is_transient() {
             return SnapErrorKind::Transient;
         }
+        if matches!(self, Self::Unsupported { .. }) {
+            return SnapErrorKind::Unsupported;
+        }
         let (Some(code), Some(message)) = (self.code(), self.message()) else {
             return SnapErrorKind::Other;
         };
@@ -84,12 +107,18 @@ impl SnapError {
         let has = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
         if code == -32601 {
             SnapErrorKind::MethodNotFound
-        } else if has(&[
-            "already exist",
-            "already attached",
-            "file exists",
-            "duplicate",
-        ]) || code == -17
+        } else if code == -32603 && has(&["decode"]) {
+            SnapErrorKind::ParamsRejected
+        } else if has(&["already exists, but", "already exists but"]) {
+            SnapErrorKind::Conflict
+        } else if code == -114
+            || has(&[
+                "already exist",
+                "already attached",
+                "file exists",
+                "duplicate",
+            ])
+            || code == -17
         {
             SnapErrorKind::AlreadyExists
         } else if has(&["not found", "does not exist", "no such", "not exist"])
@@ -143,6 +172,29 @@ mod tests {
             SnapErrorKind::InvalidParams
         );
         assert_eq!(kind(-1, "weird"), SnapErrorKind::Other);
+        // SPDK v24.01's own texts (module/bdev/nvme/bdev_nvme_rpc.c, lib/bdev/bdev_rpc.c).
+        assert_eq!(
+            kind(-32603, "spdk_json_decode_object failed"),
+            SnapErrorKind::ParamsRejected
+        );
+        assert_eq!(
+            kind(
+                -114,
+                "A controller named r0 already exists with the specified network path\n"
+            ),
+            SnapErrorKind::AlreadyExists
+        );
+        assert_eq!(
+            kind(
+                -22,
+                "A controller named r0 already exists, but uses a different subnqn (nqn.x)\n"
+            ),
+            SnapErrorKind::Conflict
+        );
+        assert_eq!(
+            kind(22, "Controller r0 does not exist"),
+            SnapErrorKind::NotFound
+        );
         assert_eq!(refused(-1, "weird").message(), Some("weird"));
         assert_eq!(refused(-1, "weird").code(), Some(-1));
     }

@@ -1,7 +1,11 @@
-//! mlnx_snap (SNAP 3, BlueField-2) NVMe emulation methods, keys per storage.md §1.5/§2.4.
+//! mlnx_snap (SNAP 3, BlueField-2) NVMe emulation methods. Keys as mlnx_snap's own client
+//! `snap_rpc.py` sends them (snap-rdma `rpc/snap_rpc.py`, the primary source for this
+//! dialect; storage.md §1.5/§2.4). Mutating methods answer `true` or, per the method pages,
+//! the string `"true"`, so their results are not decoded.
 
 use serde::{Deserialize, Serialize};
 
+use super::snap4::Ignored;
 use super::{SnapCall, SnapClient};
 
 /// Params of `subsystem_nvme_create`.
@@ -13,6 +17,9 @@ pub struct Snap3Subsystem {
     pub serial_number: String,
     /// Model number (required by SNAP 3).
     pub model_number: String,
+    /// Maximum valid NSID (`-nn/--max_nsid` in snap_rpc.py).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number_namespaces: Option<u32>,
 }
 
 /// Params of `controller_nvme_create`.
@@ -29,9 +36,18 @@ pub struct Snap3ControllerCreate {
     /// VF index (with `pf_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vf_id: Option<u32>,
-    /// PCI BDF instead of indexes.
+    /// PCI BDF instead of indexes, `bb:dd.f`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pci_bdf: Option<String>,
+    /// The function's VUID instead of indexes or BDF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vuid: Option<String>,
+    /// I/O queues offered to the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nr_io_queues: Option<u32>,
+    /// Maximum data transfer size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mdts: Option<u32>,
 }
 
 /// `controller_nvme_create`'s answer.
@@ -59,6 +75,22 @@ pub struct Snap3NamespaceAttach {
     /// Namespace UUID.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// Namespace NGUID (32 hex digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nguid: Option<String>,
+    /// Namespace EUI-64 (16 hex digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eui64: Option<String>,
+}
+
+/// One entry of `emulation_managers_list`: an RDMA device that can emulate PCI functions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Snap3EmulationManager {
+    /// The RDMA device, e.g. `mlx5_0`.
+    pub emulation_manager: String,
+    /// What it can emulate, e.g. `["nvme", "virtio_blk"]`.
+    #[serde(default)]
+    pub supported_types: Vec<String>,
 }
 
 /// One entry of `subsystem_nvme_list`.
@@ -105,18 +137,23 @@ struct CntlNs<'a> {
 
 impl SnapClient {
     /// `subsystem_nvme_create` (SNAP 3).
-    pub fn subsystem_nvme_create(&self, params: &Snap3Subsystem) -> SnapCall<bool> {
+    pub fn subsystem_nvme_create(&self, params: &Snap3Subsystem) -> SnapCall<Ignored> {
         self.call("subsystem_nvme_create", params)
     }
 
     /// `subsystem_nvme_delete {nqn}` (SNAP 3).
-    pub fn subsystem_nvme_delete(&self, nqn: &str) -> SnapCall<bool> {
+    pub fn subsystem_nvme_delete(&self, nqn: &str) -> SnapCall<Ignored> {
         self.call("subsystem_nvme_delete", Nqn { nqn })
     }
 
     /// `subsystem_nvme_list` (SNAP 3).
     pub fn subsystem_nvme_list(&self) -> SnapCall<Vec<Snap3SubsystemInfo>> {
         self.call_bare("subsystem_nvme_list")
+    }
+
+    /// `emulation_managers_list` (SNAP 3): the RDMA devices that can emulate functions.
+    pub fn emulation_managers_list(&self) -> SnapCall<Vec<Snap3EmulationManager>> {
+        self.call_bare("emulation_managers_list")
     }
 
     /// `controller_list` (SNAP 3): every emulated controller.
@@ -133,7 +170,7 @@ impl SnapClient {
     }
 
     /// `controller_nvme_delete {subnqn, cntlid}` (SNAP 3).
-    pub fn controller_nvme_delete(&self, subnqn: &str, cntlid: u16) -> SnapCall<bool> {
+    pub fn controller_nvme_delete(&self, subnqn: &str, cntlid: u16) -> SnapCall<Ignored> {
         self.call("controller_nvme_delete", Cntl { subnqn, cntlid })
     }
 
@@ -141,7 +178,7 @@ impl SnapClient {
     pub fn controller_nvme_namespace_attach(
         &self,
         params: &Snap3NamespaceAttach,
-    ) -> SnapCall<bool> {
+    ) -> SnapCall<Ignored> {
         self.call("controller_nvme_namespace_attach", params)
     }
 
@@ -151,7 +188,7 @@ impl SnapClient {
         subnqn: &str,
         cntlid: u16,
         nsid: u32,
-    ) -> SnapCall<bool> {
+    ) -> SnapCall<Ignored> {
         self.call(
             "controller_nvme_namespace_detach",
             CntlNs {

@@ -35,20 +35,36 @@ impl NamespaceCreate {
     }
 }
 
-/// Params of `nvme_controller_create`: the function is addressed by PF/VF index or PCI BDF.
+/// Params of `nvme_controller_create`: the function is addressed by PF/VF index, PCI BDF
+/// (`bb:dd.f`, no domain) or VUID. `nqn`, `pf_id`/`vf_id`, `pci_bdf`, `vuid` and `suspended`
+/// match DPF and NVIDIA's docs; `ctrl`, `num_queues` and `mdts` are **UNVERIFIED** (the CLI
+/// flags `--ctrl`, `--num_queues`, `--mdts` of public lab scripts) and sent only when set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ControllerCreate {
     /// Subsystem NQN.
     pub nqn: String,
+    /// The controller's name (its `ctrl_id` from then on), so a create the agent could not
+    /// record is found again by name instead of guessed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctrl: Option<String>,
     /// PF index.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pf_id: Option<u32>,
     /// VF index (with `pf_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vf_id: Option<u32>,
-    /// PCI BDF of the emulated function.
+    /// PCI BDF of the emulated function, `bb:dd.f` as `emulation_function_list` shows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pci_bdf: Option<String>,
+    /// The function's VUID (NVIDIA's recommended addressing: it never changes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vuid: Option<String>,
+    /// I/O queues offered to the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_queues: Option<u32>,
+    /// Maximum data transfer size (power of two of the page size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mdts: Option<u32>,
     /// Create suspended so the host sees it only after namespaces are attached and
     /// `nvme_controller_resume` runs (the reference flow); [`SnapClient`] always sets it.
     pub suspended: bool,
@@ -83,11 +99,73 @@ pub struct NamespaceInfo {
     pub bdev: String,
 }
 
-/// A controller in `nvme_subsystem_list`.
+/// A controller in `nvme_subsystem_list` (DPF's capture: `ctrl_id, mdts, vhca_id, nqn,
+/// plugged, state, num_queues, max_queues, namespaces`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct SubsystemController {
     /// Controller id.
     pub ctrl_id: String,
+    /// Run state, `"STARTED"` when the host can use it
+    /// ([`STATE_STARTED`](super::unverified::STATE_STARTED)); absent in some releases.
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+impl SubsystemController {
+    /// Whether it is suspended: `None` when SNAP does not say.
+    pub fn suspended(&self) -> Option<bool> {
+        self.state
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| !s.eq_ignore_ascii_case(super::unverified::STATE_STARTED))
+    }
+}
+
+/// One PF of `emulation_function_list` (DPF's shape: `hotplugged, emulation_type, pf_index,
+/// pci_bdf, vhca_id, vuid, ctrl_id, vfs`); every member is optional so a release that adds
+/// or drops one still decodes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct EmulationFunctionInfo {
+    /// `nvme`, `virtio_blk`, ...
+    #[serde(default)]
+    pub emulation_type: String,
+    /// PF index.
+    #[serde(default)]
+    pub pf_index: Option<u32>,
+    /// The BDF the host sees, `bb:dd.f` (DPF's "not enumerated" sentinel is `00:00.0`).
+    #[serde(default)]
+    pub pci_bdf: String,
+    /// The stable virtual unit id.
+    #[serde(default)]
+    pub vuid: String,
+    /// The controller on it; empty when free.
+    #[serde(default)]
+    pub ctrl_id: String,
+    /// Its VFs.
+    #[serde(default)]
+    pub vfs: Vec<EmulationVfInfo>,
+}
+
+/// One VF of an [`EmulationFunctionInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct EmulationVfInfo {
+    /// VF index, 0-based.
+    #[serde(default)]
+    pub vf_index: Option<u32>,
+    /// The BDF the host sees.
+    #[serde(default)]
+    pub pci_bdf: String,
+    /// The stable virtual unit id.
+    #[serde(default)]
+    pub vuid: String,
+    /// The controller on it; empty when free.
+    #[serde(default)]
+    pub ctrl_id: String,
+}
+
+#[derive(Serialize)]
+struct All {
+    all: bool,
 }
 
 #[derive(Serialize)]
@@ -124,6 +202,12 @@ impl SnapClient {
     /// `nvme_subsystem_list`.
     pub fn nvme_subsystem_list(&self) -> SnapCall<Vec<SubsystemInfo>> {
         self.call_bare("nvme_subsystem_list")
+    }
+
+    /// `emulation_function_list {all: true}`: every emulated PCI function, with the
+    /// controller using it.
+    pub fn emulation_function_list(&self) -> SnapCall<Vec<EmulationFunctionInfo>> {
+        self.call("emulation_function_list", All { all: true })
     }
 
     /// `nvme_namespace_create`.

@@ -12,13 +12,11 @@ use serde::{Deserialize, Serialize};
 /// sends `ctrl_id`; the CLI flag is `-c/--ctrl` (storage.md §6 question 1).
 pub const CTRL_KEY: &str = "ctrl_id";
 
-/// **UNVERIFIED**: the SNAP 3 emulation manager (RDMA device) used when none is configured;
-/// opi-nvidia-bridge hard-codes `mlx5_0`, real boards may differ.
-pub const DEFAULT_EMULATION_MANAGER: &str = "mlx5_0";
-
 /// **UNVERIFIED** (keys of the optional fields): params of SNAP 4 `nvme_subsystem_create`.
-/// `nqn` is confirmed (DPF); `serial_number`/`model_number` are guessed from the CLI flags
-/// `-sn`/`-mn` and the SNAP 3 method's keys.
+/// `nqn` is confirmed (DPF, which sends nothing else); `serial_number`/`model_number` are
+/// guessed from the CLI flags `-sn`/`--model_number` and the SNAP 3 method's keys, `nn` from
+/// the CLI flag `-nn`. The optional keys are sent only when the operator set the value, so a
+/// wrong guess can break only the requests that use it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SubsystemCreate {
     /// Subsystem NQN.
@@ -29,6 +27,9 @@ pub struct SubsystemCreate {
     /// Model number the host sees.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_number: Option<String>,
+    /// Maximum number of namespaces (Identify Controller NN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nn: Option<u32>,
 }
 
 /// **UNVERIFIED** (key name, see [`CTRL_KEY`]): `{ctrl_id, nsid}` for
@@ -46,16 +47,21 @@ pub(super) struct Ctrl<'a> {
     pub(super) ctrl_id: &'a str,
 }
 
-/// **UNVERIFIED** (shape not captured, storage.md §6 question 2): one entry of SNAP 4
-/// `nvme_controller_list`; only the fields also seen in `nvme_subsystem_list` are read.
+/// **UNVERIFIED** (shape from NVIDIA's live-upgrade script, not SNAP's source): one entry of
+/// SNAP 4 `nvme_controller_list`: `ctrl_id, vhca_id, nqn, mdts, num_queues, namespaces`. No
+/// public shape carries a run state; that comes from `nvme_subsystem_list` (see
+/// [`SubsystemController::state`](super::SubsystemController::state)).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ControllerInfo {
-    /// Controller id, e.g. `NVMeCtrl1`.
+    /// Controller id, e.g. `NVMeCtrl1` or the `ctrl` name given at create.
     pub ctrl_id: String,
     /// The subsystem it belongs to.
     #[serde(default)]
     pub nqn: Option<String>,
-    /// Whether it is suspended (absent in some versions).
-    #[serde(default)]
-    pub suspended: Option<bool>,
 }
+
+/// **UNVERIFIED** (the value for a suspended controller): the run state SNAP 4 reports for
+/// a controller in `nvme_subsystem_list`. DPF's capture shows `"STARTED"`; what a suspended
+/// one shows is not published, so anything else reads as "not running" and an absent state
+/// as unknown.
+pub const STATE_STARTED: &str = "STARTED";
