@@ -81,7 +81,7 @@ async fn volume_counters(
     wanted: &[Option<String>],
 ) -> (Vec<v1::CounterSample>, Vec<v1::SourceError>) {
     let (remotes, backing) = {
-        let doc = storage.doc().await;
+        let doc = storage.snapshot().await;
         let backing: Vec<String> = doc
             .namespaces
             .values()
@@ -94,7 +94,7 @@ async fn volume_counters(
     if wanted.iter().any(Option::is_none) {
         // Every volume of a live remote controller, plus those backing namespaces.
         ids.extend(backing.iter().cloned());
-        if let Ok(all) = storage.backend().volumes(&remotes).await {
+        if let Ok(all) = storage.volumes().await {
             ids.extend(all.into_iter().map(|v| v.id).filter(|id| {
                 remotes.iter().any(|(remote, e)| {
                     e.live().is_some() && crate::storage::desired::belongs_to(id, remote)
@@ -107,7 +107,7 @@ async fn volume_counters(
     let (mut samples, mut errors) = (Vec::new(), Vec::new());
     for id in ids {
         let object = format!("volumes/{id}");
-        match storage.backend().volume_io(&id, &remotes).await {
+        match storage.volume_io(&id).await {
             Ok(io) => {
                 let sample = |counter: &str, value: u64, unit: v1::CounterUnit| v1::CounterSample {
                     source: dpu_probe::snapshot::Source::Volume.as_str().to_owned(),

@@ -88,8 +88,11 @@ where
 
 /// The one mapping of a storage backend failure to a gRPC status, with the whole chain.
 pub(crate) fn from_backend(err: &crate::storage::backend::BackendError) -> Status {
+    backend_status(err, err.describe())
+}
+
+fn backend_status(err: &crate::storage::backend::BackendError, text: String) -> Status {
     use crate::storage::backend::FailureKind;
-    let text = err.describe();
     match err.kind {
         FailureKind::AlreadyExists | FailureKind::Conflict => Status::already_exists(text),
         FailureKind::NotFound => Status::not_found(text),
@@ -97,5 +100,20 @@ pub(crate) fn from_backend(err: &crate::storage::backend::BackendError) -> Statu
         FailureKind::Unavailable => Status::unavailable(text),
         FailureKind::Invalid => Status::invalid_argument(text),
         FailureKind::Other => Status::internal(text),
+    }
+}
+
+/// The one mapping of the storage domain's errors to gRPC statuses.
+impl From<crate::storage::error::StorageError> for Status {
+    fn from(err: crate::storage::error::StorageError) -> Self {
+        use crate::storage::error::StorageError;
+        match &err {
+            StorageError::NotFound(text) => Status::not_found(text.clone()),
+            StorageError::AlreadyExists(text) => Status::already_exists(text.clone()),
+            StorageError::FailedPrecondition(text) => Status::failed_precondition(text.clone()),
+            StorageError::Backend { source, .. } => backend_status(source, err.to_string()),
+            StorageError::Deadline { .. } => Status::deadline_exceeded(err.to_string()),
+            StorageError::Save(_) => Status::internal(error_chain(&err)),
+        }
     }
 }

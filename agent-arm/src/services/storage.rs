@@ -22,6 +22,7 @@ use crate::storage::desired::{
     split_volume_id, ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc,
 };
 use crate::storage::edit;
+use crate::storage::error::StorageError;
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
@@ -39,14 +40,12 @@ impl StorageService {
     /// What the backend reports now; a failure is kept as a `detail`, not an error, so a
     /// listing still shows the desired objects while SNAP is down.
     async fn observe(&self) -> Observed {
-        let backend = self.engine.backend();
-        let remotes = self.engine.doc().await.remotes.clone();
         let mut seen = Observed::default();
-        match backend.volumes(&remotes).await {
+        match self.engine.volumes().await {
             Ok(v) => seen.volumes = Some(v),
             Err(e) => seen.problem = Some(e.describe()),
         }
-        match backend.controllers().await {
+        match self.engine.controllers().await {
             Ok(c) => seen.controllers = Some(c),
             Err(e) if e.kind == FailureKind::Unsupported => seen.controllers = Some(Vec::new()),
             Err(e) => seen.problem = Some(e.describe()),
@@ -57,7 +56,7 @@ impl StorageService {
     async fn change(
         &self,
         options: Option<&v1::ApplyOptions>,
-        edit: impl FnOnce(&mut Desired) -> Result<edit::Touched, Status>,
+        edit: impl FnOnce(&mut Desired) -> Result<edit::Touched, StorageError>,
     ) -> Result<(Desired, bool), Status> {
         let dry_run = options.is_some_and(|o| o.dry_run);
         let timeout = match options {
@@ -194,7 +193,7 @@ impl Storage for StorageService {
         request: Request<v1::GetRemoteControllerRequest>,
     ) -> Reply<v1::RemoteController> {
         let id = flat_id(Collection::RemoteControllers, &request.into_inner().name)?;
-        let spec = self.engine.doc().await.remote(&id).cloned();
+        let spec = self.engine.snapshot().await.remote(&id).cloned();
         let spec = spec.ok_or_else(|| not_found(&Key::Remote(id.clone())))?;
         Ok(Response::new(view::remote_controller(
             &id,
@@ -207,7 +206,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::ListRemoteControllersRequest>,
     ) -> Reply<v1::ListRemoteControllersResponse> {
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         let seen = self.observe().await;
         let all: Vec<v1::RemoteController> = doc
             .remotes
@@ -266,7 +265,7 @@ impl Storage for StorageService {
         request: Request<v1::GetSubsystemRequest>,
     ) -> Reply<v1::Subsystem> {
         let nqn = subsystem_name("name", &request.into_inner().name)?.nqn;
-        let doc = self.engine.doc().await;
+        let doc = self.engine.snapshot().await;
         let sub = doc
             .subsystem(&nqn)
             .ok_or_else(|| not_found(&Key::Subsystem(nqn.clone())))?;
@@ -278,7 +277,7 @@ impl Storage for StorageService {
         request: Request<v1::ListSubsystemsRequest>,
     ) -> Reply<v1::ListSubsystemsResponse> {
         let all: Vec<v1::Subsystem> = {
-            let doc = self.engine.doc().await;
+            let doc = self.engine.snapshot().await;
             doc.subsystems
                 .iter()
                 .filter_map(|(nqn, e)| e.live().map(|sub| view::subsystem(&doc, nqn, sub)))
@@ -325,14 +324,13 @@ impl Storage for StorageService {
             eui64: ns.eui64,
         };
         // A volume not made by one of the agent's remote controllers must exist already.
-        let remotes = self.engine.doc().await.remotes.clone();
-        let from_remote = split_volume_id(&volume)
-            .is_some_and(|(remote, _)| remotes.get(remote).is_some_and(|e| !e.deleting));
+        let doc = self.engine.snapshot().await;
+        let from_remote =
+            split_volume_id(&volume).is_some_and(|(remote, _)| doc.remote(remote).is_some());
         let volume_known = from_remote
             || self
                 .engine
-                .backend()
-                .volumes(&remotes)
+                .volumes()
                 .await
                 .map_err(|e| crate::services::status::from_backend(&e))?
                 .iter()
@@ -359,7 +357,7 @@ impl Storage for StorageService {
     ) -> Reply<v1::Namespace> {
         let name = namespace_name(&request.into_inner().name)?;
         let (nqn, nsid) = (name.subsystem.nqn, name.nsid);
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         let ns = doc
             .namespace(&nqn, nsid)
             .ok_or_else(|| not_found(&Key::Namespace(nqn.clone(), nsid)))?;
@@ -378,7 +376,7 @@ impl Storage for StorageService {
     ) -> Reply<v1::ListNamespacesResponse> {
         let req = request.into_inner();
         let nqn = subsystem_name("parent", &req.parent)?.nqn;
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         if doc.subsystem(&nqn).is_none() {
             return Err(not_found(&Key::Subsystem(nqn)));
         }
@@ -440,7 +438,7 @@ impl Storage for StorageService {
         request: Request<v1::GetControllerRequest>,
     ) -> Reply<v1::Controller> {
         let name = controller_name("name", &request.into_inner().name)?;
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         self.controller_reply(&doc, &name.subsystem.nqn, &name.id)
             .await
     }
@@ -451,7 +449,7 @@ impl Storage for StorageService {
     ) -> Reply<v1::ListControllersResponse> {
         let req = request.into_inner();
         let nqn = subsystem_name("parent", &req.parent)?.nqn;
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         if doc.subsystem(&nqn).is_none() {
             return Err(not_found(&Key::Subsystem(nqn)));
         }
@@ -564,7 +562,7 @@ impl Storage for StorageService {
 
     async fn get_exposure(&self, request: Request<v1::GetExposureRequest>) -> Reply<v1::Exposure> {
         let id = flat_id(Collection::Exposures, &request.into_inner().name)?;
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         let spec = doc
             .exposures
             .get(&id)
@@ -581,7 +579,7 @@ impl Storage for StorageService {
         &self,
         request: Request<v1::ListExposuresRequest>,
     ) -> Reply<v1::ListExposuresResponse> {
-        let doc = self.engine.doc().await.clone();
+        let doc = self.engine.snapshot().await;
         let seen = self.observe().await;
         let all = doc
             .exposures
@@ -614,10 +612,9 @@ impl Storage for StorageService {
 
     async fn get_io_stats(&self, request: Request<v1::GetIoStatsRequest>) -> Reply<v1::IoStats> {
         let name = request.into_inner().name;
-        let (volumes, remotes): (Vec<String>, _) = {
-            let doc = self.engine.doc().await;
-            let remotes = doc.remotes.clone();
-            let volumes = match stats_target(&name)? {
+        let volumes: Vec<String> = {
+            let doc = self.engine.snapshot().await;
+            match stats_target(&name)? {
                 StatsTarget::Volume(id) => vec![id],
                 StatsTarget::Namespace(ns) => {
                     let key = Key::Namespace(ns.subsystem.nqn.clone(), ns.nsid);
@@ -636,8 +633,7 @@ impl Storage for StorageService {
                         .filter_map(|nsid| doc.namespace(&nqn, *nsid).map(|ns| ns.volume.clone()))
                         .collect()
                 }
-            };
-            (volumes, remotes)
+            }
         };
         let mut stats = v1::IoStats {
             name,
@@ -648,8 +644,7 @@ impl Storage for StorageService {
         for volume in &volumes {
             let io = self
                 .engine
-                .backend()
-                .volume_io(volume, &remotes)
+                .volume_io(volume)
                 .await
                 .map_err(|e| crate::services::status::from_backend(&e))?;
             stats.bytes_read += io.bytes_read;

@@ -8,26 +8,26 @@
 use std::collections::BTreeSet;
 
 use dpu_proto::v1;
-use tonic::Status;
 
 use super::desired::{
     namespace_uuid, split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, SubsystemDoc,
 };
+use super::error::StorageError;
 
 /// The objects a change touched; empty when it changed nothing.
 pub(crate) type Touched = BTreeSet<Key>;
 
-fn owned_elsewhere(doc: &Desired, key: &Key) -> Result<(), Status> {
+fn owned_elsewhere(doc: &Desired, key: &Key) -> Result<(), StorageError> {
     match doc.owner_of(key) {
-        Some(exposure) => Err(Status::failed_precondition(format!(
+        Some(exposure) => Err(StorageError::precondition(format!(
             "{key} belongs to exposures/{exposure}; change it through the exposure"
         ))),
         None => Ok(()),
     }
 }
 
-fn differs(key: &Key) -> Status {
-    Status::already_exists(format!(
+fn differs(key: &Key) -> StorageError {
+    StorageError::already_exists(format!(
         "{key} already exists with a different spec; delete it first to change it"
     ))
 }
@@ -44,7 +44,7 @@ pub(crate) fn create_remote(
     doc: &mut Desired,
     id: &str,
     spec: &v1::RemoteControllerSpec,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Remote(id.to_owned());
     match doc.remote(id) {
         Some(existing) if existing == spec => {}
@@ -56,7 +56,7 @@ pub(crate) fn create_remote(
     Ok(BTreeSet::from([key]))
 }
 
-pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, Status> {
+pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, StorageError> {
     let key = Key::Remote(id.to_owned());
     if doc.remote(id).is_none() {
         return Ok(BTreeSet::new());
@@ -74,7 +74,7 @@ pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, Stat
         .map(|(nqn, nsid, _)| Key::Namespace(nqn.clone(), *nsid).to_string())
         .collect();
     if !users.is_empty() {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "{key} backs {}; delete those namespaces first",
             users.join(", ")
         )));
@@ -87,7 +87,7 @@ pub(crate) fn create_subsystem(
     doc: &mut Desired,
     nqn: &str,
     sub: SubsystemDoc,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Subsystem(nqn.to_owned());
     match doc.subsystem(nqn) {
         Some(existing) if *existing == sub => {}
@@ -99,7 +99,7 @@ pub(crate) fn create_subsystem(
     Ok(BTreeSet::from([key]))
 }
 
-pub(crate) fn delete_subsystem(doc: &mut Desired, nqn: &str) -> Result<Touched, Status> {
+pub(crate) fn delete_subsystem(doc: &mut Desired, nqn: &str) -> Result<Touched, StorageError> {
     let key = Key::Subsystem(nqn.to_owned());
     if doc.subsystem(nqn).is_none() {
         return Ok(BTreeSet::new());
@@ -114,7 +114,7 @@ pub(crate) fn delete_subsystem(doc: &mut Desired, nqn: &str) -> Result<Touched, 
         )
         .collect();
     if !children.is_empty() {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "{key} still has {}; delete them first",
             children.join(", ")
         )));
@@ -131,13 +131,13 @@ pub(crate) fn create_namespace(
     nsid: u32,
     mut ns: NamespaceDoc,
     volume_known: bool,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Namespace(nqn.to_owned(), nsid);
     if ns.uuid.is_empty() {
         ns.uuid = namespace_uuid(nqn, nsid, &ns.volume);
     }
     if doc.subsystem(nqn).is_none() {
-        return Err(Status::not_found(format!(
+        return Err(StorageError::not_found(format!(
             "parent subsystems/{nqn} does not exist"
         )));
     }
@@ -149,13 +149,13 @@ pub(crate) fn create_namespace(
     let from_remote =
         split_volume_id(&ns.volume).is_some_and(|(remote, _)| doc.remote(remote).is_some());
     if !from_remote && !volume_known {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "volumes/{} does not exist: attach its remote controller first",
             ns.volume
         )));
     }
     if let Some(user) = doc.users_of_volume(&ns.volume).first() {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "volumes/{} already backs {user}; a volume backs one namespace",
             ns.volume
         )));
@@ -167,7 +167,11 @@ pub(crate) fn create_namespace(
     Ok(BTreeSet::from([key]))
 }
 
-pub(crate) fn delete_namespace(doc: &mut Desired, nqn: &str, nsid: u32) -> Result<Touched, Status> {
+pub(crate) fn delete_namespace(
+    doc: &mut Desired,
+    nqn: &str,
+    nsid: u32,
+) -> Result<Touched, StorageError> {
     let key = Key::Namespace(nqn.to_owned(), nsid);
     if doc.namespace(nqn, nsid).is_none() {
         return Ok(BTreeSet::new());
@@ -177,7 +181,7 @@ pub(crate) fn delete_namespace(doc: &mut Desired, nqn: &str, nsid: u32) -> Resul
         .controllers_of(nqn)
         .find(|(_, c)| c.attached.contains(&nsid))
     {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "{key} is attached to {}; detach it first",
             Key::Controller(nqn.to_owned(), id.clone())
         )));
@@ -191,10 +195,10 @@ pub(crate) fn create_controller(
     nqn: &str,
     id: &str,
     ctrl: ControllerDoc,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     if doc.subsystem(nqn).is_none() {
-        return Err(Status::not_found(format!(
+        return Err(StorageError::not_found(format!(
             "parent subsystems/{nqn} does not exist"
         )));
     }
@@ -211,7 +215,7 @@ pub(crate) fn create_controller(
         })
     });
     if let Some(other) = clash {
-        return Err(Status::already_exists(format!(
+        return Err(StorageError::already_exists(format!(
             "{other} already emulates that function; one controller per function"
         )));
     }
@@ -227,14 +231,14 @@ pub(crate) fn delete_controller(
     nqn: &str,
     id: &str,
     force: bool,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     let Some(ctrl) = doc.controller(nqn, id) else {
         return Ok(BTreeSet::new());
     };
     owned_elsewhere(doc, &key)?;
     if ctrl.running && !force {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "{key} is running, so the host may be using it: suspend it first, or pass force"
         )));
     }
@@ -246,23 +250,28 @@ fn live_controller<'a>(
     doc: &'a mut Desired,
     nqn: &str,
     id: &str,
-) -> Result<&'a mut ControllerDoc, Status> {
+) -> Result<&'a mut ControllerDoc, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     doc.controller_mut(nqn, id)
-        .ok_or_else(|| Status::not_found(format!("{key} does not exist")))
+        .ok_or_else(|| StorageError::not_found(format!("{key} does not exist")))
 }
 
-pub(crate) fn attach(doc: &mut Desired, nqn: &str, id: &str, nsid: u32) -> Result<Touched, Status> {
+pub(crate) fn attach(
+    doc: &mut Desired,
+    nqn: &str,
+    id: &str,
+    nsid: u32,
+) -> Result<Touched, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     let ns_key = Key::Namespace(nqn.to_owned(), nsid);
     if doc.namespace(nqn, nsid).is_none() {
-        return Err(Status::not_found(format!("{ns_key} does not exist")));
+        return Err(StorageError::not_found(format!("{ns_key} does not exist")));
     }
     if let Some((other, _)) = doc
         .controllers_of(nqn)
         .find(|(other, c)| *other != id && c.attached.contains(&nsid))
     {
-        return Err(Status::failed_precondition(format!(
+        return Err(StorageError::precondition(format!(
             "{ns_key} is attached to {}; SNAP attaches a namespace to one controller",
             Key::Controller(nqn.to_owned(), other.clone())
         )));
@@ -274,7 +283,12 @@ pub(crate) fn attach(doc: &mut Desired, nqn: &str, id: &str, nsid: u32) -> Resul
     Ok(BTreeSet::from([key]))
 }
 
-pub(crate) fn detach(doc: &mut Desired, nqn: &str, id: &str, nsid: u32) -> Result<Touched, Status> {
+pub(crate) fn detach(
+    doc: &mut Desired,
+    nqn: &str,
+    id: &str,
+    nsid: u32,
+) -> Result<Touched, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     owned_elsewhere(doc, &key)?;
     let ctrl = live_controller(doc, nqn, id)?;
@@ -289,7 +303,7 @@ pub(crate) fn set_running(
     nqn: &str,
     id: &str,
     running: bool,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let key = Key::Controller(nqn.to_owned(), id.to_owned());
     live_controller(doc, nqn, id)?.running = running;
     Ok(BTreeSet::from([key]))
@@ -299,7 +313,7 @@ pub(crate) fn apply_exposure(
     doc: &mut Desired,
     id: &str,
     spec: &v1::ExposureSpec,
-) -> Result<Touched, Status> {
+) -> Result<Touched, StorageError> {
     let plan = doc.plan(id, spec);
     let touched: Touched = plan.keys().into_iter().collect();
     if let Some(existing) = doc.exposures.get(id) {
@@ -308,13 +322,13 @@ pub(crate) fn apply_exposure(
             // checked, which repairs an exposure a SNAP restart lost.
             return Ok(touched);
         }
-        return Err(Status::already_exists(format!(
+        return Err(StorageError::already_exists(format!(
             "exposures/{id} already exists with a different spec; delete it first to change it"
         )));
     }
     for key in &touched {
         if doc.is_live(key) || doc.is_deleting(key) {
-            return Err(Status::already_exists(format!(
+            return Err(StorageError::already_exists(format!(
                 "{key} already exists; an exposure creates its own remote controller, \
                  subsystem, namespace and controller (choose another exposure id or subsystem NQN)"
             )));
@@ -330,7 +344,7 @@ pub(crate) fn apply_exposure(
         })
     });
     if let Some(other) = clash {
-        return Err(Status::already_exists(format!(
+        return Err(StorageError::already_exists(format!(
             "{other} already emulates that function; one controller per function"
         )));
     }
@@ -338,7 +352,7 @@ pub(crate) fn apply_exposure(
     Ok(touched)
 }
 
-pub(crate) fn delete_exposure(doc: &mut Desired, id: &str) -> Result<Touched, Status> {
+pub(crate) fn delete_exposure(doc: &mut Desired, id: &str) -> Result<Touched, StorageError> {
     let Some(spec) = doc.exposures.remove(id) else {
         return Ok(BTreeSet::new());
     };
@@ -381,7 +395,7 @@ mod tests {
             ..SubsystemDoc::default()
         };
         let err = create_subsystem(&mut doc, NQN, other).expect_err("different");
-        assert_eq!(err.code(), tonic::Code::AlreadyExists);
+        assert!(matches!(err, StorageError::AlreadyExists(_)), "{err}");
     }
 
     #[test]
@@ -400,17 +414,21 @@ mod tests {
         attach(&mut doc, NQN, "c0", 1).expect("attach");
 
         let err = delete_subsystem(&mut doc, NQN).expect_err("has children");
-        assert_eq!(err.code(), tonic::Code::FailedPrecondition);
-        assert!(err.message().contains("namespaces/1"), "{}", err.message());
+        assert!(matches!(err, StorageError::FailedPrecondition(_)), "{err}");
+        assert!(
+            err.to_string().contains("namespaces/1"),
+            "{}",
+            err.to_string()
+        );
         let err = delete_namespace(&mut doc, NQN, 1).expect_err("attached");
         assert!(
-            err.message().contains("controllers/c0"),
+            err.to_string().contains("controllers/c0"),
             "{}",
-            err.message()
+            err.to_string()
         );
         set_running(&mut doc, NQN, "c0", true).expect("resume");
         let err = delete_controller(&mut doc, NQN, "c0", false).expect_err("running");
-        assert!(err.message().contains("suspend"), "{}", err.message());
+        assert!(err.to_string().contains("suspend"), "{}", err.to_string());
         assert!(delete_controller(&mut doc, NQN, "c0", true).is_ok());
     }
 
@@ -422,16 +440,28 @@ mod tests {
             ..NamespaceDoc::default()
         };
         let err = create_namespace(&mut doc, NQN, 1, ns(), false).expect_err("no parent");
-        assert_eq!(err.code(), tonic::Code::NotFound);
+        assert!(matches!(err, StorageError::NotFound(_)), "{err}");
         create_subsystem(&mut doc, NQN, SubsystemDoc::default()).expect("subsystem");
         let err = create_namespace(&mut doc, NQN, 1, ns(), false).expect_err("no volume");
-        assert!(err.message().contains("volumes/r0n1"), "{}", err.message());
+        assert!(
+            err.to_string().contains("volumes/r0n1"),
+            "{}",
+            err.to_string()
+        );
         create_remote(&mut doc, "r0", &v1::RemoteControllerSpec::default()).expect("remote");
         create_namespace(&mut doc, NQN, 1, ns(), false).expect("volume from remote");
         let err = create_namespace(&mut doc, NQN, 2, ns(), false).expect_err("shared");
-        assert!(err.message().contains("already backs"), "{}", err.message());
+        assert!(
+            err.to_string().contains("already backs"),
+            "{}",
+            err.to_string()
+        );
         let err = delete_remote(&mut doc, "r0").expect_err("in use");
-        assert!(err.message().contains("namespaces/1"), "{}", err.message());
+        assert!(
+            err.to_string().contains("namespaces/1"),
+            "{}",
+            err.to_string()
+        );
     }
 
     #[test]
@@ -451,9 +481,13 @@ mod tests {
             4
         );
         let err = delete_controller(&mut doc, NQN, "e1", true).expect_err("owned");
-        assert!(err.message().contains("exposures/e1"), "{}", err.message());
+        assert!(
+            err.to_string().contains("exposures/e1"),
+            "{}",
+            err.to_string()
+        );
         let err = apply_exposure(&mut doc, "e2", &spec).expect_err("same subsystem");
-        assert_eq!(err.code(), tonic::Code::AlreadyExists);
+        assert!(matches!(err, StorageError::AlreadyExists(_)), "{err}");
         let touched = delete_exposure(&mut doc, "e1").expect("delete");
         assert!(touched.iter().all(|k| doc.is_deleting(k)));
     }

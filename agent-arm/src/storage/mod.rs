@@ -13,6 +13,7 @@ pub(crate) mod backend;
 pub(crate) mod converge;
 pub(crate) mod desired;
 pub(crate) mod edit;
+pub(crate) mod error;
 pub(crate) mod function;
 pub(crate) mod kernel;
 pub(crate) mod remote;
@@ -25,15 +26,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dpu_nvmeof::snap::SnapDialect;
-use tokio::sync::{Mutex, MutexGuard};
-use tonic::Status;
+use tokio::sync::Mutex;
 
-use self::backend::Backend;
+use self::backend::{Backend, BackendError, ObservedController, VolumeInfo, VolumeIo};
 use self::converge::{converge, Mode, Scope};
 use self::desired::{Desired, Key};
 use self::edit::Touched;
+use self::error::StorageError;
 use self::store::{StateStore, StoreError};
 use crate::config::{Config, StorageBackendKind};
+use crate::services::status::error_chain;
 
 /// The storage side of the agent: one per process, shared by the Storage service and the
 /// background reconciler.
@@ -86,13 +88,26 @@ impl StorageEngine {
         })
     }
 
-    pub(crate) fn backend(&self) -> &Backend {
-        &self.backend
+    /// A copy of the current document: readers see no half-made change.
+    pub(crate) async fn snapshot(&self) -> Desired {
+        self.doc.lock().await.clone()
     }
 
-    /// The current document, locked: readers see no half-made change.
-    pub(crate) async fn doc(&self) -> MutexGuard<'_, Desired> {
-        self.doc.lock().await
+    /// The volumes the backend has now (attached remote namespaces and any others).
+    pub(crate) async fn volumes(&self) -> Result<Vec<VolumeInfo>, BackendError> {
+        let remotes = self.doc.lock().await.remotes.clone();
+        self.backend.volumes(&remotes).await
+    }
+
+    /// The emulated controllers the backend reports now.
+    pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
+        self.backend.controllers().await
+    }
+
+    /// The cumulative I/O counters of volume `id`.
+    pub(crate) async fn volume_io(&self, id: &str) -> Result<VolumeIo, BackendError> {
+        let remotes = self.doc.lock().await.remotes.clone();
+        self.backend.volume_io(id, &remotes).await
     }
 
     /// Applies one change. `edit` checks and edits a copy of the document and names the
@@ -101,8 +116,8 @@ impl StorageEngine {
         &self,
         dry_run: bool,
         timeout: Option<Duration>,
-        edit: impl FnOnce(&mut Desired) -> Result<Touched, Status>,
-    ) -> Result<Applied, Status> {
+        edit: impl FnOnce(&mut Desired) -> Result<Touched, StorageError>,
+    ) -> Result<Applied, StorageError> {
         let mut doc = self.doc.lock().await;
         let before = doc.clone();
         let mut after = before.clone();
@@ -134,22 +149,20 @@ impl StorageEngine {
                         changed,
                     });
                 }
-                Some((key, err)) => {
-                    let mut status = crate::services::status::from_backend(&err);
-                    status = Status::new(status.code(), format!("{key}: {}", status.message()));
-                    status
-                }
+                Some((key, err)) => Err((key, err)),
             },
-            Err(_) => Status::deadline_exceeded(format!(
-                "the backend did not finish the change within {deadline:?}"
-            )),
+            Err(_) => Ok(deadline),
         };
-        let rolled_back = self.roll_back(&before, &after, &touched).await;
-        *doc = rolled_back.0;
-        Err(Status::new(
-            failure.code(),
-            format!("{}; {}", failure.message(), rolled_back.1),
-        ))
+        let (rolled_back, outcome) = self.roll_back(&before, &after, &touched).await;
+        *doc = rolled_back;
+        Err(match failure {
+            Err((object, source)) => StorageError::Backend {
+                object,
+                source,
+                outcome,
+            },
+            Ok(deadline) => StorageError::Deadline { deadline, outcome },
+        })
     }
 
     /// Refuses, before anything is saved or sent, what the backend has no way to carry
@@ -160,7 +173,7 @@ impl StorageEngine {
         before: &Desired,
         after: &Desired,
         touched: &Touched,
-    ) -> Result<(), Status> {
+    ) -> Result<(), StorageError> {
         for key in touched {
             let Key::Namespace(nqn, nsid) = key else {
                 continue;
@@ -171,10 +184,14 @@ impl StorageEngine {
             if before.namespace(nqn, *nsid) == Some(ns) {
                 continue;
             }
-            self.backend.check_namespace(ns).await.map_err(|err| {
-                let status = crate::services::status::from_backend(&err);
-                Status::new(status.code(), format!("{key}: {}", status.message()))
-            })?;
+            self.backend
+                .check_namespace(ns)
+                .await
+                .map_err(|source| StorageError::Backend {
+                    object: key.clone(),
+                    source,
+                    outcome: String::new(),
+                })?;
         }
         Ok(())
     }
@@ -213,7 +230,7 @@ impl StorageEngine {
         if let Err(e) = self.save(&target) {
             return (
                 after.clone(),
-                format!("rollback not started: {}", e.message()),
+                format!("rollback not started: {}", error_chain(&e)),
             );
         }
         let outcome = converge(
@@ -234,7 +251,7 @@ impl StorageEngine {
             (true, Ok(())) => "rolled back: the change left nothing behind".to_owned(),
             (_, Err(e)) => format!(
                 "rolled back, but the state file could not be saved: {}",
-                e.message()
+                error_chain(&e)
             ),
             (false, Ok(())) => format!(
                 "rollback incomplete, still to undo (retried in the background): {}",
@@ -244,13 +261,8 @@ impl StorageEngine {
         (target, sentence)
     }
 
-    fn save(&self, doc: &Desired) -> Result<(), Status> {
-        self.store.save(doc).map_err(|e| {
-            Status::internal(format!(
-                "cannot save the storage state: {}",
-                crate::services::status::error_chain(&e)
-            ))
-        })
+    fn save(&self, doc: &Desired) -> Result<(), StorageError> {
+        self.store.save(doc).map_err(StorageError::Save)
     }
 
     /// Converges the whole document, carrying on past failures; returns what failed.
@@ -263,7 +275,7 @@ impl StorageEngine {
             match self.save(&working) {
                 Ok(()) => *doc = working,
                 Err(e) => {
-                    tracing::error!(error = %e.message(), "cannot save reconciled storage state")
+                    tracing::error!(error = %error_chain(&e), "cannot save reconciled storage state")
                 }
             }
         }
