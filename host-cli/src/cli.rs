@@ -186,6 +186,10 @@ pub(crate) enum StorageCommand {
     /// List exposures, remote controllers and emulated subsystems the agent manages.
     #[command(after_help = "Example:\n  dpuctl -o json storage list")]
     List,
+    /// The host-visible PCI functions SNAP can emulate an NVMe controller on (PF/VF index,
+    /// bb:dd.f, VUID) and the controller on each.
+    #[command(after_help = "Example:\n  dpuctl storage functions")]
+    Functions,
     /// 64-bit I/O counters of a namespace, controller or volume.
     #[command(after_help = "Example:\n  dpuctl storage stats volumes/RemoteNvme0n1")]
     Stats {
@@ -265,7 +269,8 @@ pub(crate) struct ExposeArgs {
     /// Host VF index (absent: the PF itself).
     #[arg(long, conflicts_with = "pci")]
     pub(crate) vf: Option<u32>,
-    /// The emulated function by PCI address (dddd:bb:dd.f) instead of PF/VF index.
+    /// The emulated function by the PCI address the host sees (bb:dd.f, or 0000:bb:dd.f as
+    /// lspci -D prints it; SNAP reaches PCI domain 0000 only) instead of PF/VF index.
     #[arg(long, value_name = "BDF")]
     pub(crate) pci: Option<String>,
     /// Serial number the host sees (up to 20 ASCII characters); derived from the NQN when

@@ -160,6 +160,31 @@ impl Inventory for InventoryService {
             functions: functions.into_iter().map(convert::pci_function).collect(),
         }))
     }
+
+    async fn list_emulation_functions(
+        &self,
+        _request: Request<v1::ListEmulationFunctionsRequest>,
+    ) -> Result<Response<v1::ListEmulationFunctionsResponse>, Status> {
+        let functions = self
+            .ctx
+            .storage
+            .emulation_functions()
+            .await
+            .map_err(|e| super::status::from_backend(&e))?;
+        Ok(Response::new(v1::ListEmulationFunctionsResponse {
+            functions: functions
+                .into_iter()
+                .map(|f| v1::EmulationFunctionInfo {
+                    pf_index: f.pf_index,
+                    vf_index: f.vf_index,
+                    pci_bdf: f.pci_bdf,
+                    vuid: f.vuid,
+                    emulation_type: f.emulation_type,
+                    backend_controller: f.controller,
+                })
+                .collect(),
+        }))
+    }
 }
 
 /// The collections here are small (tens of devices), so the agent returns them whole; a

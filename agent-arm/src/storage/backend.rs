@@ -94,6 +94,19 @@ pub(crate) struct ObservedController {
     pub(crate) suspended: Option<bool>,
 }
 
+/// A host-visible function the backend can emulate a controller on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EmulationFunction {
+    pub(crate) pf_index: u32,
+    pub(crate) vf_index: Option<u32>,
+    /// `bb:dd.f`.
+    pub(crate) pci_bdf: String,
+    pub(crate) vuid: String,
+    pub(crate) emulation_type: String,
+    /// The backend controller on it; empty when free.
+    pub(crate) controller: String,
+}
+
 /// Cumulative I/O counters of one volume.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VolumeIo {
@@ -212,6 +225,17 @@ impl Backend {
         match self {
             Backend::Snap(b) => b.controller_name(nqn, id).await,
             Backend::Kernel(_) => Ok(None),
+        }
+    }
+
+    /// The functions controllers can be created on, where the backend can list them.
+    pub(crate) async fn emulation_functions(&self) -> Result<Vec<EmulationFunction>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.emulation_functions().await,
+            Backend::Kernel(_) => Err(BackendError::plain(
+                FailureKind::Unsupported,
+                "the kernel backend emulates no PCI functions",
+            )),
         }
     }
 

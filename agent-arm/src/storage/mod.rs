@@ -104,6 +104,13 @@ impl StorageEngine {
         self.backend.controllers().await
     }
 
+    /// The host-visible functions controllers can be created on.
+    pub(crate) async fn emulation_functions(
+        &self,
+    ) -> Result<Vec<backend::EmulationFunction>, BackendError> {
+        self.backend.emulation_functions().await
+    }
+
     /// The cumulative I/O counters of volume `id`.
     pub(crate) async fn volume_io(&self, id: &str) -> Result<VolumeIo, BackendError> {
         let remotes = self.doc.lock().await.remotes.clone();

@@ -18,7 +18,9 @@ use dpu_nvmeof::snap::{
 };
 use tokio::sync::OnceCell;
 
-use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
+use super::backend::{
+    BackendError, EmulationFunction, FailureKind, ObservedController, VolumeInfo, VolumeIo,
+};
 use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
 use super::remote::{decode_remote, RemoteTarget, RemoteTransport};
 use dpu_proto::v1;
@@ -534,6 +536,44 @@ impl SnapBackend {
             )),
             Some(_) => Ok(()),
         }
+    }
+
+    /// The functions SNAP 4 emulates (`emulation_function_list`), PFs and their VFs.
+    pub(crate) async fn emulation_functions(&self) -> Result<Vec<EmulationFunction>, BackendError> {
+        if self.emulating().await? != SnapDialect::Snap4 {
+            return Err(BackendError::plain(
+                FailureKind::Unsupported,
+                "mlnx_snap 3 lists functions in another shape (emulation_functions_list), \
+                 which this agent does not read",
+            ));
+        }
+        let list = self
+            .client
+            .emulation_function_list()
+            .execute()
+            .await
+            .map_err(failed("emulation_function_list"))?;
+        let mut functions = Vec::new();
+        for pf in list {
+            let pf_index = pf.pf_index.unwrap_or_default();
+            functions.push(EmulationFunction {
+                pf_index,
+                vf_index: None,
+                pci_bdf: pf.pci_bdf,
+                vuid: pf.vuid,
+                emulation_type: pf.emulation_type.clone(),
+                controller: pf.ctrl_id,
+            });
+            functions.extend(pf.vfs.into_iter().map(|vf| EmulationFunction {
+                pf_index,
+                vf_index: vf.vf_index,
+                pci_bdf: vf.pci_bdf,
+                vuid: vf.vuid,
+                emulation_type: pf.emulation_type.clone(),
+                controller: vf.ctrl_id,
+            }));
+        }
+        Ok(functions)
     }
 
     pub(crate) async fn create_controller(

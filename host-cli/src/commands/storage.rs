@@ -2,7 +2,7 @@
 //! expose a remote namespace to the host, list what the agent manages, read io stats,
 //! undo; `storage read` is the host-side read demo (`crate::storage_read`).
 
-use dpu_proto::v1::{self, storage_client::StorageClient};
+use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
 
 use super::{rpc_error, Env};
 use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
@@ -14,6 +14,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
         StorageCommand::Attach(args) => attach(env, args).await,
         StorageCommand::Expose(args) => expose(env, args).await,
         StorageCommand::List => list(env).await,
+        StorageCommand::Functions => functions(env).await,
         StorageCommand::Stats { name } => stats(env, name).await,
         StorageCommand::Detach {
             name,
@@ -244,6 +245,34 @@ async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
             s.nqn.clone(),
             s.namespaces.join(" "),
             s.controllers.join(" "),
+        ]);
+    }
+    output::print_table(&table)?;
+    Ok(Outcome::Success)
+}
+
+async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    let reply = InventoryClient::new(env.channel().await?)
+        .list_emulation_functions(v1::ListEmulationFunctionsRequest {})
+        .await
+        .map_err(rpc_error("Inventory.ListEmulationFunctions"))?
+        .into_inner();
+    if env.json() {
+        output::json(&reply)?;
+        return Ok(Outcome::Success);
+    }
+    let mut table = output::table(["function", "pci", "vuid", "type", "controller"]);
+    for f in &reply.functions {
+        let function = match f.vf_index {
+            Some(vf) => format!("PF {} VF {vf}", f.pf_index),
+            None => format!("PF {}", f.pf_index),
+        };
+        table.add_row([
+            function,
+            output::or_dash(&f.pci_bdf).to_owned(),
+            output::or_dash(&f.vuid).to_owned(),
+            output::or_dash(&f.emulation_type).to_owned(),
+            output::or_dash(&f.backend_controller).to_owned(),
         ]);
     }
     output::print_table(&table)?;

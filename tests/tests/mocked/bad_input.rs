@@ -356,7 +356,10 @@ const BAD_BDFS: &[&str] = &[
     "0000:03:20.0",
     "0000:03:00.8",
     "3:0.0",
-    "03:00.0",
+    // SNAP's own form `bb:dd.f` is accepted; a PCI domain other than 0000 cannot be
+    // expressed to SNAP (snap-audit F2).
+    "0001:03:00.2",
+    "ffff:03:00.0",
     "0000:03:00",
     "0000:03:00.0;reboot",
     "../../0000:03:00.0",
@@ -377,6 +380,19 @@ const BAD_TRADDRS: &[(i32, &str)] = &[
     (1, " 192.0.2.10"),
     (2, "[2001:db8::1]"),
     (2, "fe80::1%eth0"),
+];
+
+/// Reconnect settings SPDK v24.01 refuses (loss, delay, fast-fail) and the field to change.
+const BAD_RECONNECT: [((i32, u32, u32), &str); 9] = [
+    ((-2, 1, 0), "ctrl_loss_timeout_sec"),
+    ((i32::MIN, 1, 0), "ctrl_loss_timeout_sec"),
+    ((0, 5, 0), "reconnect_delay_sec"),
+    ((0, 0, 5), "fast_io_fail_timeout_sec"),
+    ((-1, 0, 0), "reconnect_delay_sec"),
+    ((30, 0, 0), "reconnect_delay_sec"),
+    ((30, 31, 0), "reconnect_delay_sec"),
+    ((30, 5, 31), "fast_io_fail_timeout_sec"),
+    ((30, 10, 5), "fast_io_fail_timeout_sec"),
 ];
 
 /// THE table.
@@ -445,6 +461,21 @@ fn cases() -> Vec<Case> {
                 s.address_family = family;
                 s.traddr = addr.to_owned();
             }),
+        );
+    }
+    // The reconnect trio by SPDK's bdev_nvme_check_io_error_resiliency_params (F5): each
+    // combination SPDK v24.01 refuses with -22, and the field to change.
+    for ((loss, delay, fast), field) in BAD_RECONNECT {
+        let set = move |s: &mut v1::RemoteControllerSpec| {
+            s.ctrl_loss_timeout_sec = loss;
+            s.reconnect_delay_sec = delay;
+            s.fast_io_fail_timeout_sec = fast;
+        };
+        add(
+            "CreateRemoteController",
+            &format!("spec.{field}"),
+            format!("({loss}, {delay}, {fast})"),
+            remote(&set),
         );
     }
     // trsvcid 0 means "default 4420" (storage.proto), so it is not a bad value.
@@ -991,6 +1022,19 @@ fn cases() -> Vec<Case> {
         "missing".into(),
         expose(&|s| s.function = None),
     );
+    for ((loss, delay, fast), field) in BAD_RECONNECT {
+        add(
+            "ApplyExposure",
+            &format!("spec.remote.{field}"),
+            format!("({loss}, {delay}, {fast})"),
+            expose(&|s| {
+                let r = remote_of(s);
+                r.ctrl_loss_timeout_sec = loss;
+                r.reconnect_delay_sec = delay;
+                r.fast_io_fail_timeout_sec = fast;
+            }),
+        );
+    }
     for b in BAD_BDFS {
         add(
             "ApplyExposure",
