@@ -86,8 +86,20 @@ async fn run(
                     .and_then(|e| e.spec.backend.clone());
                 match backend_ctrl {
                     Some(ctrl) => backend.remove_controller(nqn, &ctrl).await,
-                    // Never created (or lost with a backend restart): nothing to remove.
-                    None => Ok(()),
+                    // No id recorded: never created, or created with its reply lost. Where
+                    // the agent names controllers itself (SNAP 4), it removes by that name
+                    // (absent counts as done); elsewhere there is nothing to find.
+                    None => match backend.controller_name(nqn, id).await {
+                        Ok(Some(name)) => {
+                            let ctrl = BackendController {
+                                id: name,
+                                cntlid: None,
+                            };
+                            backend.remove_controller(nqn, &ctrl).await
+                        }
+                        Ok(None) => Ok(()),
+                        Err(e) => Err(e),
+                    },
                 }
             }
             Key::Namespace(nqn, nsid) => backend.remove_namespace(nqn, *nsid).await,

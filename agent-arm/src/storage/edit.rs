@@ -32,6 +32,71 @@ fn differs(key: &Key) -> StorageError {
     ))
 }
 
+/// What differs between two remote specs, field by field: "subnqn: X, asked Y".
+fn remote_differences(have: &v1::RemoteControllerSpec, asked: &v1::RemoteControllerSpec) -> String {
+    let fields: [(&str, String, String); 11] = [
+        (
+            "transport",
+            have.transport.to_string(),
+            asked.transport.to_string(),
+        ),
+        (
+            "address_family",
+            have.address_family.to_string(),
+            asked.address_family.to_string(),
+        ),
+        ("traddr", have.traddr.clone(), asked.traddr.clone()),
+        (
+            "trsvcid",
+            have.trsvcid.to_string(),
+            asked.trsvcid.to_string(),
+        ),
+        ("subnqn", have.subnqn.clone(), asked.subnqn.clone()),
+        ("hostnqn", have.hostnqn.clone(), asked.hostnqn.clone()),
+        (
+            "header_digest",
+            have.header_digest.to_string(),
+            asked.header_digest.to_string(),
+        ),
+        (
+            "data_digest",
+            have.data_digest.to_string(),
+            asked.data_digest.to_string(),
+        ),
+        (
+            "num_io_queues",
+            have.num_io_queues.to_string(),
+            asked.num_io_queues.to_string(),
+        ),
+        (
+            "ctrl_loss_timeout_sec",
+            have.ctrl_loss_timeout_sec.to_string(),
+            asked.ctrl_loss_timeout_sec.to_string(),
+        ),
+        (
+            "reconnect_delay_sec/fast_io_fail_timeout_sec",
+            format!(
+                "{}/{}",
+                have.reconnect_delay_sec, have.fast_io_fail_timeout_sec
+            ),
+            format!(
+                "{}/{}",
+                asked.reconnect_delay_sec, asked.fast_io_fail_timeout_sec
+            ),
+        ),
+    ];
+    let differing: Vec<String> = fields
+        .iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(name, a, b)| format!("{name}: {a:?}, asked {b:?}"))
+        .collect();
+    if differing.is_empty() {
+        "it differs in a field this agent does not name".to_owned()
+    } else {
+        differing.join("; ")
+    }
+}
+
 /// Whether two API functions are the same host function (`0000:03:00.2` is `03:00.2`).
 fn same_function(a: &v1::EmulationFunction, b: &v1::EmulationFunction) -> bool {
     match (super::function::decode(a), super::function::decode(b)) {
@@ -48,7 +113,12 @@ pub(crate) fn create_remote(
     let key = Key::Remote(id.to_owned());
     match doc.remote(id) {
         Some(existing) if existing == spec => {}
-        Some(_) => return Err(differs(&key)),
+        Some(existing) => {
+            return Err(StorageError::already_exists(format!(
+                "{key} already exists with another spec ({}); delete it first to change it",
+                remote_differences(existing, spec)
+            )))
+        }
         None => {
             doc.remotes.insert(id.to_owned(), Entry::new(spec.clone()));
         }

@@ -126,7 +126,8 @@ fn find_function<'a>(
 ) -> Option<(&'a str, &'a str)> {
     for pf in list
         .iter()
-        .filter(|f| f.emulation_type.is_empty() || f.emulation_type == "nvme")
+        // DPF filters on "NVME"; compared without case so either spelling is found.
+        .filter(|f| f.emulation_type.is_empty() || f.emulation_type.eq_ignore_ascii_case("nvme"))
     {
         match function {
             EmulatedFunction::Pf { pf_id } if pf.pf_index == Some(*pf_id) => {
@@ -337,29 +338,62 @@ impl SnapBackend {
             .await
             .map(drop);
         match result {
-            // SPDK up to v24.05 answers a target it cannot connect to with -32602 "Invalid
-            // parameters" (rpc_bdev_nvme_attach_controller_done), v24.09 and later with -5;
-            // decode failures are -32603 and bad values -22, so here both mean "unreachable".
-            Err(e) if matches!(e.code(), Some(-32602 | -5)) => Err(BackendError::new(
+            // A target that cannot be reached or does not serve the subsystem. Seen from
+            // spdk_tgt v24.01 (tests/tests/spdk): nothing listening answers -19 "No such
+            // device", an unknown subnqn -32602 "Invalid parameters"
+            // (rpc_bdev_nvme_attach_controller_done); v24.09 and later answer -5. Decode
+            // failures are -32603 and bad values -22, so none of these is the caller's fault.
+            Err(e) if matches!(e.code(), Some(-32602 | -19 | -5)) => Err(BackendError::new(
                 FailureKind::Unavailable,
                 format!(
                     "cannot connect remote controller {id} to {}: the target did not accept \
-                     the connection",
+                     the connection (nothing listening there, or no such subsystem)",
                     target.describe()
                 ),
                 e,
             )),
+            // -17 "File exists": another controller name is already connected to this very
+            // path and subsystem (SPDK refuses a second one). Not done: `id` does not exist.
+            Err(e) if e.code() == Some(-17) => Err(BackendError::new(
+                FailureKind::Conflict,
+                format!(
+                    "cannot attach remote controller {id}: SPDK already has another controller \
+                     connected to {}",
+                    target.describe()
+                ),
+                e,
+            )),
+            // -114: attached between the check above and this call (same path): done.
             other => {
                 existing_ok(other.map_err(failed(format!("bdev_nvme_attach_controller {id}"))))
             }
         }
     }
 
+    /// Detaches remote `id`, unless the controller SPDK has under that name goes somewhere
+    /// else than the document's spec: that one is not the agent's (a create refused as a
+    /// conflict is rolled back through here) and is left alone.
     pub(crate) async fn remove_remote(
         &self,
         id: &str,
-        _remotes: &Remotes,
+        remotes: &Remotes,
     ) -> Result<(), BackendError> {
+        if let Some(entry) = remotes.get(id) {
+            let target = decode_remote(&entry.spec)?;
+            match self.client.bdev_nvme_get_controllers(id).execute().await {
+                Ok(found) => match found.iter().find(|c| c.name == id) {
+                    Some(seen) if !same_target(seen, &target) => {
+                        tracing::warn!(remote = id, attached = %describe_paths(seen), "not detaching a controller of that name that goes elsewhere: it is not this agent's");
+                        return Ok(());
+                    }
+                    Some(_) => {}
+                    None => return Ok(()),
+                },
+                Err(e) if e.kind() == SnapErrorKind::NotFound => return Ok(()),
+                Err(e) if e.kind() == SnapErrorKind::MethodNotFound => {}
+                Err(e) => return Err(failed(format!("bdev_nvme_get_controllers {id}"))(e)),
+            }
+        }
         missing_ok(
             self.client
                 .bdev_nvme_detach_controller(id)

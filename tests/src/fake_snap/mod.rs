@@ -1,21 +1,32 @@
 //! `FakeSnap`: an in-process stand-in for NVIDIA SNAP's JSON-RPC socket, for tests.
 //!
-//! It is faithful to the wire protocol in storage.md §2.2 and §3.1: a Unix stream socket,
-//! JSON-RPC 2.0 objects written back to back with no length prefix and no delimiter, parsed
-//! incrementally (a request may arrive in pieces, several may arrive in one read), many
-//! requests per connection, many connections, batch arrays, notifications (no `id`) answered
-//! with nothing, and SPDK's error codes (-32700 parse error then hang up, -32600 invalid
-//! request, -32601 method not found, -32602 invalid params). Answers follow §3.2:
-//! `spdk_get_version` (refusing params, as SPDK does) and `rpc_get_methods` with the method
-//! list of the chosen dialect (SNAP 4 by default, or SNAP 3). Every request is recorded so
-//! tests can assert what the agent actually sent.
+//! **Wire** (SPDK v24.01 `lib/jsonrpc/jsonrpc_server.c`, `jsonrpc_server_tcp.c`): a Unix
+//! stream socket, JSON values back to back with no framing, parsed incrementally (a request
+//! may arrive in pieces, several in one read), many requests per connection, many
+//! connections. Each reply is followed by `\n` (`end_response`). A request object may
+//! carry only `jsonrpc` (optional, but `"2.0"` when present), `method` (a string), `params`
+//! (an object or array; `null` is no params) and `id` (a string, number or null); anything
+//! else is -32600 "Invalid request" with id null. A batch array, or any other top-level
+//! value, is -32600 "Invalid request" with id null and the connection stays open
+//! ("Got batch array (not currently supported)"; batches arrived in v26.05). Bytes that are
+//! not JSON get -32700 "Parse error" (id null) and the connection is closed. A result for a
+//! request without an id (or with id null) is not sent; an error is, with id null. Unknown
+//! methods are -32601 "Method not found". SPDK's 32 KiB receive buffer is not modelled.
 //!
-//! State ([`FakeSnapState`], in `state.rs`): bdevs from `bdev_nvme_attach_controller`,
-//! subsystems, namespaces and controllers (with a suspended flag), driven by the SNAP 4 or
-//! SNAP 3 methods and refused the way SNAP refuses (unknown bdev, duplicate names, namespace
-//! already attached, resume/attach of a controller that is not suspended). Faults: delay
-//! every reply, cut the connection in the middle of a method's next reply, and restart
-//! losing all state.
+//! **Methods**: `spdk_get_version` (refusing params, as `lib/rpc/rpc.c` does) reports the
+//! configured SPDK release ([`FakeSnap::set_version`], SPDK v24.01 by default);
+//! `rpc_get_methods` lists the dialect's methods (SNAP 4 by default, or SNAP 3). The
+//! bdev/bdev_nvme methods answer as SPDK v24.01's handlers do (`state/bdev.rs`); SNAP's
+//! methods follow NVIDIA's public clients (`state/nvme.rs`, `state/snap3.rs`), with what
+//! is guessed marked **UNVERIFIED** at each handler. Params are decoded strictly like
+//! `spdk_json_decode_object` (`state/decode.rs`).
+//!
+//! **Knobs**: the SPDK release, remote targets that refuse connections, the emulation
+//! function table (SNAP 4 `emulation_function_list`, and the functions SNAP 3 can use),
+//! the SNAP 3 emulation managers; counters ([`FakeSnap::record_io`],
+//! [`FakeSnap::reads_between_polls`]); faults (delay every reply, cut a method's next
+//! reply, restart losing all state). Every request is recorded ([`FakeSnap::requests`]) so
+//! tests can assert what the agent sent.
 //!
 //! It serves from its own thread with a current-thread tokio runtime, so plain `#[test]`
 //! functions that run the agent as a child process can use it as well as async tests.
@@ -33,16 +44,22 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 
 mod state;
+#[cfg(test)]
+mod tests;
 
+use state::Config;
 pub use state::{
-    FakeBdev, FakeController, FakeDialect, FakeNamespace, FakeSnapState, FakeSubsystem, IostatForm,
+    FakeBdev, FakeController, FakeDialect, FakeEmulationManager, FakeNamespace, FakeNvmeController,
+    FakeNvmeCtrlr, FakePf, FakeSnapState, FakeSpdkVersion, FakeSubsystem, FakeTrid, FakeVf,
+    DECODE_FAILED_CODE, DECODE_FAILED_MESSAGE,
 };
 
-/// The version string `spdk_get_version` reports.
-pub const FAKE_SPDK_VERSION: &str = "SPDK v23.01 (fake)";
+/// The version string `spdk_get_version` reports by default (`SPDK_VERSION_STRING` of
+/// v24.01, the release DOCA SNAP 4 is built on).
+pub const FAKE_SPDK_VERSION: &str = "SPDK v24.01";
 
-/// What `rpc_get_methods` answers for SNAP 4: the DOCA SNAP methods plus the standard SPDK
-/// ones, so dialect detection picks SNAP 4.
+/// What `rpc_get_methods` answers for SNAP 4: the DOCA SNAP methods the fake serves plus
+/// the standard SPDK ones, so dialect detection picks SNAP 4.
 pub const SNAP4_METHODS: &[&str] = &[
     "nvme_subsystem_create",
     "nvme_subsystem_destroy",
@@ -56,10 +73,12 @@ pub const SNAP4_METHODS: &[&str] = &[
     "nvme_controller_detach_ns",
     "nvme_controller_suspend",
     "nvme_controller_resume",
+    "emulation_function_list",
     "bdev_get_iostat",
     "bdev_get_bdevs",
     "bdev_nvme_attach_controller",
     "bdev_nvme_detach_controller",
+    "bdev_nvme_get_controllers",
     "spdk_get_version",
     "rpc_get_methods",
 ];
@@ -74,16 +93,20 @@ pub const SNAP3_METHODS: &[&str] = &[
     "controller_list",
     "controller_nvme_namespace_attach",
     "controller_nvme_namespace_detach",
+    "emulation_managers_list",
+    "emulation_functions_list",
     "bdev_get_iostat",
     "bdev_get_bdevs",
     "bdev_nvme_attach_controller",
     "bdev_nvme_detach_controller",
+    "bdev_nvme_get_controllers",
     "spdk_get_version",
     "rpc_get_methods",
 ];
 
-/// SPDK's receive buffer size (`lib/jsonrpc/jsonrpc_server_tcp.c`).
-const RECV_CHUNK: usize = 256 * 1024;
+/// How much the fake reads at a time (SPDK's receive buffer, 32 KiB in v24.01, is not
+/// modelled: requests of any size are taken).
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Injected faults.
 #[derive(Debug, Default)]
@@ -96,7 +119,7 @@ struct Faults {
 #[derive(Debug)]
 struct Shared {
     dialect: FakeDialect,
-    iostat: Mutex<IostatForm>,
+    config: Mutex<Config>,
     requests: Mutex<Vec<(String, Value)>>,
     state: Mutex<FakeSnapState>,
     faults: Mutex<Faults>,
@@ -130,7 +153,7 @@ impl FakeSnap {
     pub fn start_with(path: &Path, dialect: FakeDialect) -> io::Result<Self> {
         let shared = Arc::new(Shared {
             dialect,
-            iostat: Mutex::new(IostatForm::default()),
+            config: Mutex::default(),
             requests: Mutex::default(),
             state: Mutex::default(),
             faults: Mutex::default(),
@@ -187,14 +210,77 @@ impl FakeSnap {
     }
 
     /// Every request received so far, in arrival order: method and params (`Value::Null`
-    /// when the request had none).
+    /// when the request had none). Requests refused before reaching a method (-32600) are
+    /// not recorded.
     pub fn requests(&self) -> Vec<(String, Value)> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The params of every `method` request so far, in order.
+    pub fn requests_of(&self, method: &str) -> Vec<Value> {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// A copy of the current SNAP state.
     pub fn state(&self) -> FakeSnapState {
         lock(&self.shared.state).clone()
+    }
+
+    /// From now on reports SPDK release `version` (`v24.01`, `v26.05`, `24.09`,
+    /// `v24.01.1`, `v26.09-pre`) and follows its version-dependent behaviour:
+    /// `bdev_get_iostat` takes only `name` below v26.01, `name` and `names` at v26.01, only
+    /// `names` from v26.05; a failed connect answers -5 from v24.09; attach defaults to
+    /// multipath mode from v25.01.
+    ///
+    /// # Panics
+    ///
+    /// If `version` is not a version.
+    pub fn set_version(&self, version: &str) {
+        let parsed = FakeSpdkVersion::parse(version)
+            .unwrap_or_else(|| panic!("FakeSnap::set_version: {version:?} is not a version"));
+        lock(&self.shared.config).version = parsed;
+    }
+
+    /// The SPDK release it reports.
+    pub fn version(&self) -> FakeSpdkVersion {
+        lock(&self.shared.config).version.clone()
+    }
+
+    /// From now on a `bdev_nvme_attach_controller` to `traddr`:`trsvcid` fails to connect
+    /// (as an unreachable target does); by default every address connects.
+    pub fn refuse_connections_to(&self, traddr: &str, trsvcid: &str) {
+        lock(&self.shared.config)
+            .refused
+            .insert((traddr.to_owned(), trsvcid.to_owned()));
+    }
+
+    /// Undoes [`refuse_connections_to`](Self::refuse_connections_to).
+    pub fn accept_connections_to(&self, traddr: &str, trsvcid: &str) {
+        lock(&self.shared.config)
+            .refused
+            .remove(&(traddr.to_owned(), trsvcid.to_owned()));
+    }
+
+    /// Replaces the emulation function table ([`FakePf::default_table`] by default): what
+    /// SNAP 4 `emulation_function_list` lists and the functions controllers can be created
+    /// on in either dialect.
+    pub fn set_functions(&self, table: Vec<FakePf>) {
+        lock(&self.shared.config).functions = table;
+    }
+
+    /// The emulation function table.
+    pub fn functions(&self) -> Vec<FakePf> {
+        lock(&self.shared.config).functions.clone()
+    }
+
+    /// Replaces SNAP 3's emulation managers ([`FakeEmulationManager::default_list`] by
+    /// default).
+    pub fn set_emulation_managers(&self, managers: Vec<FakeEmulationManager>) {
+        lock(&self.shared.config).managers = managers;
     }
 
     /// Counts I/O on `bdev` (as if the host read and wrote through it); false if no such bdev.
@@ -217,11 +303,6 @@ impl FakeSnap {
         *lock(&self.shared.reads_per_poll) = per_poll.map(|(b, n)| (b.to_owned(), n));
     }
 
-    /// Which `bdev_get_iostat` request form to accept from now on.
-    pub fn set_iostat_form(&self, form: IostatForm) {
-        *lock(&self.shared.iostat) = form;
-    }
-
     /// Delays every reply by `delay` (`None`: answer at once).
     pub fn delay_replies(&self, delay: Option<Duration>) {
         lock(&self.shared.faults).delay = delay;
@@ -235,7 +316,8 @@ impl FakeSnap {
 
     /// Simulates SNAP restarting: every connection is closed, all state is lost (SNAP keeps
     /// no runtime config across restarts), faults are cleared, and it serves again on the
-    /// same path. The request log is kept.
+    /// same path. The request log and the configuration (version, refused targets,
+    /// function table, emulation managers) are kept.
     pub fn restart(&mut self) -> io::Result<()> {
         self.halt();
         *lock(&self.shared.state) = FakeSnapState::default();
@@ -274,7 +356,7 @@ async fn serve(listener: UnixListener, shared: Arc<Shared>, mut stopped: oneshot
 /// Serves one connection until the client hangs up or sends bytes that are not JSON.
 async fn serve_connection(mut stream: UnixStream, shared: Arc<Shared>) {
     let mut buf = Vec::new();
-    let mut chunk = vec![0_u8; RECV_CHUNK];
+    let mut chunk = vec![0_u8; READ_CHUNK];
     loop {
         loop {
             let (next, consumed) = {
@@ -321,37 +403,56 @@ async fn serve_connection(mut stream: UnixStream, shared: Arc<Shared>) {
     }
 }
 
+/// Writes one reply and the `\n` SPDK's `end_response` appends.
 async fn write(stream: &mut UnixStream, reply: &Value) -> io::Result<()> {
-    stream.write_all(reply.to_string().as_bytes()).await
+    let mut bytes = reply.to_string().into_bytes();
+    bytes.push(b'\n');
+    stream.write_all(&bytes).await
 }
 
-/// Answers one request or batch; `None` when nothing is to be sent (notifications). Sets
-/// `cut` when a cut fault matched one of the methods.
+/// Answers one top-level JSON value; `None` when nothing is to be sent. Sets `cut` when a
+/// cut fault matched the method.
 fn handle(request: Value, shared: &Shared, cut: &mut bool) -> Option<Value> {
     match request {
-        Value::Array(batch) if !batch.is_empty() => {
-            let replies: Vec<Value> = batch
-                .into_iter()
-                .filter_map(|r| handle(r, shared, cut))
-                .collect();
-            (!replies.is_empty()).then_some(Value::Array(replies))
-        }
         Value::Object(obj) => handle_object(obj, shared, cut),
-        _ => Some(error(Value::Null, -32600, "Invalid Request")),
+        // jsonrpc_parse_request (v24.01): an array is "Got batch array (not currently
+        // supported)", anything else "top-level JSON value was not array or object"; both
+        // answer SPDK_JSONRPC_ERROR_INVALID_REQUEST with id null.
+        _ => Some(invalid_request(Value::Null)),
     }
 }
 
+fn invalid_request(id: Value) -> Value {
+    error(id, -32600, "Invalid request")
+}
+
+/// `parse_single_request` (v24.01), then the method. An invalid request is answered with id
+/// null (the id is only taken once the request is valid up to `params`).
 fn handle_object(mut obj: Map<String, Value>, shared: &Shared, cut: &mut bool) -> Option<Value> {
-    let id = obj.remove("id");
-    let reply_id = id.clone().unwrap_or(Value::Null);
-    let method = match (obj.remove("jsonrpc"), obj.remove("method")) {
-        (Some(Value::String(v)), Some(Value::String(method))) if v == "2.0" => method,
-        _ => return Some(error(reply_id, -32600, "Invalid Request")),
-    };
-    let params = obj.remove("params");
-    if matches!(&params, Some(p) if !p.is_object() && !p.is_array()) {
-        return Some(error(reply_id, -32600, "Invalid Request"));
+    if obj
+        .keys()
+        .any(|k| !["jsonrpc", "method", "params", "id"].contains(&k.as_str()))
+    {
+        return Some(invalid_request(Value::Null));
     }
+    match obj.remove("jsonrpc") {
+        None => {}
+        Some(Value::String(v)) if v == "2.0" => {}
+        Some(_) => return Some(invalid_request(Value::Null)),
+    }
+    let Some(Value::String(method)) = obj.remove("method") else {
+        return Some(invalid_request(Value::Null));
+    };
+    let id = obj.remove("id");
+    if matches!(&id, Some(v) if !(v.is_string() || v.is_number() || v.is_null())) {
+        return Some(invalid_request(Value::Null));
+    }
+    let reply_id = id.clone().unwrap_or(Value::Null);
+    let params = match obj.remove("params") {
+        None | Some(Value::Null) => None,
+        Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
+        Some(_) => return Some(invalid_request(reply_id)),
+    };
     lock(&shared.requests).push((method.clone(), params.clone().unwrap_or(Value::Null)));
     let outcome = dispatch(shared, &method, params.as_ref());
     {
@@ -361,12 +462,13 @@ fn handle_object(mut obj: Map<String, Value>, shared: &Shared, cut: &mut bool) -
             *cut = true;
         }
     }
-    // A request without an id is a notification: SPDK runs it and sends nothing back.
-    let id = id?;
-    Some(match outcome {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => error(id, code, &message),
-    })
+    match outcome {
+        // spdk_jsonrpc_end_result: no id (or id null), no response.
+        Ok(_) if reply_id.is_null() => None,
+        Ok(result) => Some(json!({"jsonrpc": "2.0", "id": reply_id, "result": result})),
+        // spdk_jsonrpc_send_error_response always answers.
+        Err((code, message)) => Some(error(reply_id, code, &message)),
+    }
 }
 
 fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Value, (i64, String)> {
@@ -374,26 +476,29 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
         FakeDialect::Snap4 => SNAP4_METHODS,
         FakeDialect::Snap3 => SNAP3_METHODS,
     };
+    let config = lock(&shared.config).clone();
     match method {
         "spdk_get_version" => match params {
-            None => Ok(json!({
-                "version": FAKE_SPDK_VERSION,
-                "fields": {"major": 23, "minor": 1, "patch": 0, "suffix": " (fake)"},
-            })),
+            None => Ok(config.version.reply()),
             Some(_) => Err((
                 -32602,
                 "spdk_get_version method requires no parameters".into(),
             )),
         },
         "rpc_get_methods" => {
-            // SPDK decodes strictly: only these optional keys are accepted.
-            let known = ["current", "include_aliases"];
-            match params {
-                None => Ok(json!(methods)),
-                Some(Value::Object(p)) if p.keys().all(|k| known.contains(&k.as_str())) => {
-                    Ok(json!(methods))
-                }
-                Some(_) => Err((-32602, "Invalid parameters".into())),
+            // rpc_get_methods decodes {current?, include_aliases?} and answers a failure
+            // with -32602 "Invalid parameters" (unlike the bdev handlers).
+            let ok = match params {
+                None => true,
+                Some(Value::Object(p)) => p.iter().all(|(k, v)| {
+                    ["current", "include_aliases"].contains(&k.as_str()) && v.is_boolean()
+                }),
+                Some(_) => false,
+            };
+            if ok {
+                Ok(json!(methods))
+            } else {
+                Err((-32602, "Invalid parameters".into()))
             }
         }
         _ => {
@@ -405,9 +510,8 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
                     }
                 }
             }
-            let iostat = *lock(&shared.iostat);
             lock(&shared.state)
-                .dispatch(shared.dialect, iostat, method, params)
+                .dispatch(&config, shared.dialect, method, params)
                 .unwrap_or_else(|| Err((-32601, "Method not found".into())))
         }
     }
@@ -415,114 +519,4 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
 
 fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Read, Write};
-    use std::os::unix::net::UnixStream as StdUnixStream;
-
-    /// A blocking client that reads back-to-back JSON values like the real ones do.
-    struct Conn {
-        stream: StdUnixStream,
-        buf: Vec<u8>,
-    }
-
-    impl Conn {
-        fn open(path: &Path) -> Self {
-            let stream = StdUnixStream::connect(path).expect("connect");
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            Self {
-                stream,
-                buf: Vec::new(),
-            }
-        }
-
-        fn send(&mut self, bytes: &[u8]) {
-            self.stream.write_all(bytes).expect("write");
-        }
-
-        fn recv(&mut self) -> Value {
-            loop {
-                let (next, consumed) = {
-                    let mut values =
-                        serde_json::Deserializer::from_slice(&self.buf).into_iter::<Value>();
-                    (values.next(), values.byte_offset())
-                };
-                if let Some(Ok(v)) = next {
-                    self.buf.drain(..consumed);
-                    return v;
-                }
-                let mut chunk = [0_u8; 4096];
-                let n = self.stream.read(&mut chunk).expect("read");
-                assert_ne!(n, 0, "server hung up");
-                self.buf.extend_from_slice(&chunk[..n]);
-            }
-        }
-    }
-
-    #[test]
-    fn answers_back_to_back_and_split_requests_and_records_them() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("spdk.sock");
-        let snap = FakeSnap::start(&path).expect("start");
-        let mut conn = Conn::open(snap.path());
-        // Two requests in one write, no delimiter.
-        conn.send(
-            br#"{"jsonrpc":"2.0","method":"spdk_get_version","id":1}{"jsonrpc":"2.0","method":"rpc_get_methods","id":2,"params":{"current":true}}"#,
-        );
-        let version = conn.recv();
-        assert_eq!(version["id"], 1);
-        assert_eq!(version["result"]["version"], FAKE_SPDK_VERSION);
-        assert_eq!(version["result"]["fields"]["suffix"], " (fake)");
-        let methods = conn.recv();
-        assert_eq!(methods["id"], 2);
-        assert!(methods["result"]
-            .as_array()
-            .expect("list")
-            .contains(&json!("nvme_subsystem_create")));
-        // One request split across writes.
-        conn.send(br#"{"jsonrpc":"2.0","meth"#);
-        std::thread::sleep(Duration::from_millis(20));
-        conn.send(br#"od":"bdev_nope","id":"x","params":{"a":1}}"#);
-        let unknown = conn.recv();
-        assert_eq!(
-            unknown,
-            json!({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"Method not found"}})
-        );
-        assert_eq!(
-            snap.requests(),
-            vec![
-                ("spdk_get_version".to_owned(), Value::Null),
-                ("rpc_get_methods".to_owned(), json!({"current": true})),
-                ("bdev_nope".to_owned(), json!({"a": 1})),
-            ]
-        );
-    }
-
-    #[test]
-    fn many_connections_strict_params_and_cleanup() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("spdk.sock");
-        let snap = FakeSnap::start(&path).expect("start");
-        let mut a = Conn::open(&path);
-        let mut b = Conn::open(&path);
-        b.send(br#"{"jsonrpc":"2.0","method":"spdk_get_version","id":7,"params":{}}"#);
-        assert_eq!(b.recv()["error"]["code"], -32602);
-        a.send(br#"{"jsonrpc":"1.0","method":"spdk_get_version","id":8}"#);
-        assert_eq!(a.recv()["error"]["code"], -32600);
-        a.send(b"{not json");
-        assert_eq!(a.recv()["error"]["code"], -32700);
-        assert!(FakeSnap::start(&path).is_err(), "path already served");
-        drop(snap);
-        assert!(!path.exists(), "socket removed");
-        let restarted = FakeSnap::start(&path).expect("restart on the same path");
-        let mut c = Conn::open(restarted.path());
-        c.send(br#"[{"jsonrpc":"2.0","method":"spdk_get_version","id":1},{"jsonrpc":"2.0","method":"spdk_get_version"}]"#);
-        let batch = c.recv();
-        assert_eq!(batch.as_array().map(Vec::len), Some(1), "{batch}");
-    }
 }
