@@ -12,6 +12,7 @@ pub mod fixture;
 pub mod harness;
 pub mod openai_stub;
 pub mod ovs;
+pub mod spdk;
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is
 /// printed and appended to `$DPU_TESTS_SKIP_LOG` (which `.ci/run` prints at the end); with

@@ -403,6 +403,9 @@ pub(crate) struct Config {
     pub(crate) managers: Vec<FakeEmulationManager>,
     /// `(traddr, trsvcid)` pairs no controller can connect to.
     pub(crate) refused: BTreeSet<(String, String)>,
+    /// Targets that serve only these subsystems (`(traddr, trsvcid)` → subnqns); an
+    /// address not listed serves every subsystem.
+    pub(crate) serves: BTreeMap<(String, String), BTreeSet<String>>,
 }
 
 impl Default for Config {
@@ -412,6 +415,7 @@ impl Default for Config {
             functions: FakePf::default_table(),
             managers: FakeEmulationManager::default_list(),
             refused: BTreeSet::new(),
+            serves: BTreeMap::new(),
         }
     }
 }

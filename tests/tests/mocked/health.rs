@@ -60,7 +60,10 @@ fn dpuctl_health_is_healthy_with_snap_and_reports_its_version() {
     assert_eq!(snap["state"], "ready");
     assert!(
         // The version the fake reports, as a real spdk_tgt v24.01 does.
-        snap["detail"].as_str().unwrap_or("").contains("SPDK v24.01"),
+        snap["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("SPDK v24.01"),
         "{snap}"
     );
     // The agent really asked SNAP, over the real wire protocol.

@@ -6,6 +6,7 @@
 
 mod agent;
 mod cli;
+mod conformance;
 mod demo;
 
 use std::path::PathBuf;
@@ -654,7 +655,7 @@ async fn spdk_refusals_surface_with_their_code_and_classify() {
         (err.code(), err.message()),
         (Some(-17), Some("File exists"))
     );
-    // An unreachable target: v24.01 answers -32602 "Invalid parameters".
+    // Nothing listening: v24.01 answers -19 "No such device" (seen on spdk_tgt).
     snap.refuse_connections_to("192.0.2.99", "4420");
     let unreachable = AttachController {
         traddr: "192.0.2.99".to_owned(),
@@ -665,6 +666,21 @@ async fn spdk_refusals_surface_with_their_code_and_classify() {
         .execute()
         .await
         .expect_err("unreachable");
+    assert_eq!(
+        (err.code(), err.message()),
+        (Some(-19), Some("No such device"))
+    );
+    // Listening without that subsystem: -32602 "Invalid parameters".
+    snap.serve_only("192.0.2.98", "4420", &["nqn.2016-06.io.spdk:other"]);
+    let unserved = AttachController {
+        traddr: "192.0.2.98".to_owned(),
+        ..remote("V")
+    };
+    let err = client
+        .bdev_nvme_attach_controller(&unserved)
+        .execute()
+        .await
+        .expect_err("no such subsystem");
     assert_eq!(
         (err.code(), err.message()),
         (Some(-32602), Some("Invalid parameters"))

@@ -269,10 +269,24 @@ impl FakeSnapState {
             // spdk_nvme_connect_async: "NVMe trtype ... not available" → NULL → -ENODEV.
             _ => return errno(ENODEV),
         }
-        let refused = config
-            .refused
-            .contains(&(trid.traddr.clone(), trid.trsvcid.clone()));
-        if refused || trid.subnqn.is_empty() {
+        let address = (trid.traddr.clone(), trid.trsvcid.clone());
+        if config.refused.contains(&address) {
+            // Nothing listens there: the TCP connect fails at once. spdk_tgt v24.01 answers
+            // -19 (seen in tests/tests/spdk, OBSERVED_V24_01); later releases are assumed
+            // to answer like any failed connect (UNVERIFIED).
+            return if config.version.at_least(24, 9) {
+                connect_failed(&config.version)
+            } else {
+                errno(ENODEV)
+            };
+        }
+        let unserved = config
+            .serves
+            .get(&address)
+            .is_some_and(|subsystems| !subsystems.contains(&trid.subnqn));
+        if unserved || trid.subnqn.is_empty() {
+            // Listening, but no such subsystem: the fabric connect is rejected and the
+            // attach fails in rpc_bdev_nvme_attach_controller_done (v24.01: -32602).
             return connect_failed(&config.version);
         }
 
