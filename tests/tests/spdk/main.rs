@@ -19,6 +19,7 @@ mod iostat;
 mod raw;
 mod reconnect;
 mod restart;
+mod stall;
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -52,7 +53,14 @@ pub(crate) use bench;
 /// `[storage]` table: the SNAP backend (dialect `auto`, so it detects plain SPDK), with
 /// room for a slow machine in each call.
 fn agent_config(storage_keys: &str) -> String {
-    format!("[storage]\nbackend = \"snap\"\n{storage_keys}\n[snap]\ncall_timeout = 20\n")
+    agent_config_with_call_timeout(storage_keys, 20)
+}
+
+/// [`agent_config`] with another `[snap] call_timeout` (seconds).
+fn agent_config_with_call_timeout(storage_keys: &str, call_timeout: u32) -> String {
+    format!(
+        "[storage]\nbackend = \"snap\"\n{storage_keys}\n[snap]\ncall_timeout = {call_timeout}\n"
+    )
 }
 
 /// One test's processes: remote target A, the DPU's SPDK B, and the agent on B's socket.
@@ -71,13 +79,18 @@ impl Bench {
     /// Starts A (set up as the target), B, and the agent on B's socket with
     /// `storage_keys` (e.g. `reconcile_interval = 1`) in its `[storage]` table.
     pub(crate) fn start(storage_keys: &str) -> Self {
+        Self::start_config(&agent_config(storage_keys))
+    }
+
+    /// Starts A, B, and the agent on B's socket with the whole agent config `config`.
+    pub(crate) fn start_config(config: &str) -> Self {
         let serial = dpu_tests::spdk::exclusive();
         let (dir, root) = fixture::bluefield3_tempdir();
         let remote = RemoteTarget::launch(dir.path(), "a").unwrap_or_else(|e| panic!("{e}"));
         let dpu = SpdkTgt::start(dir.path(), "b").unwrap_or_else(|e| panic!("{e}"));
         let mut options = AgentOptions::new(dir.path(), &root);
         options.snap_socket = dpu.socket().to_owned();
-        options.config_toml = agent_config(storage_keys);
+        options.config_toml = config.to_owned();
         let agent = AgentProcess::start(&options);
         Self {
             agent,
