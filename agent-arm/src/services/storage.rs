@@ -26,6 +26,11 @@ use crate::storage::error::StorageError;
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
+/// How long a listing waits for the backend's view of what exists before it answers with
+/// the desired state and the backend's silence as the `detail`: a hung SNAP must not make
+/// reads of the agent's own state hang.
+const OBSERVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Serves the storage API over the shared engine.
 #[derive(Debug, Clone)]
 pub(crate) struct StorageService {
@@ -41,14 +46,21 @@ impl StorageService {
     /// listing still shows the desired objects while SNAP is down.
     async fn observe(&self) -> Observed {
         let mut seen = Observed::default();
-        match self.engine.volumes().await {
-            Ok(v) => seen.volumes = Some(v),
-            Err(e) => seen.problem = Some(e.describe()),
+        let late = || format!("the storage backend did not answer within {OBSERVE_DEADLINE:?}");
+        match tokio::time::timeout(OBSERVE_DEADLINE, self.engine.volumes()).await {
+            Ok(Ok(v)) => seen.volumes = Some(v),
+            Ok(Err(e)) => seen.problem = Some(e.describe()),
+            Err(_) => {
+                // A hung backend answers the next query late too: report, don't wait again.
+                seen.problem = Some(late());
+                return seen;
+            }
         }
-        match self.engine.controllers().await {
-            Ok(c) => seen.controllers = Some(c),
-            Err(e) if e.kind == FailureKind::Unsupported => seen.controllers = Some(Vec::new()),
-            Err(e) => seen.problem = Some(e.describe()),
+        match tokio::time::timeout(OBSERVE_DEADLINE, self.engine.controllers()).await {
+            Ok(Ok(c)) => seen.controllers = Some(c),
+            Ok(Err(e)) if e.kind == FailureKind::Unsupported => seen.controllers = Some(Vec::new()),
+            Ok(Err(e)) => seen.problem = Some(e.describe()),
+            Err(_) => seen.problem = Some(late()),
         }
         seen
     }

@@ -43,8 +43,17 @@ use crate::services::status::error_chain;
 pub(crate) struct StorageEngine {
     backend: Backend,
     store: StateStore,
-    doc: Mutex<Desired>,
+    /// The current document. Held only to copy or replace it, never across backend I/O,
+    /// so readers never wait for SNAP.
+    doc: std::sync::Mutex<Desired>,
+    /// Serializes writers (changes and reconcile passes), which do talk to the backend.
+    writer: Mutex<()>,
+    /// The last document could not be saved after the backend applied it: the reconciler
+    /// saves it again, so memory and disk agree again as soon as the disk allows.
+    unsaved: std::sync::atomic::AtomicBool,
     apply_timeout: Duration,
+    /// This process's hold on the state directory, for as long as the engine lives.
+    _lock: store::DirLock,
 }
 
 /// What a change did, for the reply.
@@ -61,6 +70,7 @@ impl StorageEngine {
     /// configured backend; nothing is contacted yet.
     pub(crate) fn open(config: &Config) -> Result<Self, StoreError> {
         let store = StateStore::new(&config.state_dir);
+        let lock = store.lock()?;
         let mut doc = store.load()?;
         doc.emulates_pci = config.storage.backend == StorageBackendKind::Snap;
         let backend = match config.storage.backend {
@@ -83,19 +93,45 @@ impl StorageEngine {
         Ok(Self {
             backend,
             store,
-            doc: Mutex::new(doc),
+            doc: std::sync::Mutex::new(doc),
+            writer: Mutex::new(()),
+            unsaved: std::sync::atomic::AtomicBool::new(false),
             apply_timeout: config.storage.apply_timeout,
+            _lock: lock,
         })
     }
 
-    /// A copy of the current document: readers see no half-made change.
+    /// A copy of the current document: readers see no half-made change and never wait for
+    /// the backend.
     pub(crate) async fn snapshot(&self) -> Desired {
-        self.doc.lock().await.clone()
+        self.current()
+    }
+
+    fn current(&self) -> Desired {
+        self.doc
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn publish(&self, doc: Desired) {
+        *self
+            .doc
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = doc;
+    }
+
+    fn remotes(&self) -> desired::Remotes {
+        self.doc
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remotes
+            .clone()
     }
 
     /// The volumes the backend has now (attached remote namespaces and any others).
     pub(crate) async fn volumes(&self) -> Result<Vec<VolumeInfo>, BackendError> {
-        let remotes = self.doc.lock().await.remotes.clone();
+        let remotes = self.remotes();
         self.backend.volumes(&remotes).await
     }
 
@@ -113,7 +149,7 @@ impl StorageEngine {
 
     /// The cumulative I/O counters of volume `id`.
     pub(crate) async fn volume_io(&self, id: &str) -> Result<VolumeIo, BackendError> {
-        let remotes = self.doc.lock().await.remotes.clone();
+        let remotes = self.remotes();
         self.backend.volume_io(id, &remotes).await
     }
 
@@ -125,8 +161,8 @@ impl StorageEngine {
         timeout: Option<Duration>,
         edit: impl FnOnce(&mut Desired) -> Result<Touched, StorageError>,
     ) -> Result<Applied, StorageError> {
-        let mut doc = self.doc.lock().await;
-        let before = doc.clone();
+        let _writer = self.writer.lock().await;
+        let before = self.current();
         let mut after = before.clone();
         let touched = edit(&mut after)?;
         let changed = after != before;
@@ -149,8 +185,12 @@ impl StorageEngine {
             Ok(outcome) => match outcome.errors.into_iter().next() {
                 None => {
                     after.prune(&outcome.gone);
-                    self.save(&after)?;
-                    *doc = after.clone();
+                    // The backend has the change and the document saved before converging
+                    // already asks for it, so it is live and stays listed whatever the
+                    // disk says now; a failed save here only loses what the backend told
+                    // us (ids, pruning), which the reconciler saves again.
+                    self.publish(after.clone());
+                    self.save_or_retry_later(&after);
                     return Ok(Applied {
                         doc: after,
                         changed,
@@ -161,7 +201,7 @@ impl StorageEngine {
             Err(_) => Ok(deadline),
         };
         let (rolled_back, outcome) = self.roll_back(&before, &after, &touched).await;
-        *doc = rolled_back;
+        self.publish(rolled_back);
         Err(match failure {
             Err((object, source)) => StorageError::Backend {
                 object,
@@ -269,24 +309,48 @@ impl StorageEngine {
     }
 
     fn save(&self, doc: &Desired) -> Result<(), StorageError> {
-        self.store.save(doc).map_err(StorageError::Save)
+        self.store.save(doc).map_err(StorageError::Save)?;
+        self.unsaved
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Converges the whole document, carrying on past failures; returns what failed.
-    pub(crate) async fn reconcile_all(&self) -> Vec<(Key, backend::BackendError)> {
-        let mut doc = self.doc.lock().await;
-        let mut working = doc.clone();
-        let outcome = converge(&mut working, &self.backend, &Scope::All, Mode::BestEffort).await;
-        working.prune(&outcome.gone);
-        if working != *doc {
-            match self.save(&working) {
-                Ok(()) => *doc = working,
-                Err(e) => {
-                    tracing::error!(error = %error_chain(&e), "cannot save reconciled storage state")
-                }
-            }
+    /// Saves `doc`; when that fails, logs it and leaves the save to the reconciler.
+    fn save_or_retry_later(&self, doc: &Desired) {
+        if let Err(e) = self.save(doc) {
+            self.unsaved
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            tracing::error!(error = %error_chain(&e), "a storage change is applied but the state file could not be updated; retrying with the next reconcile");
         }
-        outcome.errors
+    }
+
+    /// Converges the whole document, carrying on past failures, within the apply timeout
+    /// as a whole (a hung backend cannot hold the writers forever); returns what failed.
+    pub(crate) async fn reconcile_all(&self) -> Vec<(Key, backend::BackendError)> {
+        let _writer = self.writer.lock().await;
+        let before = self.current();
+        let mut working = before.clone();
+        let converged = tokio::time::timeout(
+            self.apply_timeout,
+            converge(&mut working, &self.backend, &Scope::All, Mode::BestEffort),
+        )
+        .await;
+        let errors = match converged {
+            Ok(outcome) => {
+                working.prune(&outcome.gone);
+                outcome.errors
+            }
+            Err(_) => {
+                tracing::warn!(deadline = ?self.apply_timeout, "a reconcile pass ran past its deadline; what it learnt is kept, the rest is retried");
+                Vec::new()
+            }
+        };
+        let unsaved = self.unsaved.load(std::sync::atomic::Ordering::Relaxed);
+        if working != before || unsaved {
+            self.publish(working.clone());
+            self.save_or_retry_later(&working);
+        }
+        errors
     }
 
     /// Reconciles now and then every `interval`, logging what still fails, until the

@@ -37,7 +37,24 @@ pub(crate) enum StoreError {
         path.display()
     )]
     TooNew { path: PathBuf, found: u32 },
+    /// Another agent holds the state directory: two agents on one document would each
+    /// overwrite what the other acknowledged.
+    #[error(
+        "{} is locked by another dpu-agent ({holder}); one agent per state directory",
+        path.display()
+    )]
+    Locked { path: PathBuf, holder: String },
 }
+
+/// The state directory held exclusively by this process (an advisory `flock` on
+/// `{state_dir}/lock`, released by the kernel when the process exits, however it exits).
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    _file: File,
+}
+
+/// The name of the lock file in the state directory.
+const LOCK_NAME: &str = "lock";
 
 /// The document's place on disk.
 #[derive(Debug, Clone)]
@@ -54,6 +71,74 @@ impl StateStore {
 
     pub(crate) fn path(&self) -> PathBuf {
         self.dir.join(FILE_NAME)
+    }
+
+    /// Takes the state directory for this process, before anything is read: creates it if
+    /// needed, refuses when another agent holds it (naming its pid), and so also proves the
+    /// directory writable at start instead of at the first change. A temporary file a save
+    /// left behind (a crash between write and rename) is removed.
+    pub(crate) fn lock(&self) -> Result<DirLock, StoreError> {
+        let path = self.dir.join(LOCK_NAME);
+        let io = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        fs::create_dir_all(&self.dir).map_err(io("create", &self.dir))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(
+                "open for writing (the state directory must be writable)",
+                &path,
+            ))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let holder = fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|text| text.trim().parse::<u32>().ok())
+                    .map_or_else(|| "pid unknown".to_owned(), |pid| format!("pid {pid}"));
+                return Err(StoreError::Locked { path, holder });
+            }
+            Err(fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Io {
+                    action: "lock",
+                    path,
+                    source,
+                })
+            }
+        }
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .and_then(|()| file.sync_all())
+            .map_err(io("write (the state directory must be writable)", &path))?;
+        let tmp = self.tmp_path();
+        match fs::remove_file(&tmp) {
+            Ok(()) => {
+                tracing::info!(path = %tmp.display(), "removed a temporary state file an interrupted save left")
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(StoreError::Io {
+                    action: "remove",
+                    path: tmp,
+                    source,
+                })
+            }
+        }
+        Ok(DirLock { _file: file })
+    }
+
+    fn tmp_path(&self) -> PathBuf {
+        self.dir.join(format!(".{FILE_NAME}.tmp"))
     }
 
     /// The saved document, or an empty one when none was ever saved.
@@ -95,7 +180,7 @@ impl StateStore {
         };
         fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
         let path = self.path();
-        let tmp = self.dir.join(format!(".{FILE_NAME}.tmp"));
+        let tmp = self.tmp_path();
         let mut text = serde_json::to_vec_pretty(doc).map_err(|source| StoreError::Parse {
             path: path.clone(),
             source,
@@ -108,10 +193,18 @@ impl StateStore {
             .mode(0o600)
             .open(&tmp)
             .map_err(io_err("create", &tmp))?;
-        file.write_all(&text).map_err(io_err("write", &tmp))?;
-        file.sync_all().map_err(io_err("flush", &tmp))?;
+        let written = file
+            .write_all(&text)
+            .map_err(io_err("write", &tmp))
+            .and_then(|()| file.sync_all().map_err(io_err("flush", &tmp)));
         drop(file);
-        fs::rename(&tmp, &path).map_err(io_err("replace", &path))?;
+        if let Err(e) =
+            written.and_then(|()| fs::rename(&tmp, &path).map_err(io_err("replace", &path)))
+        {
+            // Never leave a half-written temporary file behind (a full disk, say).
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         File::open(&self.dir)
             .and_then(|dir| dir.sync_all())
             .map_err(io_err("flush", &self.dir))
@@ -121,6 +214,31 @@ impl StateStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_lock_per_directory_naming_the_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = StateStore::new(&dir.path().join("state"));
+        std::fs::create_dir_all(dir.path().join("state")).expect("mkdir");
+        std::fs::write(store.tmp_path(), b"{half").expect("leftover");
+        let held = store.lock().expect("first lock");
+        assert!(
+            !store.tmp_path().exists(),
+            "the leftover temporary file is removed"
+        );
+        // A second open file description conflicts like a second process would.
+        let err = StateStore::new(&dir.path().join("state"))
+            .lock()
+            .expect_err("second lock");
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Locked { .. }), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        drop(held);
+        store.lock().expect("free again after the holder is gone");
+    }
 
     #[test]
     fn a_missing_file_is_an_empty_state_and_a_save_reads_back() {

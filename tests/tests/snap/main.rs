@@ -8,6 +8,7 @@ mod agent;
 mod cli;
 mod conformance;
 mod demo;
+mod hardening;
 
 use std::path::PathBuf;
 use std::time::Duration;
