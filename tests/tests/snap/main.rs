@@ -8,7 +8,6 @@ mod agent;
 mod cli;
 mod conformance;
 mod demo;
-mod hardening;
 
 use std::path::PathBuf;
 use std::time::Duration;
