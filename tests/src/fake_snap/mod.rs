@@ -268,6 +268,12 @@ impl FakeSnap {
         );
     }
 
+    /// Whether `nvme_subsystem_list` leaves the controllers' run `state` out (a SNAP
+    /// release that does not report it).
+    pub fn hide_controller_state(&self, hide: bool) {
+        lock(&self.shared.config).hide_controller_state = hide;
+    }
+
     /// Undoes [`refuse_connections_to`](Self::refuse_connections_to).
     pub fn accept_connections_to(&self, traddr: &str, trsvcid: &str) {
         lock(&self.shared.config)

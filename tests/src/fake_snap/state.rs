@@ -403,6 +403,9 @@ pub(crate) struct Config {
     pub(crate) managers: Vec<FakeEmulationManager>,
     /// `(traddr, trsvcid)` pairs no controller can connect to.
     pub(crate) refused: BTreeSet<(String, String)>,
+    /// `nvme_subsystem_list` leaves the controllers' `state` out, as a SNAP release that
+    /// does not report it would (the agent must then say "unknown", not assume).
+    pub(crate) hide_controller_state: bool,
     /// Targets that serve only these subsystems (`(traddr, trsvcid)` → subnqns); an
     /// address not listed serves every subsystem.
     pub(crate) serves: BTreeMap<(String, String), BTreeSet<String>>,
@@ -416,6 +419,7 @@ impl Default for Config {
             managers: FakeEmulationManager::default_list(),
             refused: BTreeSet::new(),
             serves: BTreeMap::new(),
+            hide_controller_state: false,
         }
     }
 }
@@ -498,7 +502,7 @@ impl FakeSnapState {
             (_, "bdev_get_iostat") => self.iostat(&config.version, p),
             (Snap4, "nvme_subsystem_create") => self.subsystem_create(p),
             (Snap4, "nvme_subsystem_destroy") => self.subsystem_destroy(p),
-            (Snap4, "nvme_subsystem_list") => self.subsystem_list(p),
+            (Snap4, "nvme_subsystem_list") => self.subsystem_list(config, p),
             (Snap4, "nvme_namespace_create") => self.namespace_create(p),
             (Snap4, "nvme_namespace_destroy") => self.namespace_destroy(p),
             (Snap4, "nvme_controller_create") => self.controller_create(config, p),

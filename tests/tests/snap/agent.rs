@@ -1031,3 +1031,169 @@ async fn emulation_types_are_matched_whatever_their_case() {
         .expect("apply with lower-case emulation_type");
     assert_exposed(&bench.snap.state(), "e1");
 }
+
+#[tokio::test]
+async fn a_controller_state_snap_does_not_report_is_unknown_and_the_desired_state_is_applied() {
+    let bench = Bench::start_with(
+        FakeDialect::Snap4,
+        "[storage]\nreconcile_interval = 1\n",
+        |snap| snap.hide_controller_state(true),
+    );
+    let mut storage = bench.client().await;
+    storage
+        .apply_exposure(exposure("e1", false))
+        .await
+        .expect("apply");
+    let ctrl = bench
+        .snap
+        .state()
+        .controllers
+        .keys()
+        .next()
+        .expect("controller")
+        .clone();
+    assert!(!bench.snap.state().controllers[&ctrl].suspended, "resumed");
+    // SNAP says nothing about the run state: the API says so instead of the desired state.
+    let listed = storage
+        .get_controller(v1::GetControllerRequest {
+            name: format!("subsystems/{HOST_NQN}/controllers/e1"),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(
+        v1::ControllerState::try_from(listed.state),
+        Ok(v1::ControllerState::Unspecified),
+        "{listed:?}"
+    );
+    // Suspended behind the agent's back, and SNAP still does not say: the reconciler
+    // resumes it anyway (a refusal because it already runs counts as done).
+    bench
+        .raw()
+        .nvme_controller_suspend(&ctrl)
+        .execute()
+        .await
+        .expect("suspend behind the agent's back");
+    wait_until_running(
+        &bench.snap,
+        "the reconciler to resume a controller of unknown state",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn namespace_identifiers_snap4_cannot_carry_are_refused_before_anything_changes() {
+    let bench = Bench::start(FakeDialect::Snap4, "");
+    let mut storage = bench.client().await;
+    storage
+        .create_remote_controller(v1::CreateRemoteControllerRequest {
+            remote_controller_id: "r0".to_owned(),
+            spec: Some(remote_spec()),
+            options: None,
+        })
+        .await
+        .expect("remote");
+    storage
+        .create_subsystem(v1::CreateSubsystemRequest {
+            subsystem: Some(v1::Subsystem {
+                nqn: HOST_NQN.to_owned(),
+                ..Default::default()
+            }),
+            options: None,
+        })
+        .await
+        .expect("subsystem");
+    let saved = saved_text(&bench.state_file());
+    let before = bench.snap.requests().len();
+    for (nguid, eui64, what) in [
+        ("00112233445566778899aabbccddeeff", "", "NGUID"),
+        ("", "0011223344556677", "EUI-64"),
+    ] {
+        let err = storage
+            .create_namespace(v1::CreateNamespaceRequest {
+                parent: format!("subsystems/{HOST_NQN}"),
+                namespace: Some(v1::Namespace {
+                    nsid: 1,
+                    volume: "volumes/r0n1".to_owned(),
+                    nguid: nguid.to_owned(),
+                    eui64: eui64.to_owned(),
+                    ..Default::default()
+                }),
+                options: None,
+            })
+            .await
+            .expect_err("SNAP 4 has no key for it");
+        assert_eq!(err.code(), Code::FailedPrecondition, "{}", err.message());
+        assert!(
+            err.message().contains("DOCA SNAP 4") && err.message().contains(what),
+            "names the dialect and the field: {}",
+            err.message()
+        );
+    }
+    assert_eq!(
+        saved_text(&bench.state_file()),
+        saved,
+        "the state file is untouched"
+    );
+    let mutating: Vec<String> = bench.snap.requests()[before..]
+        .iter()
+        .map(|(m, _)| m.clone())
+        .filter(|m| m.starts_with("nvme_namespace"))
+        .collect();
+    assert!(mutating.is_empty(), "nothing reached SNAP: {mutating:?}");
+}
+
+#[tokio::test]
+async fn the_emulation_functions_are_listed_with_the_controller_on_each() {
+    let bench = Bench::start(FakeDialect::Snap4, "");
+    let mut inventory =
+        dpu_proto::v1::inventory_client::InventoryClient::new(bench.agent().channel().await);
+    let listed = inventory
+        .list_emulation_functions(v1::ListEmulationFunctionsRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .functions;
+    let table = bench.snap.functions();
+    let expected: usize = table.iter().map(|pf| 1 + pf.vfs.len()).sum();
+    assert_eq!(listed.len(), expected, "{listed:?}");
+    assert!(
+        listed.iter().all(|f| f.backend_controller.is_empty()),
+        "all free"
+    );
+    assert!(
+        listed
+            .iter()
+            .all(|f| f.pci_bdf.len() == 7 && !f.pci_bdf.contains("0000:")),
+        "SNAP's bb:dd.f: {listed:?}"
+    );
+    bench
+        .client()
+        .await
+        .apply_exposure(exposure("e1", false))
+        .await
+        .expect("apply");
+    let out = dpu_tests::harness::dpuctl(&[
+        "--agent",
+        &bench.agent().endpoint(),
+        "-o",
+        "json",
+        "storage",
+        "functions",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let pf0 = reply["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .find(|f| f["pfIndex"].as_u64().unwrap_or(0) == 0 && f.get("vfIndex").is_none())
+        .expect("PF 0")
+        .clone();
+    let ctrl = bench.snap.state().controllers.keys().next().cloned();
+    assert_eq!(pf0["backendController"].as_str(), ctrl.as_deref(), "{pf0}");
+}

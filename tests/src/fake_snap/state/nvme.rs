@@ -208,7 +208,11 @@ impl FakeSnapState {
     /// `STARTED` when running (S-DPF) and `SUSPENDED` when suspended (UNVERIFIED: a guess).
     /// `ready` is the string `Yes`/`No` (S-DPF shows `"No"`; UNVERIFIED meaning: here, whether
     /// the backing bdev still exists).
-    pub(super) fn subsystem_list(&self, p: Option<&Value>) -> Result<Value, RpcError> {
+    pub(super) fn subsystem_list(
+        &self,
+        config: &Config,
+        p: Option<&Value>,
+    ) -> Result<Value, RpcError> {
         spdk_decode(p, &[])?;
         let list = self.subsystems.iter().map(|(nqn, sub)| {
             let controllers: Vec<Value> = self
@@ -216,10 +220,15 @@ impl FakeSnapState {
                 .iter()
                 .filter(|(_, c)| &c.nqn == nqn)
                 .map(|(id, c)| {
-                    json!({"ctrl_id": id, "vhca_id": c.vhca_id, "nqn": nqn, "plugged": true,
+                    let mut entry = json!({"ctrl_id": id, "vhca_id": c.vhca_id, "nqn": nqn,
+                           "plugged": true,
                            "state": if c.suspended { "SUSPENDED" } else { "STARTED" },
                            "num_queues": c.num_queues, "max_queues": MAX_QUEUES,
-                           "mdts": c.mdts, "namespaces": self.ctrl_namespaces(c)})
+                           "mdts": c.mdts, "namespaces": self.ctrl_namespaces(c)});
+                    if config.hide_controller_state {
+                        entry.as_object_mut().map(|m| m.remove("state"));
+                    }
+                    entry
                 })
                 .collect();
             let namespaces: Vec<Value> = sub
