@@ -65,6 +65,17 @@ async fn io_stats_equal_spdk_iostat_after_a_real_read() {
     let snapshot = bench.ctl_json(&["dpu", "counters", "-s", "volume"]);
     let one = bench.ctl_json(&["dpu", "counters", "-s", "volume:r0n1"]);
     let (after_bytes, after_ops) = spdk_reads(&bench.dpu, "r0n1");
+    // Nothing reads r0n1 after perf, so "between" is "exactly SPDK's bytes".
+    assert_eq!(
+        (before_bytes, before_ops),
+        (after_bytes, after_ops),
+        "SPDK's counters moved while the agent was asked"
+    );
+    eprintln!(
+        "SPDK bdev_get_iostat r0n1: {after_bytes} bytes in {after_ops} reads; agent \
+         GetIoStats: {} bytes in {} reads",
+        grpc.bytes_read, grpc.read_ops
+    );
 
     between(
         "GetIoStats bytes_read",
