@@ -2,7 +2,10 @@
 //!
 //! The agent starts whatever is missing: each check connects (or reconnects) on demand,
 //! so a SNAP or ovsdb-server that appears or restarts later is picked up without an agent
-//! restart.
+//! restart. The OVS checks ask the Switch service's own clients ([`OvsBackend`]), so they
+//! see the connection the service uses; SNAP is asked over a client of its own here,
+//! because only this check reads SNAP's version (the storage engine keeps its client to
+//! itself), and `spdk_get_version` is the cheapest call SNAP answers.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -12,6 +15,7 @@ use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{BackendState, BackendStatus};
 
 use crate::config::{Config, StorageBackendKind};
+use crate::ovs::{OvsBackend, OvsClients};
 
 /// How long a status check may take; `GetSystem` waits for all checks concurrently.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -22,8 +26,17 @@ pub(crate) struct Backends {
     snap: Option<SnapBackend>,
     /// The kernel storage backend's root, when it is the configured storage backend.
     kernel_root: Option<PathBuf>,
-    ovsdb: Option<OvsdbBackend>,
+    ovsdb: OvsdbState,
     sys_root: PathBuf,
+}
+
+/// The OVS checks' view of the Switch service's clients.
+#[derive(Debug)]
+enum OvsdbState {
+    Disabled,
+    /// Why the configured OVS address cannot be used.
+    Unusable(String),
+    Ready(OvsdbBackend),
 }
 
 #[derive(Debug)]
@@ -34,16 +47,16 @@ struct SnapBackend {
 
 #[derive(Debug)]
 struct OvsdbBackend {
-    socket: PathBuf,
-    client: dpu_jsonrpc::Client,
-    /// ovs-vswitchd's control socket, found through its pid file in the run directory:
-    /// OVSDB can be up while the switch daemon that applies its configuration is not.
-    vswitchd: dpu_ovs::unixctl::Unixctl,
+    /// The Switch service's OVSDB handle and ovs-vswitchd control socket (found through
+    /// its pid file in the run directory: OVSDB can be up while the switch daemon that
+    /// applies its configuration is not).
+    clients: OvsClients,
     rundir: PathBuf,
 }
 
 impl Backends {
-    pub(crate) fn new(config: &Config) -> Self {
+    /// `ovs` is the Switch service's backend, whose clients the OVS checks share.
+    pub(crate) fn new(config: &Config, ovs: &OvsBackend) -> Self {
         let kernel = config.storage.backend == StorageBackendKind::Kernel;
         let snap = (config.snap.enabled && !kernel).then(|| SnapBackend {
             socket: config.snap.socket.clone(),
@@ -55,19 +68,14 @@ impl Backends {
                 },
             )),
         });
-        let ovsdb = config.ovs.enabled.then(|| {
-            let socket = config.ovsdb_socket();
-            let options = dpu_jsonrpc::ClientOptions {
-                call_timeout: config.ovs.call_timeout,
-                ..dpu_jsonrpc::ClientOptions::v1()
-            };
-            OvsdbBackend {
-                client: dpu_jsonrpc::Client::new(&socket, options),
-                socket,
-                vswitchd: dpu_ovs::unixctl::Unixctl::vswitchd(&config.ovs.rundir),
+        let ovsdb = match ovs.clients() {
+            Ok(clients) => OvsdbState::Ready(OvsdbBackend {
+                clients: clients.clone(),
                 rundir: config.ovs.rundir.clone(),
-            }
-        });
+            }),
+            Err(_) if !config.ovs.enabled => OvsdbState::Disabled,
+            Err(status) => OvsdbState::Unusable(status.message().to_owned()),
+        };
         Self {
             snap,
             kernel_root: kernel.then(|| config.kernel.root.clone()),
@@ -78,8 +86,7 @@ impl Backends {
 
     /// Checks every backend concurrently, each bounded by [`CHECK_TIMEOUT`].
     pub(crate) async fn check_all(&self) -> Vec<BackendStatus> {
-        let (snap, ovsdb, vswitchd) =
-            tokio::join!(self.check_snap(), self.check_ovsdb(), self.check_vswitchd());
+        let (snap, (ovsdb, vswitchd)) = tokio::join!(self.check_snap(), self.check_ovs());
         let mut all = vec![self.check_sysfs(), snap];
         all.extend(self.check_kernel());
         all.extend([ovsdb, vswitchd]);
@@ -89,7 +96,7 @@ impl Backends {
     /// The kernel storage backend needs `/dev/nvme-fabrics` (nvme-fabrics loaded) to attach
     /// remote controllers; nvmet configfs only to export subsystems, so its absence
     /// degrades rather than disables.
-    fn check_kernel(&self) -> Option<BackendStatus> {
+    pub(crate) fn check_kernel(&self) -> Option<BackendStatus> {
         let root = self.kernel_root.as_ref()?;
         let fabrics = root.join("dev/nvme-fabrics");
         let nvmet = root.join("sys/kernel/config/nvmet");
@@ -119,15 +126,16 @@ impl Backends {
         ))
     }
 
-    fn check_sysfs(&self) -> BackendStatus {
+    /// Inventory and Counters read `{sys_root}/sys/class`: it must be a directory this
+    /// process can list.
+    pub(crate) fn check_sysfs(&self) -> BackendStatus {
         let class = self.sys_root.join("sys/class");
-        let (state, detail) = if class.is_dir() {
-            (BackendState::Ready, String::new())
-        } else {
-            (
+        let (state, detail) = match std::fs::read_dir(&class) {
+            Ok(_) => (BackendState::Ready, String::new()),
+            Err(e) => (
                 BackendState::Unavailable,
-                format!("{} is not a directory", class.display()),
-            )
+                format!("cannot read {}: {e}", class.display()),
+            ),
         };
         status(
             "sysfs",
@@ -172,13 +180,22 @@ impl Backends {
         }
     }
 
+    /// OVSDB and ovs-vswitchd, which the Switch service needs both of, checked concurrently.
+    pub(crate) async fn check_ovs(&self) -> (BackendStatus, BackendStatus) {
+        tokio::join!(self.check_ovsdb(), self.check_vswitchd())
+    }
+
     async fn check_ovsdb(&self) -> BackendStatus {
-        let Some(ovsdb) = &self.ovsdb else {
-            return disabled("ovsdb");
+        let ovsdb = match &self.ovsdb {
+            OvsdbState::Ready(ovsdb) => ovsdb,
+            OvsdbState::Disabled => return disabled("ovsdb"),
+            OvsdbState::Unusable(reason) => return unusable("ovsdb", reason),
         };
-        let endpoint = format!("unix:{}", ovsdb.socket.display());
+        let endpoint = format!("unix:{}", ovsdb.clients.ovsdb.socket().display());
         let call = ovsdb
-            .client
+            .clients
+            .ovsdb
+            .client()
             .request("list_dbs")
             .params(serde_json::json!([]))
             .execute::<Vec<String>>();
@@ -214,11 +231,13 @@ impl Backends {
 impl Backends {
     async fn check_vswitchd(&self) -> BackendStatus {
         const NAME: &str = "ovs-vswitchd";
-        let Some(ovs) = &self.ovsdb else {
-            return disabled(NAME);
+        let ovs = match &self.ovsdb {
+            OvsdbState::Ready(ovs) => ovs,
+            OvsdbState::Disabled => return disabled(NAME),
+            OvsdbState::Unusable(reason) => return unusable(NAME, reason),
         };
         let endpoint = format!("rundir:{}", ovs.rundir.display());
-        match tokio::time::timeout(CHECK_TIMEOUT, ovs.vswitchd.version()).await {
+        match tokio::time::timeout(CHECK_TIMEOUT, ovs.clients.vswitchd.version()).await {
             Ok(Ok(version)) => {
                 let version = version.lines().next().unwrap_or_default().trim().to_owned();
                 status(NAME, BackendState::Ready, endpoint, &version, String::new())
@@ -260,6 +279,16 @@ fn disabled(backend: &str) -> BackendStatus {
         String::new(),
         "",
         "disabled by configuration".to_owned(),
+    )
+}
+
+fn unusable(backend: &str, reason: &str) -> BackendStatus {
+    status(
+        backend,
+        BackendState::Unavailable,
+        String::new(),
+        "",
+        reason.to_owned(),
     )
 }
 

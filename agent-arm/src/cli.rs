@@ -15,6 +15,9 @@ Examples:
 
   # Validate a config file and print the effective configuration
   dpu-agent --config ./config.toml --check-config
+
+  # Readiness probe: exit 0 when the Storage service is SERVING
+  dpu-agent --config /etc/dpu-agent/config.toml --health-check dpu.v1.Storage
 ";
 
 /// gRPC agent for NVIDIA BlueField DPUs: manages SNAP NVMe emulation and OVS offload and
@@ -71,4 +74,10 @@ pub(crate) struct Args {
     /// Validate the configuration, print the effective config as TOML and exit.
     #[arg(long)]
     pub(crate) check_config: bool,
+
+    /// Ask the running agent, on the first unix: listener, for the gRPC health of each
+    /// SERVICE (none: the whole server) and exit 0 if all are SERVING, 1 if not: a probe
+    /// for Kubernetes exec checks (e.g. `--health-check dpu.v1.Storage dpu.v1.Switch`).
+    #[arg(long, value_name = "SERVICE", num_args = 0..)]
+    pub(crate) health_check: Option<Vec<String>>,
 }

@@ -91,6 +91,33 @@ pub(crate) struct LimitsConfig {
     pub(crate) max_streams_per_connection: u32,
     /// Calls one connection may have running at once; more wait.
     pub(crate) max_calls_per_connection: usize,
+    /// Connections one TCP listener holds at once; more wait in the kernel's backlog. Keeps
+    /// remote clients from taking every file descriptor: the agent also lowers it so that
+    /// all TCP listeners together use at most half of what `ulimit -n` leaves.
+    pub(crate) max_tcp_connections: usize,
+    /// Connections one Unix listener holds at once, a budget of its own so the local
+    /// socket (root's way in) keeps answering while TCP is full; lowered to fit the fd
+    /// limit, as `max_tcp_connections` is.
+    pub(crate) max_unix_connections: usize,
+    /// TLS handshakes one TCP listener runs at once (each may take up to 10 s); more
+    /// connections wait in the backlog. Bounds the descriptors and CPU that clients who
+    /// never finish a handshake can hold.
+    pub(crate) max_pending_handshakes: usize,
+    /// Seconds a new connection has to send the HTTP/2 preface and its first frame before
+    /// it is closed: an idle socket cannot hold a connection slot for long.
+    #[serde(with = "seconds")]
+    pub(crate) preface_timeout: Duration,
+    /// Seconds a connection may stay open with no call in progress before it is closed
+    /// (gRPC's MAX_CONNECTION_IDLE); clients reconnect on their next call.
+    #[serde(with = "seconds")]
+    pub(crate) idle_timeout: Duration,
+    /// Seconds between HTTP/2 PINGs the agent sends on every connection, and how long it
+    /// waits for the answer before closing the connection: peers that vanished (or never
+    /// read) release their slot.
+    #[serde(with = "seconds")]
+    pub(crate) keepalive_interval: Duration,
+    #[serde(with = "seconds")]
+    pub(crate) keepalive_timeout: Duration,
 }
 
 impl Default for LimitsConfig {
@@ -100,6 +127,13 @@ impl Default for LimitsConfig {
             max_response_bytes: 64 << 20,
             max_streams_per_connection: 128,
             max_calls_per_connection: 64,
+            max_tcp_connections: 512,
+            max_unix_connections: 1024,
+            max_pending_handshakes: 64,
+            preface_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            keepalive_interval: Duration::from_secs(60),
+            keepalive_timeout: Duration::from_secs(20),
         }
     }
 }
@@ -426,8 +460,32 @@ impl Config {
             ),
             ("storage.apply_timeout", self.storage.apply_timeout),
             ("ovs.call_timeout", self.ovs.call_timeout),
+            ("limits.preface_timeout", self.limits.preface_timeout),
+            ("limits.idle_timeout", self.limits.idle_timeout),
+            ("limits.keepalive_interval", self.limits.keepalive_interval),
+            ("limits.keepalive_timeout", self.limits.keepalive_timeout),
         ] {
             if value.is_zero() {
+                return Err(ConfigError::Invalid(format!(
+                    "{key} must be greater than 0"
+                )));
+            }
+        }
+        for (key, value) in [
+            (
+                "limits.max_tcp_connections",
+                self.limits.max_tcp_connections,
+            ),
+            (
+                "limits.max_unix_connections",
+                self.limits.max_unix_connections,
+            ),
+            (
+                "limits.max_pending_handshakes",
+                self.limits.max_pending_handshakes,
+            ),
+        ] {
+            if value == 0 {
                 return Err(ConfigError::Invalid(format!(
                     "{key} must be greater than 0"
                 )));

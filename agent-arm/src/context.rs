@@ -27,11 +27,12 @@ impl AgentContext {
     /// Fails only when the saved storage state cannot be read: starting with an empty
     /// state would make the agent forget (and later undo) what the host was given.
     pub(crate) fn new(config: &Config) -> Result<Self, StoreError> {
+        let ovs = OvsBackend::new(config);
         Ok(Self {
             root: SysRoot::new(&config.sys_root),
             started: Instant::now(),
-            backends: Backends::new(config),
-            ovs: OvsBackend::new(config),
+            backends: Backends::new(config, &ovs),
+            ovs,
             storage: Arc::new(StorageEngine::open(config)?),
         })
     }

@@ -5,13 +5,18 @@
 //! details of SNAP, OVS or netlink (those live in `dpu-nvmeof`, `dpu-ovs`, `dpu-probe`),
 //! and it never runs a shell command.
 
+mod accept;
 mod backends;
 mod cli;
 mod config;
+mod conn;
 mod context;
+mod grpc_guard;
+mod health;
 mod listen;
 mod observability;
 mod ovs;
+mod probe;
 mod security;
 mod server;
 mod services;
@@ -26,7 +31,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     match real_main(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // The subscriber may not be installed yet (bad config), so print directly.
             eprintln!("dpu-agent: error: {e:#}");
@@ -35,8 +40,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn real_main(args: &cli::Args) -> anyhow::Result<()> {
+fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
     let config = config::Config::load(args)?;
+    if let Some(services) = &args.health_check {
+        let serving = probe::run(&config, services)?;
+        return Ok(if serving {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     if args.check_config {
         let text = toml::to_string(&config).context("cannot print the effective config")?;
         // The effective config is the command's output.
@@ -44,7 +57,7 @@ fn real_main(args: &cli::Args) -> anyhow::Result<()> {
         {
             print!("{text}");
         }
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     }
     observability::init(&config.log)?;
     tracing::info!(version = version::AGENT_VERSION, listeners = ?config.listen.iter().map(ToString::to_string).collect::<Vec<_>>(), "dpu-agent starting");
@@ -53,5 +66,6 @@ fn real_main(args: &cli::Args) -> anyhow::Result<()> {
         .thread_name("dpu-agent")
         .build()
         .context("cannot start the async runtime")?
-        .block_on(server::run(config))
+        .block_on(server::run(config))?;
+    Ok(ExitCode::SUCCESS)
 }

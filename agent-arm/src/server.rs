@@ -11,15 +11,16 @@ use dpu_proto::v1::storage_server::StorageServer;
 use dpu_proto::v1::switch_server::SwitchServer;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
-use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::server::Router;
 use tonic::transport::Server;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::ServingStatus;
 use tower::layer::util::{Identity, Stack};
 
+use crate::accept::{self, Budgets, FdReserve, Gate};
 use crate::config::Config;
 use crate::context::AgentContext;
+use crate::grpc_guard::GrpcGuardLayer;
 use crate::listen::{self, Bound};
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
@@ -31,7 +32,24 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     // the socket may signal at once, and the default action would kill the agent without
     // removing its socket.
     let signals = TerminationSignals::install()?;
+    // The TLS files first: a key others can read (or any bad file) refuses the start
+    // before a socket appears.
+    let tls = security::tls::acceptor(&config.security).context("cannot load the TLS files")?;
+    let ctx =
+        Arc::new(AgentContext::new(&config).context("cannot open the agent's storage state")?);
+    // Re-apply the saved storage state now (finishing whatever a crash interrupted) and
+    // keep checking it, so a SNAP restart that loses state is repaired.
+    ctx.storage
+        .spawn_reconciler(config.storage.reconcile_interval);
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    // Each service's health follows its backends (probed once now, then in the background).
+    let health =
+        crate::health::HealthMonitor::start(Arc::clone(&ctx), &config, health_reporter.clone())
+            .await;
     // Bind everything before serving anything: a bad listener fails the start as a whole.
+    // Bound only now, after the first health round (up to 2 s with a silent SNAP): a
+    // client that finds the socket is answered at once, never left in the backlog of a
+    // listener that is not accepting yet (a SIGTERM then would reset it unanswered).
     let mut bound = Vec::with_capacity(config.listen.len());
     for endpoint in &config.listen {
         bound.push(
@@ -41,20 +59,6 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    let ctx =
-        Arc::new(AgentContext::new(&config).context("cannot load the agent's storage state")?);
-    // Re-apply the saved storage state now (finishing whatever a crash interrupted) and
-    // keep checking it, so a SNAP restart that loses state is repaired.
-    ctx.storage
-        .spawn_reconciler(config.storage.reconcile_interval);
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    for service in dpu_proto::SERVICE_NAMES {
-        health_reporter
-            .set_service_status(service, ServingStatus::Serving)
-            .await;
-    }
-
-    let tls = security::tls::acceptor(&config.security).context("cannot load the TLS files")?;
     if tls.is_none() && bound.iter().any(|b| matches!(b, Bound::Tcp(_))) {
         tracing::warn!(
             role = config.security.insecure_role.as_str(),
@@ -63,11 +67,25 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let budgets = connection_budgets(&config, &bound);
+    let reserve = FdReserve::new();
     let mut servers = tokio::task::JoinSet::new();
     for listener in bound {
         let description = listener.describe();
         let tls = tls.clone();
-        let router = router(&ctx, &config, health_service.clone())?;
+        let router = router(&ctx, &config, health_service.clone(), shutdown_rx.clone())?;
+        let budget = match listener {
+            Bound::Unix(..) => budgets.per_unix,
+            Bound::Tcp(_) => budgets.per_tcp,
+        };
+        let gate = Gate::new(
+            description.clone(),
+            budget,
+            Arc::clone(&reserve),
+            &config.limits,
+            shutdown_rx.clone(),
+        );
+        let handshakes = config.limits.max_pending_handshakes;
         let mut stop = shutdown_rx.clone();
         let shutdown = async move {
             // An error means the sender is gone, which also means stop.
@@ -78,7 +96,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
             let result = match listener {
                 Bound::Unix(listener, guard) => {
                     let result = router
-                        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+                        .serve_with_incoming_shutdown(accept::plain(listener, gate), shutdown)
                         .await;
                     drop(guard);
                     result
@@ -87,17 +105,14 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
                     Some(acceptor) => {
                         router
                             .serve_with_incoming_shutdown(
-                                security::tls::incoming(listener, acceptor),
+                                accept::tls(listener, acceptor, gate, handshakes),
                                 shutdown,
                             )
                             .await
                     }
                     None => {
                         router
-                            .serve_with_incoming_shutdown(
-                                TcpListenerStream::new(listener),
-                                shutdown,
-                            )
+                            .serve_with_incoming_shutdown(accept::plain(listener, gate), shutdown)
                             .await
                     }
                 },
@@ -115,6 +130,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         }
     };
     tracing::info!(signal = signal_name, grace = ?config.shutdown_grace, "shutting down");
+    health.stop();
     // "" is the whole server, as grpc.health.v1 defines it.
     for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
         health_reporter
@@ -125,6 +141,35 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let _ = shutdown_tx.send(true);
     drain(servers, config.shutdown_grace).await;
     Ok(())
+}
+
+/// Each listener's connection budget, fitted to the fd limit (logged, so an operator sees
+/// what `ulimit -n` left).
+fn connection_budgets(config: &Config, bound: &[Bound]) -> Budgets {
+    let tcp = bound.iter().filter(|b| matches!(b, Bound::Tcp(_))).count();
+    let unix = bound.len() - tcp;
+    let fd_limit = accept::fd_limit();
+    let budgets = Budgets::new(&config.limits, tcp, unix, fd_limit);
+    let limits = &config.limits;
+    if (tcp > 0 && budgets.per_tcp < limits.max_tcp_connections)
+        || (unix > 0 && budgets.per_unix < limits.max_unix_connections)
+    {
+        tracing::warn!(
+            ?fd_limit,
+            per_tcp_listener = budgets.per_tcp,
+            per_unix_listener = budgets.per_unix,
+            "connection budgets lowered to fit the open-file limit (raise LimitNOFILE / \
+             ulimit -n to allow limits.max_tcp_connections and max_unix_connections)"
+        );
+    } else {
+        tracing::info!(
+            ?fd_limit,
+            per_tcp_listener = budgets.per_tcp,
+            per_unix_listener = budgets.per_unix,
+            "connection budgets"
+        );
+    }
+    budgets
 }
 
 /// Waits for the servers to finish their in-flight calls, then aborts what is left. An
@@ -181,7 +226,8 @@ fn router(
     ctx: &Arc<AgentContext>,
     config: &Config,
     health: HealthServer<impl Health>,
-) -> anyhow::Result<Router<Stack<AuthLayer, Identity>>> {
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<Router<Stack<AuthLayer, Stack<GrpcGuardLayer, Identity>>>> {
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(dpu_proto::FILE_DESCRIPTOR_SET)
@@ -197,7 +243,11 @@ fn router(
     Ok(Server::builder()
         .max_concurrent_streams(limits.max_streams_per_connection)
         .concurrency_limit_per_connection(limits.max_calls_per_connection)
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
         .trace_fn(|request| tracing::info_span!("rpc", path = %request.uri().path()))
+        // Outermost: non-gRPC requests get 415 before anything else looks at them.
+        .layer(GrpcGuardLayer::new(shutdown))
         .layer(AuthLayer::new(&config.security))
         .add_service(health)
         .add_service(reflection_v1)
@@ -218,8 +268,11 @@ fn router(
                 .max_encoding_message_size(limits.max_response_bytes),
         )
         .add_service(
-            CountersServer::new(CountersService::new(Arc::clone(ctx)))
-                .max_decoding_message_size(limits.max_request_bytes)
-                .max_encoding_message_size(limits.max_response_bytes),
+            CountersServer::new(CountersService::new(
+                Arc::clone(ctx),
+                limits.max_response_bytes,
+            ))
+            .max_decoding_message_size(limits.max_request_bytes)
+            .max_encoding_message_size(limits.max_response_bytes),
         ))
 }

@@ -6,9 +6,11 @@
 //! API's resource names. It must not touch the machine, the network or any backend: it is
 //! pure data shared by both sides.
 
+pub mod echo;
 pub mod endpoint;
 pub mod names;
 
+pub use echo::echo;
 pub use endpoint::{Endpoint, EndpointError, DEFAULT_AGENT_SOCKET};
 
 /// Generated code for package `dpu.v1`.

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::echo;
+
 /// Why a resource name was rejected. The message names the offending part, because it
 /// goes straight into an `INVALID_ARGUMENT` status the user reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,19 +20,19 @@ pub enum NameError {
         expected: &'static str,
     },
     /// The name does not match the collection pattern.
-    #[error("resource name {name:?} does not match {expected}")]
+    #[error("resource name {name} does not match {expected}")]
     Pattern {
-        /// The offending name.
+        /// The offending name, quoted and cut by [`crate::echo`].
         name: String,
         /// The expected pattern.
         expected: &'static str,
     },
     /// One id inside the name is invalid.
-    #[error("invalid {what} {value:?} in resource name: {reason}")]
+    #[error("invalid {what} {value} in resource name: {reason}")]
     Id {
         /// Which id (e.g. "nsid", "ifname").
         what: &'static str,
-        /// The offending value.
+        /// The offending value, quoted and cut by [`crate::echo`].
         value: String,
         /// What is wrong with it.
         reason: String,
@@ -248,7 +250,7 @@ impl PortName {
 pub fn parse_nsid(text: &str) -> Result<u32, NameError> {
     let nsid: u32 = text.parse().map_err(|_| NameError::Id {
         what: "nsid",
-        value: text.to_owned(),
+        value: echo(text),
         reason: "not a decimal number".to_owned(),
     })?;
     check_nsid(nsid)?;
@@ -260,7 +262,7 @@ pub fn check_nsid(nsid: u32) -> Result<(), NameError> {
     if nsid == 0 || nsid > MAX_NSID {
         return Err(NameError::Id {
             what: "nsid",
-            value: nsid.to_string(),
+            value: echo(&nsid.to_string()),
             reason: format!("must be between 1 and {MAX_NSID}"),
         });
     }
@@ -272,7 +274,7 @@ pub fn check_nsid(nsid: u32) -> Result<(), NameError> {
 pub fn check_client_id(what: &'static str, id: &str) -> Result<(), NameError> {
     let err = |reason: &str| NameError::Id {
         what,
-        value: id.to_owned(),
+        value: echo(id),
         reason: reason.to_owned(),
     };
     if id.is_empty() || id.len() > 63 {
@@ -290,13 +292,14 @@ pub fn check_client_id(what: &'static str, id: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// Checks a Linux interface name: 1-15 bytes, no '/', no whitespace, no ':' and not "."
-/// or "..", which is what the kernel's `dev_valid_name` accepts minus the ':' that
-/// aliases use.
+/// Checks a Linux interface name: 1-15 bytes of `[A-Za-z0-9_.@-]`, not "." or "..", and
+/// not starting with '-' — within what the kernel's `dev_valid_name` accepts (minus the
+/// ':' that aliases use), and never read as an option by `ovs-vsctl`, `ovs-appctl` or `ip`
+/// (a bridge named `-rf`).
 pub fn check_ifname(what: &'static str, name: &str) -> Result<(), NameError> {
     let err = |reason: &str| NameError::Id {
         what,
-        value: name.to_owned(),
+        value: echo(name),
         reason: reason.to_owned(),
     };
     if name.is_empty() || name.len() > MAX_IFNAME_LEN {
@@ -304,6 +307,11 @@ pub fn check_ifname(what: &'static str, name: &str) -> Result<(), NameError> {
     }
     if name == "." || name == ".." {
         return Err(err("must not be '.' or '..'"));
+    }
+    if name.starts_with('-') {
+        return Err(err(
+            "must not start with '-' (tools would read it as an option)",
+        ));
     }
     if !name
         .chars()
@@ -321,7 +329,7 @@ pub fn check_ifname(what: &'static str, name: &str) -> Result<(), NameError> {
 fn check_token(what: &'static str, value: &str, max: usize) -> Result<(), NameError> {
     let err = |reason: String| NameError::Id {
         what,
-        value: value.to_owned(),
+        value: echo(value),
         reason,
     };
     if value.is_empty() || value.len() > max {
@@ -347,7 +355,7 @@ fn check_token(what: &'static str, value: &str, max: usize) -> Result<(), NameEr
 fn check_nqn_structure(nqn: &str) -> Result<(), NameError> {
     let err = |reason: &str| NameError::Id {
         what: "nqn",
-        value: nqn.to_owned(),
+        value: echo(nqn),
         reason: reason.to_owned(),
     };
     if nqn.is_empty() {
@@ -373,10 +381,7 @@ fn strip_collection<'a>(
         return Err(NameError::Empty { expected });
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(NameError::Pattern {
-            name: format!("{}...", name.chars().take(32).collect::<String>()),
-            expected,
-        });
+        return Err(pattern_error(name, expected));
     }
     name.strip_prefix(segment)
         .and_then(|rest| rest.strip_prefix('/'))
@@ -406,7 +411,7 @@ fn split_child<'a>(
 
 fn pattern_error(name: &str, expected: &'static str) -> NameError {
     NameError::Pattern {
-        name: name.to_owned(),
+        name: echo(name),
         expected,
     }
 }
@@ -492,6 +497,30 @@ mod tests {
         assert!(err.to_string().contains("subsystems/{nqn}"), "{err}");
         let huge = "subsystems/".to_owned() + &"x".repeat(10_000);
         let err = SubsystemName::parse(&huge).expect_err("huge");
-        assert!(err.to_string().len() < 200, "error echoes the whole input");
+        let text = err.to_string();
+        assert!(
+            text.len() < crate::echo::ECHO_MAX + 100,
+            "error echoes the whole input"
+        );
+        assert!(text.contains("…\" (10011 bytes)"), "{text}");
+        // An over-long id given on its own (not inside a name) is cut the same way.
+        let err = check_ifname("bridge", &"b".repeat(200_000)).expect_err("huge");
+        let text = err.to_string();
+        assert!(text.len() < crate::echo::ECHO_MAX + 100, "{}", text.len());
+        assert!(text.contains("…\" (200000 bytes)"), "{text}");
+    }
+
+    #[test]
+    fn interface_names_may_not_look_like_options() {
+        for name in ["-rf", "-", "--help"] {
+            let err = check_ifname("bridge", name).expect_err(name);
+            assert!(err.to_string().contains("must not start with '-'"), "{err}");
+            assert!(Collection::Bridges
+                .parse(&format!("bridges/{name}"))
+                .is_err());
+        }
+        for name in ["br-ex", "pf0vf0", "ovs-system", "br_0.1", "vlan@eth0"] {
+            check_ifname("bridge", name).expect(name);
+        }
     }
 }

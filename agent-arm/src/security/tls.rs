@@ -1,28 +1,18 @@
 //! TLS 1.3 with mandatory client certificates for TCP listeners, built on rustls directly
 //! (tonic's own TLS settings cannot pin the protocol version). Handshakes run in their own
-//! tasks, so a slow or hostile client cannot hold up the others' connections; a failed
-//! handshake is logged and dropped.
+//! tasks, bounded in number and time (`crate::accept::tls`), so a slow or hostile client
+//! cannot hold up the others' connections; a failed handshake is logged and dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
-use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::SecurityConfig;
-
-/// How long a client has to finish its handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Handshakes in progress that may queue before new connections wait.
-const PENDING: usize = 64;
 
 /// Why the TLS configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +34,57 @@ pub(crate) enum TlsError {
         #[source]
         source: rustls::server::VerifierBuilderError,
     },
+    #[error("cannot read key {path}")]
+    KeyStat {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "TLS key {path} has mode {mode:04o}: {problem}; refusing to use it \
+         (chmod 600 {path}; a Kubernetes Secret volume: defaultMode: 0400)"
+    )]
+    KeyMode {
+        path: PathBuf,
+        mode: u32,
+        problem: &'static str,
+    },
+}
+
+/// What is wrong with a private key file's mode, by PostgreSQL's rule for its server key
+/// (and ssh's for private keys): nobody but the owner may access it, except that a key
+/// owned by root may be readable by its group (Debian's `ssl-cert` convention). `None` when
+/// the mode is fine.
+fn key_mode_problem(mode: u32, owner_uid: u32) -> Option<&'static str> {
+    if mode & 0o007 != 0 {
+        Some("other users can access it")
+    } else if owner_uid == 0 && mode & 0o030 != 0 {
+        Some("its group can write or execute it")
+    } else if owner_uid != 0 && mode & 0o070 != 0 {
+        Some("its group can access it and root does not own it")
+    } else {
+        None
+    }
+}
+
+/// Refuses a key file others can read: the key is this agent's identity to every client
+/// of the fleet CA, and a warning in a daemon's log is read too late. Follows symlinks, as
+/// a Kubernetes Secret volume's files are.
+fn check_key_mode(path: &Path) -> Result<(), TlsError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).map_err(|source| TlsError::KeyStat {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mode = meta.mode() & 0o7777;
+    match key_mode_problem(mode, meta.uid()) {
+        Some(problem) => Err(TlsError::KeyMode {
+            path: path.to_path_buf(),
+            mode,
+            problem,
+        }),
+        None => Ok(()),
+    }
 }
 
 fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
@@ -71,6 +112,7 @@ pub(crate) fn acceptor(config: &SecurityConfig) -> Result<Option<TlsAcceptor>, T
         return Ok(None);
     };
     let chain = certificates("certificate", cert)?;
+    check_key_mode(key)?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|source| TlsError::Pem {
         what: "key",
         path: key.clone(),
@@ -98,37 +140,49 @@ pub(crate) fn acceptor(config: &SecurityConfig) -> Result<Option<TlsAcceptor>, T
     Ok(Some(TlsAcceptor::from(Arc::new(server))))
 }
 
-/// Accepts TCP connections and yields those whose TLS handshake succeeded.
-pub(crate) fn incoming(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-) -> ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
-    let (tx, rx) = tokio::sync::mpsc::channel(PENDING);
-    tokio::spawn(async move {
-        loop {
-            // Stop accepting (and close the port) as soon as the server stops reading.
-            let accepted = tokio::select! {
-                () = tx.closed() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "TCP accept failed");
-                    continue;
-                }
-            };
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
-            tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => {
-                        let _ = tx.send(Ok(tls)).await;
-                    }
-                    Ok(Err(e)) => tracing::warn!(%peer, error = %e, "TLS handshake refused"),
-                    Err(_) => tracing::warn!(%peer, "TLS handshake timed out"),
-                }
-            });
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_files_others_can_read_are_refused() {
+        for (mode, uid) in [
+            (0o600, 1000),
+            (0o400, 0),
+            (0o600, 0),
+            (0o640, 0),
+            (0o440, 0),
+        ] {
+            assert_eq!(key_mode_problem(mode, uid), None, "{mode:o} uid {uid}");
         }
-    });
-    ReceiverStream::new(rx)
+        for (mode, uid) in [
+            (0o644, 0),
+            (0o604, 1000),
+            (0o640, 1000),
+            (0o660, 0),
+            (0o666, 0),
+            (0o601, 0),
+        ] {
+            assert!(
+                key_mode_problem(mode, uid).is_some(),
+                "{mode:o} uid {uid} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn the_refusal_names_the_file_and_its_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("agent.key");
+        std::fs::write(&key, "not a key").expect("write");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let message = check_key_mode(&key).expect_err("0644").to_string();
+        assert!(
+            message.contains(&key.display().to_string()) && message.contains("0644"),
+            "{message}"
+        );
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        check_key_mode(&key).expect("0600 is fine");
+    }
 }

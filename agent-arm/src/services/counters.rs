@@ -1,9 +1,11 @@
 //! `dpu.v1.Counters`: one consistent snapshot, or a stream of them at an interval.
 //!
-//! Selectors are checked at the edge (names become sysfs path components). Reading is
-//! blocking (sysfs files, a netlink dump) and runs on the blocking pool; a `Watch` keeps
-//! one [`Sampler`] for its whole life so the netlink socket is opened once, and stops as
-//! soon as the client goes away.
+//! Selectors are checked at the edge (names become sysfs path components), capped,
+//! deduplicated and the answer's size estimated before anything is read
+//! ([`counters_limits`](super::counters_limits)). Reading is blocking (sysfs files, a
+//! netlink dump) and runs on the blocking pool; a `Watch` keeps one [`Sampler`] for its
+//! whole life so the netlink socket is opened once, stops as soon as the client goes away,
+//! and ends with `RESOURCE_EXHAUSTED` when its client stops reading.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use super::counters_convert::{selectors_from_wire, snapshot_to_wire, Selectors};
+use super::counters_limits::{check_built, check_estimate};
 use super::status::invalid;
 use crate::context::AgentContext;
 
@@ -25,19 +28,33 @@ use crate::context::AgentContext;
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Snapshots queued for a slow client before the watch waits for it. Small: a client
-/// that cannot keep up should see the interval stretch, not the agent's memory grow.
+/// Snapshots one `Watch` keeps queued for its client, at most. Small: what a stream can
+/// hold in the agent is this many snapshots (each bounded by the response limit) plus the
+/// one HTTP/2 is sending, whatever the client does.
 const WATCH_BUFFER: usize = 4;
+
+/// How long a `Watch` whose queue is full waits for its client to take a snapshot. A
+/// reader that pauses (a terminal scrolled back, a stop-the-world pause) sees the interval
+/// stretch; one that takes nothing for this long with [`WATCH_BUFFER`] snapshots waiting
+/// is not reading, and its stream is ended so that it holds no sampler, no netlink socket
+/// and no open counter files.
+const WATCH_STALL: Duration = Duration::from_secs(10);
 
 /// Serves counter snapshots from the agent's root.
 #[derive(Debug, Clone)]
 pub(crate) struct CountersService {
     ctx: Arc<AgentContext>,
+    /// The agent's `max_response_bytes`: a snapshot expected to be larger is refused
+    /// before it is read.
+    max_response_bytes: usize,
 }
 
 impl CountersService {
-    pub(crate) fn new(ctx: Arc<AgentContext>) -> Self {
-        Self { ctx }
+    pub(crate) fn new(ctx: Arc<AgentContext>, max_response_bytes: usize) -> Self {
+        Self {
+            ctx,
+            max_response_bytes,
+        }
     }
 
     fn sampler(&self) -> Sampler {
@@ -47,11 +64,14 @@ impl CountersService {
 
 /// Takes one snapshot and gives the sampler back for reuse: the storage engine's volume
 /// counters first, then the probe's on the blocking pool; the snapshot's window covers
-/// both.
+/// both. The probe's part is refused with `RESOURCE_EXHAUSTED` when the objects its
+/// selectors expand to would make an answer over `limit` bytes (checked before reading),
+/// or when what was read is (checked before the wire copy is made).
 async fn take(
     ctx: &AgentContext,
     mut sampler: Sampler,
     selectors: Arc<Selectors>,
+    limit: usize,
 ) -> Result<(Sampler, v1::CounterSnapshot), Status> {
     let started = dpu_probe::snapshot::monotonic_now();
     let (volume_samples, volume_errors) = if selectors.volumes.is_empty() {
@@ -59,13 +79,17 @@ async fn take(
     } else {
         volume_counters(&ctx.storage, &selectors.volumes).await
     };
-    let probe = Arc::clone(&selectors);
-    let (sampler, mut wire) = tokio::task::spawn_blocking(move || {
-        let snapshot = sampler.snapshot(&probe.probe);
-        (sampler, snapshot_to_wire(&snapshot))
+    let (root, probe) = (ctx.root.clone(), Arc::clone(&selectors));
+    let (sampler, wire) = tokio::task::spawn_blocking(move || {
+        let wire = check_estimate(&root, &probe.probe, limit).and_then(|()| {
+            let snapshot = sampler.snapshot(&probe.probe);
+            check_built(&snapshot, limit).map(|()| snapshot_to_wire(&snapshot))
+        });
+        (sampler, wire)
     })
     .await
     .map_err(|e| Status::internal(format!("snapshot task failed: {e}")))?;
+    let mut wire = wire?;
     if !selectors.volumes.is_empty() {
         wire.monotonic_start_ns = u64::try_from(started.as_nanos()).unwrap_or(u64::MAX);
         wire.samples.splice(0..0, volume_samples);
@@ -169,7 +193,13 @@ impl Counters for CountersService {
         request: Request<v1::SnapshotRequest>,
     ) -> Result<Response<v1::CounterSnapshot>, Status> {
         let selectors = Arc::new(selectors_from_wire(&request.get_ref().selectors)?);
-        let (_, snapshot) = take(&self.ctx, self.sampler(), selectors).await?;
+        let (_, snapshot) = take(
+            &self.ctx,
+            self.sampler(),
+            selectors,
+            self.max_response_bytes,
+        )
+        .await?;
         Ok(Response::new(snapshot))
     }
 
@@ -182,8 +212,20 @@ impl Counters for CountersService {
         let req = request.into_inner();
         let selectors = Arc::new(selectors_from_wire(&req.selectors)?);
         let period = interval(&req)?;
+        // Refused at the call, like a Snapshot, rather than as the stream's first item.
+        let (root, probe, max_bytes) = (
+            self.ctx.root.clone(),
+            Arc::clone(&selectors),
+            self.max_response_bytes,
+        );
+        tokio::task::spawn_blocking(move || check_estimate(&root, &probe.probe, max_bytes))
+            .await
+            .map_err(|e| Status::internal(format!("snapshot task failed: {e}")))??;
         let limit = (req.max_snapshots != 0).then_some(req.max_snapshots);
-        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
+        // One slot more than the snapshots a stream may queue: a snapshot is queued only
+        // when two slots are free, so the last one always has room for the status that
+        // ends the stream.
+        let (tx, rx) = mpsc::channel(WATCH_BUFFER + 1);
         let mut sampler = self.sampler();
         let ctx = Arc::clone(&self.ctx);
         tokio::spawn(async move {
@@ -196,19 +238,36 @@ impl Counters for CountersService {
                     () = tx.closed() => break,
                     _ = ticker.tick() => {}
                 }
-                let item = match take(&ctx, sampler, Arc::clone(&selectors)).await {
-                    Ok((back, snapshot)) => {
-                        sampler = back;
-                        Ok(snapshot)
-                    }
-                    Err(status) => {
-                        // The sampler is lost with the task; end the stream with the cause.
-                        let _ = tx.send(Err(status)).await;
+                // Room for the snapshot first: nothing is read for a client that is not
+                // taking what it was sent.
+                let room = tokio::select! {
+                    () = tx.closed() => break,
+                    room = tokio::time::timeout(WATCH_STALL, tx.reserve_many(2)) => room,
+                };
+                let permit = match room {
+                    Ok(Ok(mut permits)) => permits.next(),
+                    Ok(Err(_closed)) => break,
+                    Err(_stalled) => {
+                        let _ = tx.try_send(Err(Status::resource_exhausted(format!(
+                            "counter watch closed: the client took no snapshot for \
+                             {WATCH_STALL:?} with {WATCH_BUFFER} waiting, and the agent \
+                             does not keep snapshots for a client that is not reading"
+                        ))));
+                        tracing::info!(sent, "counter watch closed: client not reading");
                         break;
                     }
                 };
-                if tx.send(item).await.is_err() {
-                    break;
+                let Some(permit) = permit else { break };
+                match take(&ctx, sampler, Arc::clone(&selectors), max_bytes).await {
+                    Ok((back, snapshot)) => {
+                        sampler = back;
+                        permit.send(Ok(snapshot));
+                    }
+                    Err(status) => {
+                        // The sampler is lost with the task; end the stream with the cause.
+                        permit.send(Err(status));
+                        break;
+                    }
                 }
                 sent += 1;
                 if limit.is_some_and(|limit| sent >= limit) {

@@ -9,7 +9,8 @@ use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{self, counter_selector::Selector};
 use tonic::Status;
 
-use super::status::{invalid, not_yet};
+use super::counters_limits::{check_count, dedup};
+use super::status::{echo, invalid, not_yet};
 
 /// A checked request: what the probe reads, and which storage volumes the storage engine
 /// is asked about (`None`: every volume the agent manages).
@@ -19,9 +20,13 @@ pub(crate) struct Selectors {
     pub(crate) volumes: Vec<Option<String>>,
 }
 
-/// Checks and converts the request's selectors. OVS flow counters are not served yet:
-/// asking for them is `UNIMPLEMENTED`, never an empty answer that looks like "no traffic".
+/// Checks and converts the request's selectors: at most
+/// [`MAX_SELECTORS`](super::counters_limits::MAX_SELECTORS), counted before any is looked
+/// at, and repeats dropped once every one is checked (so an error still names the index
+/// the client sent). OVS flow counters are not served yet: asking for them is
+/// `UNIMPLEMENTED`, never an empty answer that looks like "no traffic".
 pub(crate) fn selectors_from_wire(selectors: &[v1::CounterSelector]) -> Result<Selectors, Status> {
+    check_count(selectors.len())?;
     let mut out = Selectors::default();
     for (i, selector) in selectors.iter().enumerate() {
         if let Some(Selector::Volumes(v)) = &selector.selector {
@@ -39,7 +44,24 @@ pub(crate) fn selectors_from_wire(selectors: &[v1::CounterSelector]) -> Result<S
         }
     }
     out.probe = probe_selectors(selectors)?;
+    dedup(&mut out.probe);
+    dedup(&mut out.volumes);
     Ok(out)
+}
+
+/// Longest RDMA or block device name a selector may carry: the probe's own limit.
+const MAX_DEVICE_NAME: usize = 64;
+
+/// Refuses a name too long to be valid with one cut echo of it. The probe's own message
+/// would quote it twice (in the selector and in the reason) and in full.
+fn check_length(field: &str, what: &str, name: &str, max: usize) -> Result<(), Status> {
+    if name.len() > max {
+        return Err(invalid(
+            field,
+            format!("{what} name {} is longer than {max} bytes", echo(name)),
+        ));
+    }
+    Ok(())
 }
 
 fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelector>, Status> {
@@ -49,8 +71,20 @@ fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelec
         .map(|(i, selector)| -> Result<Option<CounterSelector>, Status> {
             let field = |name: &str| format!("selectors[{i}].{name}");
             let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+            let at = format!("selectors[{i}]");
+            let ifname_len =
+                |name: &str| check_length(&at, "interface", name, dpu_proto::names::MAX_IFNAME_LEN);
+            let device_len =
+                |what: &str, name: &str| check_length(&at, what, name, MAX_DEVICE_NAME);
+            match &selector.selector {
+                Some(Selector::Rdma(s)) => device_len("RDMA device", &s.device)?,
+                Some(Selector::Netdev(v1::NetdevSelector { ifname }))
+                | Some(Selector::Tc(v1::TcSelector { ifname })) => ifname_len(ifname)?,
+                Some(Selector::Block(s)) => device_len("block device", &s.device)?,
+                _ => {}
+            }
             let converted = match &selector.selector {
-                None => return Err(invalid(&format!("selectors[{i}]"), "no selector set")),
+                None => return Err(invalid(&at, "no selector set")),
                 Some(Selector::Rdma(s)) => CounterSelector::Rdma {
                     device: nonempty(&s.device),
                     port: (s.port != 0).then_some(s.port),
@@ -81,9 +115,7 @@ fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelec
                 // Served by the storage engine, not the probe.
                 Some(Selector::Volumes(_)) => return Ok(None),
             };
-            converted
-                .validate()
-                .map_err(|e| invalid(&format!("selectors[{i}]"), e))?;
+            converted.validate().map_err(|e| invalid(&at, e))?;
             Ok(Some(converted))
         })
         .filter_map(Result::transpose)
@@ -232,6 +264,60 @@ mod tests {
         let err = selectors_from_wire(&[wire(Selector::OvsFlows(v1::OvsFlowSelector::default()))])
             .expect_err("flows");
         assert_eq!(err.code(), tonic::Code::Unimplemented);
+    }
+
+    #[test]
+    fn too_many_selectors_are_refused_before_any_is_checked_and_repeats_dropped() {
+        let every = wire(Selector::Netdev(v1::NetdevSelector::default()));
+        let err = selectors_from_wire(&vec![every.clone(); 20_000]).expect_err("over the cap");
+        assert_eq!(err.code(), tonic::Code::InvalidArgument);
+        assert!(err
+            .message()
+            .starts_with("selectors: 20000 selectors, at most 256"));
+        let got = selectors_from_wire(&vec![every; 256]).expect("at the cap");
+        assert_eq!(got.probe, [CounterSelector::Netdev { ifname: None }]);
+        let volume = wire(Selector::Volumes(v1::VolumeSelector {
+            volume: "volumes/r0n1".into(),
+        }));
+        let bare = wire(Selector::Volumes(v1::VolumeSelector {
+            volume: "r0n1".into(),
+        }));
+        let got = selectors_from_wire(&[volume, bare]).expect("valid");
+        assert_eq!(got.volumes, [Some("r0n1".to_owned())]);
+    }
+
+    #[test]
+    fn a_huge_name_is_echoed_once_and_cut() {
+        let huge = "a".repeat(200_000);
+        for selector in [
+            Selector::Netdev(v1::NetdevSelector {
+                ifname: huge.clone(),
+            }),
+            Selector::Tc(v1::TcSelector {
+                ifname: huge.clone(),
+            }),
+            Selector::Rdma(v1::RdmaSelector {
+                device: huge.clone(),
+                port: 1,
+            }),
+            Selector::Block(v1::BlockSelector {
+                device: huge.clone(),
+            }),
+            Selector::Volumes(v1::VolumeSelector {
+                volume: huge.clone(),
+            }),
+        ] {
+            let err = selectors_from_wire(&[wire(selector)]).expect_err("too long");
+            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(
+                err.message().starts_with("selectors[0]"),
+                "{}",
+                err.message()
+            );
+            assert!(err.message().len() < 1024, "{}", err.message().len());
+            // Volumes are echoed as the whole name, `volumes/` and all.
+            assert!(err.message().contains("…\" (2000"), "{}", err.message());
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod convert;
 mod counters;
 mod counters_convert;
+mod counters_limits;
 mod inventory;
 pub(crate) mod status;
 mod storage;

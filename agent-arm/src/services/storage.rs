@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::security::audit_request;
 
-use super::status::{invalid, invalid_field};
+use super::status::{echo, invalid, invalid_field};
 use super::storage_validate as check;
 use crate::storage::backend::FailureKind;
 use crate::storage::desired::{
@@ -158,8 +158,9 @@ fn stats_target(name: &str) -> Result<StatsTarget, Status> {
         Err(invalid(
             "name",
             format!(
-                "{name:?} is not a namespace, controller or volume name \
-                 (subsystems/{{nqn}}/namespaces/{{nsid}}, subsystems/{{nqn}}/controllers/{{id}}, volumes/{{bdev}})"
+                "{} is not a namespace, controller or volume name \
+                 (subsystems/{{nqn}}/namespaces/{{nsid}}, subsystems/{{nqn}}/controllers/{{id}}, volumes/{{bdev}})",
+                echo(name)
             ),
         ))
     }

@@ -5,7 +5,7 @@ use dpu_proto::names::{self, check_client_id, Collection};
 use dpu_proto::v1;
 use tonic::Status;
 
-use super::status::{invalid, invalid_field, required};
+use super::status::{echo, invalid, invalid_field, required};
 use crate::storage::remote::RemoteTarget;
 
 /// Maximum serial number length reported in NVMe Identify Controller (SN, 20 bytes).
@@ -74,7 +74,7 @@ fn uuid(field: &str, text: &str) -> Result<(), Status> {
     if lengths != [8, 4, 4, 4, 12] || !text.chars().all(|c| c == '-' || c.is_ascii_hexdigit()) {
         return Err(invalid(
             field,
-            format!("{text:?} is not a UUID (8-4-4-4-12 hex digits)"),
+            format!("{} is not a UUID (8-4-4-4-12 hex digits)", echo(text)),
         ));
     }
     Ok(())

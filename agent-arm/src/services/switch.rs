@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 
 use crate::security::audit_request;
 
-use super::status::{invalid, invalid_field};
+use super::status::{echo, invalid, invalid_field};
 use super::switch_bridges::{self as bridges, Apply, NewBridge, NewPort};
 use super::switch_convert::{bridge_to_wire, dump_type, port_to_wire};
 use super::switch_flows::{self as flows, FlowQuery};
@@ -50,7 +50,7 @@ fn datapath_type(value: &str) -> Result<(), Status> {
         "" | "system" | "netdev" => Ok(()),
         other => Err(invalid(
             "datapath_type",
-            format!("{other:?} is not one of \"\", \"system\", \"netdev\""),
+            format!("{} is not one of \"\", \"system\", \"netdev\"", echo(other)),
         )),
     }
 }
@@ -65,7 +65,7 @@ fn interface_type(value: &str) -> Result<(), Status> {
     } else {
         Err(invalid(
             "interface_type",
-            format!("{value:?} is not an OVS interface type"),
+            format!("{} is not an OVS interface type", echo(value)),
         ))
     }
 }
@@ -80,13 +80,19 @@ fn interface_options(
         {
             return Err(invalid(
                 "interface_options",
-                format!("key {key:?} must be 1-64 printable characters without spaces"),
+                format!(
+                    "key {} must be 1-64 printable characters without spaces",
+                    echo(key)
+                ),
             ));
         }
         if value.len() > 256 || !printable(value) {
             return Err(invalid(
                 "interface_options",
-                format!("value of {key:?} must be at most 256 printable characters"),
+                format!(
+                    "value of {} must be at most 256 printable characters",
+                    echo(key)
+                ),
             ));
         }
     }
@@ -105,7 +111,10 @@ fn datapath_name(value: &str) -> Result<(), Status> {
     } else {
         Err(invalid(
             "datapath",
-            format!("{value:?} is not a datapath name such as \"system@ovs-system\""),
+            format!(
+                "{} is not a datapath name such as \"system@ovs-system\"",
+                echo(value)
+            ),
         ))
     }
 }

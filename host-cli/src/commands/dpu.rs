@@ -147,10 +147,35 @@ struct HealthRow {
     detail: String,
 }
 
+/// The backends (as `GetSystem` names them) each service's health follows, for the services
+/// that can be switched off by configuration: such a service is NOT_SERVING on purpose
+/// when every backend it needs is disabled, which is not a fault.
+const SERVICE_BACKENDS: &[(&str, &[&str])] = &[
+    ("dpu.v1.Switch", &["ovsdb", "ovs-vswitchd"]),
+    ("dpu.v1.Storage", &["snap", "kernel-nvmeof"]),
+];
+
+/// Whether every backend `service` needs is disabled by configuration.
+fn disabled_on_purpose(service: &str, backends: &[v1::BackendStatus]) -> bool {
+    let Some((_, needs)) = SERVICE_BACKENDS.iter().find(|(s, _)| *s == service) else {
+        return false;
+    };
+    let mut needed = backends
+        .iter()
+        .filter(|b| needs.contains(&b.backend.as_str()))
+        .peekable();
+    needed.peek().is_some() && needed.all(|b| b.state == v1::BackendState::Disabled as i32)
+}
+
 async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
     let channel = env.channel().await?;
     let mut health = HealthClient::new(channel.clone());
     let mut rows = Vec::new();
+    let system = InventoryClient::new(channel)
+        .get_system(v1::GetSystemRequest {})
+        .await
+        .map_err(rpc_error("Inventory.GetSystem"))?
+        .into_inner();
     for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
         let reply = health
             .check(HealthCheckRequest {
@@ -160,22 +185,27 @@ async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
             .map_err(rpc_error("grpc.health.v1.Health/Check"))?
             .into_inner();
         let status = ServingStatus::try_from(reply.status).unwrap_or(ServingStatus::Unknown);
+        let off =
+            status == ServingStatus::NotServing && disabled_on_purpose(service, &system.backends);
         rows.push(HealthRow {
             component: if service.is_empty() {
                 "agent".to_owned()
             } else {
                 service.to_owned()
             },
-            state: status.as_str_name().to_ascii_lowercase(),
-            healthy: status == ServingStatus::Serving,
-            detail: String::new(),
+            state: if off {
+                "disabled".to_owned()
+            } else {
+                status.as_str_name().to_ascii_lowercase()
+            },
+            healthy: status == ServingStatus::Serving || off,
+            detail: if off {
+                "its backends are disabled by configuration".to_owned()
+            } else {
+                String::new()
+            },
         });
     }
-    let system = InventoryClient::new(channel)
-        .get_system(v1::GetSystemRequest {})
-        .await
-        .map_err(rpc_error("Inventory.GetSystem"))?
-        .into_inner();
     for backend in system.backends {
         let state =
             v1::BackendState::try_from(backend.state).unwrap_or(v1::BackendState::Unspecified);

@@ -257,10 +257,14 @@ fn bad_flat_names(collection: &str, other: &str) -> Vec<String> {
     names
 }
 
-/// Interface names (bridges, ports, netdevs): 1-15 bytes of `[A-Za-z0-9_.@-]`, not `.`/`..`.
+/// Interface names (bridges, ports, netdevs): 1-15 bytes of `[A-Za-z0-9_.@-]`, not `.`/`..`,
+/// not starting with `-` (an option to `ovs-vsctl`, `ovs-appctl`, `ip`).
 fn bad_ifnames() -> Vec<String> {
     [
         "",
+        "-rf",
+        "-",
+        "--help",
         "br0;reboot",
         "$(reboot)",
         "`reboot`",

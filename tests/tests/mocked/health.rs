@@ -8,8 +8,10 @@ use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use crate::Lab;
 
+/// Each service follows its backends from the first answer on: SNAP and the fixture
+/// sysfs are there, OVS is disabled in this tier (so Switch is NOT_SERVING).
 #[tokio::test]
-async fn every_service_reports_serving() {
+async fn every_service_reports_the_health_of_its_backends() {
     let lab = Lab::start();
     let mut client = HealthClient::new(lab.agent.channel().await);
     for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
@@ -20,7 +22,12 @@ async fn every_service_reports_serving() {
             .await
             .unwrap_or_else(|e| panic!("health check {service:?}: {e}"))
             .into_inner();
-        assert_eq!(reply.status, ServingStatus::Serving as i32, "{service:?}");
+        let expected = if service == "dpu.v1.Switch" {
+            ServingStatus::NotServing
+        } else {
+            ServingStatus::Serving
+        };
+        assert_eq!(reply.status, expected as i32, "{service:?}");
     }
     let unknown = client
         .check(HealthCheckRequest {
@@ -51,12 +58,24 @@ fn dpuctl_health_is_healthy_with_snap_and_reports_its_version() {
     );
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON output");
     assert_eq!(report["healthy"], true);
-    let snap = report["components"]
-        .as_array()
-        .expect("components")
-        .iter()
-        .find(|c| c["component"] == "backend snap")
-        .expect("snap backend row");
+    let row = |name: &str| {
+        report["components"]
+            .as_array()
+            .expect("components")
+            .iter()
+            .find(|c| c["component"] == name)
+            .unwrap_or_else(|| panic!("{name} row: {report}"))
+            .clone()
+    };
+    // OVS is disabled in this tier: Switch is NOT_SERVING on purpose, not a fault.
+    let switch = row("dpu.v1.Switch");
+    assert_eq!(
+        (&switch["state"], &switch["healthy"]),
+        (&"disabled".into(), &true.into()),
+        "{switch}"
+    );
+    assert_eq!(row("dpu.v1.Storage")["state"], "serving");
+    let snap = row("backend snap");
     assert_eq!(snap["state"], "ready");
     assert!(
         // The version the fake reports, as a real spdk_tgt v24.01 does.
@@ -86,5 +105,12 @@ fn dpuctl_health_fails_when_snap_is_missing() {
     assert!(stdout.contains("backend snap"), "{stdout}");
     assert!(stdout.contains("unavailable"), "{stdout}");
     assert!(stdout.contains("UNHEALTHY"), "{stdout}");
+    // The Storage service's own health says so too.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("dpu.v1.Storage") && l.contains("not_serving")),
+        "{stdout}"
+    );
     drop(agent);
 }

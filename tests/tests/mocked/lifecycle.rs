@@ -47,7 +47,15 @@ fn a_live_socket_is_not_stolen() {
     let (dir, root) = fixture::bluefield3_tempdir();
     let options = AgentOptions::new(dir.path(), &root);
     let first = AgentProcess::start(&options);
-    let mut second = AgentProcess::spawn(&options).expect("spawn second agent");
+    // A second agent with a state directory of its own (one agent per state directory is
+    // refused earlier, tests/tests/hardening) that also listens on the first one's socket.
+    let other = tempfile::tempdir().expect("tempdir");
+    let mut second_options = options.clone();
+    second_options.dir = other.path().to_owned();
+    second_options
+        .extra_listen
+        .push(format!("unix:{}", options.socket().display()));
+    let mut second = AgentProcess::spawn(&second_options).expect("spawn second agent");
     let status = second
         .wait_exit(Duration::from_secs(15))
         .expect("second agent must refuse to start, not serve");

@@ -248,6 +248,41 @@ fn mutual_tls_roles_and_the_audit_log() {
     );
 }
 
+/// A TLS key file other users can read is refused at start, naming the file and its mode
+/// (issue 23): the key is the agent's identity to the whole fleet.
+#[test]
+fn a_tls_key_others_can_read_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let certs = tempfile::tempdir().expect("tempdir");
+    let dir = certs.path();
+    ca(dir, "fleet-ca");
+    issue(dir, "fleet-ca", "localhost", "serverAuth");
+    let key = dir.join("localhost.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+
+    let (state, root) = dpu_tests::fixture::bluefield3_tempdir();
+    let mut options = dpu_tests::harness::AgentOptions::new(state.path(), &root);
+    options
+        .extra_listen
+        .push(format!("tcp:127.0.0.1:{}", free_tcp_port()));
+    options.config_toml = format!(
+        "[security]\ntls_cert = \"{}\"\ntls_key = \"{}\"\nclient_ca = \"{}\"\n",
+        dir.join("localhost.crt").display(),
+        key.display(),
+        dir.join("fleet-ca.crt").display()
+    );
+    let mut agent = dpu_tests::harness::AgentProcess::spawn(&options).expect("spawn");
+    let status = agent
+        .wait_exit(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("the agent serves with a 0644 key:\n{}", agent.log()));
+    let log = agent.log();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains(&key.display().to_string()) && log.contains("0644"),
+        "the refusal names the file and its mode: {log}"
+    );
+}
+
 #[test]
 fn plaintext_tcp_is_a_viewer_and_the_unix_socket_root_an_operator() {
     let port = free_tcp_port();

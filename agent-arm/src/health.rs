@@ -1,0 +1,255 @@
+//! `grpc.health.v1` per service, following the backends each service needs, so that a
+//! readiness probe (Kubernetes, a load balancer, `dpuctl check`) is told the truth.
+//!
+//! | service | SERVING while |
+//! |---|---|
+//! | `""` (the whole server) | the process serves; NOT_SERVING once shutdown begins |
+//! | `dpu.v1.Storage` | SNAP backend: the storage engine's own SNAP client lists the volumes (`bdev_get_bdevs`) within `[snap] call_timeout`; kernel backend: `/dev/nvme-fabrics` exists (a missing nvmet configfs only degrades it) |
+//! | `dpu.v1.Switch` | OVSDB answers `list_dbs` with `Open_vSwitch` and ovs-vswitchd answers `version`, each within 1 s, over the Switch service's own clients; NOT_SERVING when OVS is disabled by configuration |
+//! | `dpu.v1.Inventory`, `dpu.v1.Counters` | `{sys_root}/sys/class` can be listed |
+//!
+//! The first round runs before the listeners serve (each probe then bounded by at most
+//! [`FIRST_ROUND_BOUND`]), so the first answer a client gets is already true; after that a
+//! background task probes every [`INTERVAL`]. The reporter is updated only when a status
+//! changes, and every change is logged with its reason.
+//!
+//! The overall service does not follow the backends: it answers "is this agent up", which
+//! is what liveness checks and `dpuctl check` ask; a DPU without OVS still serves storage.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dpu_proto::v1::{BackendState, BackendStatus};
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+
+use crate::config::{Config, StorageBackendKind};
+use crate::context::AgentContext;
+
+/// How often the backends are probed after the first round.
+pub(crate) const INTERVAL: Duration = Duration::from_secs(3);
+
+/// The most the first round may delay the start, per probe.
+pub(crate) const FIRST_ROUND_BOUND: Duration = Duration::from_secs(2);
+
+/// One service's verdict: serving, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub(crate) serving: bool,
+    pub(crate) reason: String,
+}
+
+impl Verdict {
+    fn serving() -> Self {
+        Self {
+            serving: true,
+            reason: String::new(),
+        }
+    }
+
+    fn not_serving(reason: impl Into<String>) -> Self {
+        Self {
+            serving: false,
+            reason: reason.into(),
+        }
+    }
+
+    fn status(&self) -> ServingStatus {
+        if self.serving {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        }
+    }
+}
+
+/// The background prober; stop it before reporting NOT_SERVING at shutdown.
+#[derive(Debug)]
+pub(crate) struct HealthMonitor {
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct Prober {
+    ctx: Arc<AgentContext>,
+    storage: StorageBackendKind,
+    /// The storage engine's own bound on one SNAP call.
+    snap_timeout: Duration,
+    reporter: HealthReporter,
+    last: Vec<Option<Verdict>>,
+}
+
+impl HealthMonitor {
+    /// Sets `""` SERVING, probes every service once, then keeps probing in the background.
+    pub(crate) async fn start(
+        ctx: Arc<AgentContext>,
+        config: &Config,
+        reporter: HealthReporter,
+    ) -> Self {
+        reporter
+            .set_service_status("", ServingStatus::Serving)
+            .await;
+        let mut prober = Prober {
+            ctx,
+            storage: config.storage.backend,
+            snap_timeout: config.snap.call_timeout,
+            reporter,
+            last: vec![None; dpu_proto::SERVICE_NAMES.len()],
+        };
+        prober.round(FIRST_ROUND_BOUND).await;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(INTERVAL).await;
+                prober.round(Duration::MAX).await;
+            }
+        });
+        Self { task }
+    }
+
+    /// Stops probing, so nothing turns a service back to SERVING during shutdown.
+    pub(crate) fn stop(self) {
+        self.task.abort();
+    }
+}
+
+impl Prober {
+    /// Probes every service (each probe bounded by its own timeout and by `bound`) and
+    /// reports the ones that changed.
+    async fn round(&mut self, bound: Duration) {
+        let (storage, switch) = tokio::join!(self.storage(bound), self.switch());
+        let sysfs = sysfs_verdict(&self.ctx.backends.check_sysfs());
+        for (i, service) in dpu_proto::SERVICE_NAMES.iter().enumerate() {
+            let verdict = match *service {
+                "dpu.v1.Storage" => storage.clone(),
+                "dpu.v1.Switch" => switch.clone(),
+                // Inventory and Counters read sysfs.
+                _ => sysfs.clone(),
+            };
+            let changed = self.last[i]
+                .as_ref()
+                .is_none_or(|last| last.serving != verdict.serving);
+            if !changed {
+                continue;
+            }
+            match (&self.last[i], verdict.serving) {
+                (_, true) => tracing::info!(service, "health: SERVING"),
+                (None, false) => {
+                    tracing::warn!(service, reason = %verdict.reason, "health: NOT_SERVING");
+                }
+                (Some(_), false) => tracing::warn!(
+                    service,
+                    reason = %verdict.reason,
+                    "health: SERVING -> NOT_SERVING"
+                ),
+            }
+            self.reporter
+                .set_service_status(*service, verdict.status())
+                .await;
+            self.last[i] = Some(verdict);
+        }
+    }
+
+    async fn storage(&self, bound: Duration) -> Verdict {
+        match self.storage {
+            StorageBackendKind::Kernel => match self.ctx.backends.check_kernel() {
+                Some(status) => kernel_verdict(&status),
+                None => Verdict::serving(),
+            },
+            StorageBackendKind::Snap => {
+                // Asked through the engine's own client: health sees the connection the
+                // Storage service uses.
+                let bound = self.snap_timeout.min(bound);
+                match tokio::time::timeout(bound, self.ctx.storage.volumes()).await {
+                    Ok(Ok(_)) => Verdict::serving(),
+                    Ok(Err(e)) => Verdict::not_serving(format!("SNAP: {}", e.describe())),
+                    Err(_) => Verdict::not_serving(format!("SNAP: no answer within {bound:?}")),
+                }
+            }
+        }
+    }
+
+    async fn switch(&self) -> Verdict {
+        let (ovsdb, vswitchd) = self.ctx.backends.check_ovs().await;
+        switch_verdict(&ovsdb, &vswitchd)
+    }
+}
+
+fn state(status: &BackendStatus) -> BackendState {
+    BackendState::try_from(status.state).unwrap_or(BackendState::Unspecified)
+}
+
+fn why(status: &BackendStatus) -> String {
+    let state = state(status)
+        .as_str_name()
+        .trim_start_matches("BACKEND_STATE_");
+    if status.detail.is_empty() {
+        format!("{} {state}", status.backend)
+    } else {
+        format!("{} {state}: {}", status.backend, status.detail)
+    }
+}
+
+/// The Switch service needs both daemons ready: OVSDB holds the configuration and
+/// ovs-vswitchd applies it (every change is confirmed through `cur_cfg`) and dumps flows.
+fn switch_verdict(ovsdb: &BackendStatus, vswitchd: &BackendStatus) -> Verdict {
+    let down: Vec<String> = [ovsdb, vswitchd]
+        .into_iter()
+        .filter(|s| state(s) != BackendState::Ready)
+        .map(why)
+        .collect();
+    if down.is_empty() {
+        Verdict::serving()
+    } else {
+        Verdict::not_serving(down.join("; "))
+    }
+}
+
+/// Degraded (no nvmet configfs) still attaches remote controllers.
+fn kernel_verdict(status: &BackendStatus) -> Verdict {
+    match state(status) {
+        BackendState::Ready | BackendState::Degraded => Verdict::serving(),
+        _ => Verdict::not_serving(why(status)),
+    }
+}
+
+fn sysfs_verdict(status: &BackendStatus) -> Verdict {
+    match state(status) {
+        BackendState::Ready => Verdict::serving(),
+        _ => Verdict::not_serving(why(status)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(backend: &str, state: BackendState, detail: &str) -> BackendStatus {
+        BackendStatus {
+            backend: backend.to_owned(),
+            state: state as i32,
+            detail: detail.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn switch_needs_both_ovs_daemons_and_names_the_missing_one() {
+        let ready = status("ovsdb", BackendState::Ready, "");
+        let vswitchd = status("ovs-vswitchd", BackendState::Ready, "");
+        assert!(switch_verdict(&ready, &vswitchd).serving);
+        let down = status("ovsdb", BackendState::Unavailable, "connection refused");
+        let verdict = switch_verdict(&down, &vswitchd);
+        assert!(!verdict.serving);
+        assert_eq!(verdict.reason, "ovsdb UNAVAILABLE: connection refused");
+        let disabled = status("ovs-vswitchd", BackendState::Disabled, "disabled");
+        assert!(!switch_verdict(&ready, &disabled).serving);
+    }
+
+    #[test]
+    fn kernel_storage_serves_while_degraded_but_not_without_fabrics() {
+        let degraded = status("kernel-nvmeof", BackendState::Degraded, "no nvmet");
+        assert!(kernel_verdict(&degraded).serving);
+        let gone = status("kernel-nvmeof", BackendState::Unavailable, "no fabrics");
+        assert!(!kernel_verdict(&gone).serving);
+        assert!(!sysfs_verdict(&status("sysfs", BackendState::Unavailable, "")).serving);
+    }
+}
