@@ -55,6 +55,14 @@ pub fn bin_dir() -> &'static Path {
     })
 }
 
+/// A `/proc/{pid}/status` figure in KiB (`VmRSS:`, `VmHWM:`, ...), for memory bounds and
+/// benchmarks; None when the process or the line is gone.
+pub fn proc_status_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// A port on 127.0.0.1 that was free a moment ago.
 pub fn free_tcp_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

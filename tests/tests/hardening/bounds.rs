@@ -31,13 +31,7 @@ const MAX_PEAK_GROWTH_KIB: u64 = 16 * 1024;
 const MAX_MESSAGE: usize = 4096;
 
 fn status_kib(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
+    dpu_tests::harness::proc_status_kib(pid, key)
         .unwrap_or_else(|| panic!("no {key} for pid {pid}"))
 }
 

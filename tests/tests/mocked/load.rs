@@ -16,14 +16,7 @@ const RUN_FOR: Duration = Duration::from_secs(8);
 const MAX_PEAK_RSS_KIB: u64 = 512 * 1024;
 
 fn status_kib(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    dpu_tests::harness::proc_status_kib(pid, key).unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
