@@ -6,6 +6,9 @@
 //!
 //! `cargo bench -p dpu-tests --bench agent_memory` (release build of the agent).
 
+// A benchmark's job is to print its figures.
+#![allow(clippy::print_stdout)]
+
 use std::time::Instant;
 
 use dpu_proto::v1::{self, counter_selector::Selector, counters_client::CountersClient};
