@@ -655,6 +655,23 @@ async fn conflicting_and_missing_objects_get_precise_codes() {
 
 /// The remote `r0`, the subsystem and namespace 1 on `r0n1`, through the fine-grained API.
 async fn remote_subsystem_namespace(storage: &mut StorageClient<Channel>, max_namespaces: u32) {
+    remote_and_subsystem(storage, max_namespaces).await;
+    storage
+        .create_namespace(v1::CreateNamespaceRequest {
+            parent: format!("subsystems/{HOST_NQN}"),
+            namespace: Some(v1::Namespace {
+                nsid: 1,
+                volume: "volumes/r0n1".to_owned(),
+                ..Default::default()
+            }),
+            options: None,
+        })
+        .await
+        .expect("namespace");
+}
+
+/// The remote `r0` and the subsystem, through the fine-grained API.
+async fn remote_and_subsystem(storage: &mut StorageClient<Channel>, max_namespaces: u32) {
     storage
         .create_remote_controller(v1::CreateRemoteControllerRequest {
             remote_controller_id: "r0".to_owned(),
@@ -674,18 +691,6 @@ async fn remote_subsystem_namespace(storage: &mut StorageClient<Channel>, max_na
         })
         .await
         .expect("subsystem");
-    storage
-        .create_namespace(v1::CreateNamespaceRequest {
-            parent: format!("subsystems/{HOST_NQN}"),
-            namespace: Some(v1::Namespace {
-                nsid: 1,
-                volume: "volumes/r0n1".to_owned(),
-                ..Default::default()
-            }),
-            options: None,
-        })
-        .await
-        .expect("namespace");
 }
 
 fn create_controller_request(
@@ -1085,24 +1090,7 @@ async fn a_controller_state_snap_does_not_report_is_unknown_and_the_desired_stat
 async fn namespace_identifiers_snap4_cannot_carry_are_refused_before_anything_changes() {
     let bench = Bench::start(FakeDialect::Snap4, "");
     let mut storage = bench.client().await;
-    storage
-        .create_remote_controller(v1::CreateRemoteControllerRequest {
-            remote_controller_id: "r0".to_owned(),
-            spec: Some(remote_spec()),
-            options: None,
-        })
-        .await
-        .expect("remote");
-    storage
-        .create_subsystem(v1::CreateSubsystemRequest {
-            subsystem: Some(v1::Subsystem {
-                nqn: HOST_NQN.to_owned(),
-                ..Default::default()
-            }),
-            options: None,
-        })
-        .await
-        .expect("subsystem");
+    remote_and_subsystem(&mut storage, 0).await;
     let saved = saved_text(&bench.state_file());
     let before = bench.snap.requests().len();
     for (nguid, eui64, what) in [
