@@ -194,6 +194,41 @@ pub(crate) struct PerfRun {
     pub(crate) flagged: bool,
 }
 
+impl PerfRun {
+    /// A run of `test` at `size` with nothing measured yet.
+    fn empty(test: PerfTest, size: u64, source: CounterSource) -> Self {
+        PerfRun {
+            test,
+            size,
+            error: None,
+            bw_gbps: None,
+            bw_peak_gbps: None,
+            msg_rate_mpps: None,
+            lat_avg_us: None,
+            lat_typical_us: None,
+            lat_p99_us: None,
+            lat_p99_9_us: None,
+            lat_max_us: None,
+            iterations: None,
+            path_mtu: None,
+            seconds: 0.0,
+            cpu_local_s: None,
+            cpu_peer_s: None,
+            cpu_local_pct: None,
+            cpu_peer_pct: None,
+            rdma: RdmaEvidence {
+                source,
+                packets_delta: None,
+                bytes_delta: None,
+                payload_packets: 0,
+                payload_bytes: 0,
+                path: PathVerdict::Unknown,
+            },
+            flagged: false,
+        }
+    }
+}
+
 const GBIT: f64 = 1e9 / 8.0;
 
 /// The verdict from a counter delta against the payload (packets when bytes are not
@@ -341,12 +376,13 @@ fn pct(cpu: Option<f64>, wall: f64) -> Option<f64> {
     cpu.filter(|_| wall > 0.0).map(|c| c / wall * 100.0)
 }
 
-/// What `fill_perftest` says when perftest's cycle-counter calibration failed.
-const BROKEN_CLOCK: &str = "perftest printed inf/nan";
+/// How `fill_perftest` starts its error when perftest's cycle-counter calibration failed.
+const BROKEN_CLOCK: &str = "perftest's clock failed";
 
-/// Runs one test at one size. A run whose perftest printed inf/nan times (its clock
-/// calibration failed: a property of that process, seen under emulation) is made once
-/// more, with its own counter accounting; a second failure is reported.
+/// Runs one test at one size. A run whose perftest printed inf/nan times or a bandwidth
+/// of zero (its clock calibration failed: a property of that process, seen under
+/// emulation) is made once more, with its own counter accounting; a second failure is
+/// reported.
 pub(crate) fn run_one(
     root: &SysRoot,
     peer: &SshPeer,
@@ -392,35 +428,7 @@ fn run_once(
     // hw_counters are cached for `lifespan` (10 ms by default): read after it passed.
     std::thread::sleep(Duration::from_millis(30));
     let (after, _) = read_totals(root, &plan.local);
-    let mut out = PerfRun {
-        test,
-        size,
-        error: None,
-        bw_gbps: None,
-        bw_peak_gbps: None,
-        msg_rate_mpps: None,
-        lat_avg_us: None,
-        lat_typical_us: None,
-        lat_p99_us: None,
-        lat_p99_9_us: None,
-        lat_max_us: None,
-        iterations: None,
-        path_mtu: None,
-        seconds: 0.0,
-        cpu_local_s: None,
-        cpu_peer_s: None,
-        cpu_local_pct: None,
-        cpu_peer_pct: None,
-        rdma: RdmaEvidence {
-            source,
-            packets_delta: None,
-            bytes_delta: None,
-            payload_packets: 0,
-            payload_bytes: 0,
-            path: PathVerdict::Unknown,
-        },
-        flagged: false,
-    };
+    let mut out = PerfRun::empty(test, size, source);
     let (client_run, server_run) = match pair {
         Ok(p) => p,
         Err(e) => {
@@ -471,8 +479,8 @@ fn fill_perftest(out: &mut PerfRun, stdout: &str) -> Option<(u64, u32)> {
             let broken_clock = stdout.contains(" inf ") || stdout.contains("nan");
             out.error = Some(if broken_clock {
                 format!(
-                    "{BROKEN_CLOCK} instead of times (its cycle-counter calibration \
-                     failed; seen under emulation and with very slow runs): {e}"
+                    "{BROKEN_CLOCK}: it printed inf/nan instead of times (its cycle-counter \
+                     calibration failed; seen under emulation and with very slow runs): {e}"
                 )
             } else {
                 format!("cannot read the perftest output: {e}")
@@ -485,6 +493,15 @@ fn fill_perftest(out: &mut PerfRun, stdout: &str) -> Option<(u64, u32)> {
     match report.table {
         PerftestTable::Bandwidth { unit, rows } => {
             let row = rows.iter().find(|r| r.bytes == out.size).or(rows.last())?;
+            if row.average <= 0.0 && row.iterations > 0 {
+                // Messages were sent but no time passed by perftest's clock: the same
+                // failed calibration as inf/nan times (seen under TCG), not a measurement.
+                out.error = Some(format!(
+                    "{BROKEN_CLOCK}: it printed a bandwidth of 0 for {} messages",
+                    row.iterations
+                ));
+                return None;
+            }
             let gbps = |v: f64| v * unit.bytes_per_sec() / GBIT;
             out.bw_gbps = Some(gbps(row.average));
             out.bw_peak_gbps = row.peak.map(gbps);
@@ -535,6 +552,25 @@ fn fill_qperf(out: &mut PerfRun, plan: &PerfPlan, stdout: &str) -> Option<(u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bandwidth_of_zero_for_sent_messages_is_a_failed_clock_and_retried() {
+        let zero = "\
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 4096       100              0.00               0.00               0.000000
+---------------------------------------------------------------------------------------
+";
+        let mut run = PerfRun::empty(PerfTest::SendBw, 4096, CounterSource::RdmaNetlink);
+        assert_eq!(fill_perftest(&mut run, zero), None);
+        let error = run.error.expect("an error, not a measurement of 0");
+        assert!(error.starts_with(BROKEN_CLOCK), "{error}");
+        assert_eq!(run.bw_gbps, None);
+        // A real measurement still reads.
+        let real = zero.replace("0.00               0.00", "0.03               0.03");
+        let mut run = PerfRun::empty(PerfTest::SendBw, 4096, CounterSource::RdmaNetlink);
+        assert!(fill_perftest(&mut run, &real).is_some(), "{:?}", run.error);
+        assert!(run.bw_gbps.is_some_and(|v| v > 0.0));
+    }
 
     #[test]
     fn test_names_parse_long_and_short() {
