@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of the repo for N seconds each and reports exec counts and
 # crashes. Not part of `cargo test` or .ci/run: the fuzz crates are their own workspaces
-# (ovs/fuzz, jsonrpc/fuzz, probe/fuzz, nvmeof/fuzz, host-cli/fuzz) so CI never builds them.
+# (ovs/fuzz, jsonrpc/fuzz, probe/fuzz, nvmeof/fuzz, host/fuzz) so CI never builds them.
 #
 # Usage:
 #   bash scripts/fuzz.sh [SECONDS] [FILTER]

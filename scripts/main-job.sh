@@ -45,4 +45,4 @@ step dpuctl roce perf --peer target
 step dpuctl roce dcb --interface pf0 --duration 1 || echo "(exit $?: a veth has no PFC/ECN counters, as reported)"'
 
 # The demo's plan and every Kubernetes object it would create (no cluster here).
-"$dpuctl" demo training-storage --plan host-cli/src/demo/example_plan.toml --dry-run | tail -n 25
+"$dpuctl" demo training-storage --plan host/src/demo/example_plan.toml --dry-run | tail -n 25

@@ -16,7 +16,6 @@
 //!
 //! Each connection is then watched for its HTTP/2 preface and idleness ([`crate::conn`]).
 
-use std::fs::File;
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,6 +30,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::LimitsConfig;
 use crate::conn::{Guarded, Slot, Timeouts};
+use crate::fd_reserve::{FdReserve, ReserveSlot};
 
 /// First pause after a failed accept; it doubles on each failure in a row.
 const MIN_BACKOFF: Duration = Duration::from_millis(10);
@@ -38,8 +38,6 @@ const MIN_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// At most one log line per listener and kind of trouble in this long.
 pub(crate) const LOG_EVERY: Duration = Duration::from_secs(10);
-/// Spare descriptors held to make room when accept fails with EMFILE/ENFILE.
-const RESERVE_FDS: usize = 2;
 /// Descriptors left out of the connection budgets for the agent's own work (runtime,
 /// logs, state files, the SNAP and OVSDB sockets, netlink, sysfs reads, the spares): this
 /// many, or an eighth of the fd limit if that is more.
@@ -93,58 +91,6 @@ pub(crate) fn fd_limit() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = text.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
-}
-
-/// Spare descriptors, closed to make room when accept runs out of them.
-#[derive(Debug)]
-pub(crate) struct FdReserve {
-    spare: Mutex<Vec<File>>,
-}
-
-impl FdReserve {
-    pub(crate) fn new() -> Arc<Self> {
-        let reserve = Arc::new(Self {
-            spare: Mutex::new(Vec::with_capacity(RESERVE_FDS)),
-        });
-        reserve.refill();
-        reserve
-    }
-
-    /// Closes one spare; the returned slot reopens it when dropped.
-    fn release(self: &Arc<Self>) -> Option<ReserveSlot> {
-        let file = self
-            .spare
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()?;
-        drop(file);
-        Some(ReserveSlot {
-            reserve: Arc::clone(self),
-        })
-    }
-
-    /// Reopens spares closed earlier (a reopen can fail while descriptors are short).
-    fn refill(&self) {
-        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        while spare.len() < RESERVE_FDS {
-            match File::open("/dev/null") {
-                Ok(file) => spare.push(file),
-                Err(_) => break,
-            }
-        }
-    }
-}
-
-/// A spare descriptor lent out; it is reopened when this is dropped.
-#[derive(Debug)]
-pub(crate) struct ReserveSlot {
-    reserve: Arc<FdReserve>,
-}
-
-impl Drop for ReserveSlot {
-    fn drop(&mut self) {
-        self.reserve.refill();
-    }
 }
 
 /// Allows one log line per [`LOG_EVERY`], counting the ones it held back.
@@ -475,17 +421,6 @@ mod tests {
         }
         assert_eq!(limit.check_at(start + LOG_EVERY), Some(1000));
         assert_eq!(limit.check_at(start + LOG_EVERY), None);
-    }
-
-    #[test]
-    fn a_released_spare_is_reopened_when_its_connection_closes() {
-        let reserve = FdReserve::new();
-        let count = |r: &FdReserve| r.spare.lock().map(|s| s.len()).unwrap_or(0);
-        assert_eq!(count(&reserve), RESERVE_FDS);
-        let slot = reserve.release().expect("a spare");
-        assert_eq!(count(&reserve), RESERVE_FDS - 1);
-        drop(slot);
-        assert_eq!(count(&reserve), RESERVE_FDS);
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@ use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{BackendState, BackendStatus};
 
 use crate::config::{Config, StorageBackendKind};
+use crate::errors::error_chain;
 use crate::ovs::{OvsBackend, OvsClients};
 
 /// How long a status check may take; `GetSystem` waits for all checks concurrently.
@@ -169,7 +170,13 @@ impl Backends {
                 &version.version,
                 String::new(),
             ),
-            Ok(Err(e)) => status("snap", state_for(e.is_transient()), endpoint, "", chain(&e)),
+            Ok(Err(e)) => status(
+                "snap",
+                state_for(e.is_transient()),
+                endpoint,
+                "",
+                error_chain(&e),
+            ),
             Err(_) => status(
                 "snap",
                 BackendState::Unavailable,
@@ -215,7 +222,7 @@ impl Backends {
                 state_for(e.is_transient()),
                 endpoint,
                 "",
-                chain(&e),
+                error_chain(&e),
             ),
             Err(_) => status(
                 "ovsdb",
@@ -242,7 +249,13 @@ impl Backends {
                 let version = version.lines().next().unwrap_or_default().trim().to_owned();
                 status(NAME, BackendState::Ready, endpoint, &version, String::new())
             }
-            Ok(Err(e)) => status(NAME, state_for(e.is_transient()), endpoint, "", chain(&e)),
+            Ok(Err(e)) => status(
+                NAME,
+                state_for(e.is_transient()),
+                endpoint,
+                "",
+                error_chain(&e),
+            ),
             Err(_) => status(
                 NAME,
                 BackendState::Unavailable,
@@ -266,10 +279,6 @@ fn state_for(transient: bool) -> BackendState {
 
 fn timeout_detail() -> String {
     format!("no answer within {CHECK_TIMEOUT:?}")
-}
-
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    crate::services::error_chain(err)
 }
 
 fn disabled(backend: &str) -> BackendStatus {

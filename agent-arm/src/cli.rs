@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use dpu_proto::Endpoint;
 
+use crate::config::{Config, LogFormat, StorageBackendKind};
+
 const EXAMPLES: &str = "\
 Examples:
   # Serve on the default Unix socket with the packaged config
@@ -49,7 +51,7 @@ pub(crate) struct Args {
 
     /// Storage backend: snap (BlueField) or kernel (nvmet + nvme-fabrics).
     #[arg(long, value_name = "BACKEND")]
-    pub(crate) storage_backend: Option<crate::config::StorageBackendKind>,
+    pub(crate) storage_backend: Option<StorageBackendKind>,
 
     /// SNAP/SPDK JSON-RPC socket.
     #[arg(long, value_name = "PATH")]
@@ -69,7 +71,7 @@ pub(crate) struct Args {
 
     /// Log format.
     #[arg(long, value_name = "FORMAT")]
-    pub(crate) log_format: Option<crate::config::LogFormat>,
+    pub(crate) log_format: Option<LogFormat>,
 
     /// Validate the configuration, print the effective config as TOML and exit.
     #[arg(long)]
@@ -80,4 +82,71 @@ pub(crate) struct Args {
     /// for Kubernetes exec checks (e.g. `--health-check dpu.v1.Storage dpu.v1.Switch`).
     #[arg(long, value_name = "SERVICE", num_args = 0..)]
     pub(crate) health_check: Option<Vec<String>>,
+}
+
+impl Args {
+    /// Overrides the matching keys of `config` (read from the file) with the flags given,
+    /// so a flag always wins over the file; `main` validates the result afterwards. This
+    /// lives here, not in `config`, so the arrow runs `cli -> config` only.
+    pub(crate) fn apply_to(&self, config: &mut Config) {
+        if !self.listen.is_empty() {
+            config.listen.clone_from(&self.listen);
+        }
+        if let Some(root) = &self.sys_root {
+            config.sys_root.clone_from(root);
+        }
+        if let Some(dir) = &self.state_dir {
+            config.state_dir.clone_from(dir);
+        }
+        if self.insecure_listen {
+            config.security.insecure_listen = true;
+        }
+        if let Some(backend) = self.storage_backend {
+            config.storage.backend = backend;
+        }
+        if let Some(socket) = &self.snap_socket {
+            config.snap.socket.clone_from(socket);
+        }
+        if let Some(ovsdb) = &self.ovsdb {
+            config.ovs.ovsdb = Some(ovsdb.clone());
+        }
+        if let Some(rundir) = &self.ovs_rundir {
+            config.ovs.rundir.clone_from(rundir);
+        }
+        if let Some(level) = &self.log_level {
+            config.log.level.clone_from(level);
+        }
+        if let Some(format) = self.log_format {
+            config.log.format = format;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file() {
+        let args = Args::parse_from([
+            "dpu-agent",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--snap-socket",
+            "/tmp/s.sock",
+            "--sys-root",
+            "/fixture",
+        ]);
+        let mut config =
+            Config::from_toml("listen = [\"unix:/a.sock\"]\n[snap]\nsocket = \"/b\"\n")
+                .expect("parse");
+        args.apply_to(&mut config);
+        assert_eq!(config.listen, args.listen);
+        assert_eq!(config.snap.socket, PathBuf::from("/tmp/s.sock"));
+        assert_eq!(config.sys_root, PathBuf::from("/fixture"));
+    }
 }

@@ -9,7 +9,6 @@ use std::time::Duration;
 use dpu_proto::Endpoint;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::Args;
 use crate::security::policy::Role;
 
 /// The complete, effective configuration.
@@ -17,7 +16,7 @@ use crate::security::policy::Role;
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct Config {
     /// Listeners, `unix:PATH` or `tcp:HOST:PORT`.
-    #[serde(with = "endpoints")]
+    #[serde(with = "text_list")]
     pub(crate) listen: Vec<Endpoint>,
     /// Root for sysfs/procfs reads.
     pub(crate) sys_root: PathBuf,
@@ -183,7 +182,8 @@ pub(crate) struct KernelConfig {
     pub(crate) root: PathBuf,
     /// nvmet ports every subsystem is exported on: "tcp:ADDR:PORT", "rdma:ADDR:PORT"
     /// (IPv6 in brackets) or "loop".
-    pub(crate) export_ports: Vec<String>,
+    #[serde(with = "text_list")]
+    pub(crate) export_ports: Vec<dpu_nvmeof::kernel::PortEndpoint>,
     /// Host NQN to connect as when a remote controller names none; empty means the
     /// kernel's default host NQN.
     pub(crate) hostnqn: String,
@@ -329,16 +329,14 @@ pub(crate) enum ConfigError {
 }
 
 impl Config {
-    /// Builds the effective configuration from the file named by `--config` (if any) and
-    /// the flags.
-    pub(crate) fn load(args: &Args) -> Result<Self, ConfigError> {
-        let mut config = match &args.config {
-            Some(path) => Self::from_file(path)?,
-            None => Self::default(),
-        };
-        config.apply_flags(args);
-        config.validate()?;
-        Ok(config)
+    /// The configuration in the file at `path`, or the defaults when there is none; not
+    /// yet validated, so that flags (`cli::Args::apply_to`) can still override it before
+    /// [`Config::validate`] checks the result.
+    pub(crate) fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        match path {
+            Some(path) => Self::from_file(path),
+            None => Ok(Self::default()),
+        }
     }
 
     fn from_file(path: &Path) -> Result<Self, ConfigError> {
@@ -357,40 +355,9 @@ impl Config {
         toml::from_str(text)
     }
 
-    fn apply_flags(&mut self, args: &Args) {
-        if !args.listen.is_empty() {
-            self.listen.clone_from(&args.listen);
-        }
-        if let Some(root) = &args.sys_root {
-            self.sys_root.clone_from(root);
-        }
-        if let Some(dir) = &args.state_dir {
-            self.state_dir.clone_from(dir);
-        }
-        if args.insecure_listen {
-            self.security.insecure_listen = true;
-        }
-        if let Some(backend) = args.storage_backend {
-            self.storage.backend = backend;
-        }
-        if let Some(socket) = &args.snap_socket {
-            self.snap.socket.clone_from(socket);
-        }
-        if let Some(ovsdb) = &args.ovsdb {
-            self.ovs.ovsdb = Some(ovsdb.clone());
-        }
-        if let Some(rundir) = &args.ovs_rundir {
-            self.ovs.rundir.clone_from(rundir);
-        }
-        if let Some(level) = &args.log_level {
-            self.log.level.clone_from(level);
-        }
-        if let Some(format) = args.log_format {
-            self.log.format = format;
-        }
-    }
-
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks the effective configuration (file and flags together) as a whole, so the
+    /// agent refuses to start on one it cannot serve.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if self.listen.is_empty() {
             return Err(ConfigError::Invalid(
                 "no listeners: set `listen` or pass --listen".to_owned(),
@@ -426,10 +393,6 @@ impl Config {
                      (--insecure-listen)"
                 )));
             }
-        }
-        for (text, id) in self.kernel.export_ports.iter().zip(1u16..) {
-            crate::storage::kernel::parse_export_port(id, text)
-                .map_err(|e| ConfigError::Invalid(format!("kernel.export_ports: {e}")))?;
         }
         if !self.kernel.hostnqn.is_empty() {
             dpu_nvmeof::Nqn::parse(&self.kernel.hostnqn)
@@ -520,18 +483,27 @@ mod seconds {
     }
 }
 
-mod endpoints {
-    use dpu_proto::Endpoint;
+/// (De)serializes a list of values as their text forms (`Display` / `FromStr`): listeners
+/// (`unix:PATH`) and export ports (`tcp:ADDR:PORT`), refused at load when one does not parse.
+mod text_list {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(v: &[Endpoint], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<T: Display, S: Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
         v.iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Endpoint>, D::Error> {
+    pub(super) fn deserialize<'de, T, D>(d: D) -> Result<Vec<T>, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
         Vec::<String>::deserialize(d)?
             .iter()
             .map(|s| s.parse().map_err(serde::de::Error::custom))
@@ -561,7 +533,6 @@ mod optional_endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     #[test]
     fn packaged_example_config_parses_and_matches_defaults_where_unset() {
@@ -577,26 +548,6 @@ mod tests {
         assert!(err.to_string().contains("sockett"), "{err}");
         let err = Config::from_toml("listen = [\"http://x\"]\n").expect_err("bad endpoint");
         assert!(err.to_string().contains("unknown scheme"), "{err}");
-    }
-
-    #[test]
-    fn flags_override_the_file() {
-        let args = Args::parse_from([
-            "dpu-agent",
-            "--listen",
-            "tcp:127.0.0.1:0",
-            "--snap-socket",
-            "/tmp/s.sock",
-            "--sys-root",
-            "/fixture",
-        ]);
-        let mut config =
-            Config::from_toml("listen = [\"unix:/a.sock\"]\n[snap]\nsocket = \"/b\"\n")
-                .expect("parse");
-        config.apply_flags(&args);
-        assert_eq!(config.listen, args.listen);
-        assert_eq!(config.snap.socket, PathBuf::from("/tmp/s.sock"));
-        assert_eq!(config.sys_root, PathBuf::from("/fixture"));
     }
 
     #[test]

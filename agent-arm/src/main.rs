@@ -11,6 +11,8 @@ mod cli;
 mod config;
 mod conn;
 mod context;
+mod errors;
+mod fd_reserve;
 mod grpc_guard;
 mod health;
 mod listen;
@@ -41,7 +43,9 @@ fn main() -> ExitCode {
 }
 
 fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
-    let config = config::Config::load(args)?;
+    let mut config = config::Config::load(args.config.as_deref())?;
+    args.apply_to(&mut config);
+    config.validate()?;
     if let Some(services) = &args.health_check {
         let serving = probe::run(&config, services)?;
         return Ok(if serving {

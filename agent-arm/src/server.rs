@@ -17,9 +17,10 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::ServingStatus;
 use tower::layer::util::{Identity, Stack};
 
-use crate::accept::{self, Budgets, FdReserve, Gate};
+use crate::accept::{self, Budgets, Gate};
 use crate::config::Config;
 use crate::context::AgentContext;
+use crate::fd_reserve::FdReserve;
 use crate::grpc_guard::GrpcGuardLayer;
 use crate::listen::{self, Bound};
 use crate::security::{self, layer::AuthLayer};

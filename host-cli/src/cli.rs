@@ -159,7 +159,7 @@ pub(crate) struct CountersArgs {
     /// agent's storage volumes). Repeatable; none means every RDMA port, netdev and NVMe
     /// namespace.
     #[arg(short, long = "select", value_name = "SELECTOR")]
-    pub(crate) selectors: Vec<crate::snapshot_wire::AgentSelector>,
+    pub(crate) selectors: Vec<dpu_host::snapshot_wire::AgentSelector>,
     /// Stream a snapshot every SECS seconds and print what changed since the previous one.
     #[arg(long, value_name = "SECS")]
     pub(crate) watch: Option<f64>,
@@ -297,16 +297,16 @@ pub(crate) struct ReadArgs {
     /// Block device or file.
     pub(crate) path: PathBuf,
     /// Block size: a power of two, at least 512 (k/m/g suffixes, binary: 4k = 4096).
-    #[arg(long, default_value = "128k", value_parser = crate::storage_read::size::parse_block_size)]
+    #[arg(long, default_value = "128k", value_parser = dpu_host::storage_read::size::parse_block_size)]
     pub(crate) bs: u64,
     /// Requests in flight (1-1024).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) iodepth: u32,
     /// Bytes to read, wrapping at the end (k/m/g suffixes); default: the whole file once.
-    #[arg(long, conflicts_with = "runtime", value_parser = crate::storage_read::size::parse_positive_size)]
+    #[arg(long, conflicts_with = "runtime", value_parser = dpu_host::storage_read::size::parse_positive_size)]
     pub(crate) size: Option<u64>,
     /// Seconds to read for, wrapping at the end.
-    #[arg(long, value_parser = crate::storage_read::parse_runtime)]
+    #[arg(long, value_parser = dpu_host::storage_read::parse_runtime)]
     pub(crate) runtime: Option<f64>,
 }
 
@@ -606,10 +606,10 @@ pub(crate) struct ProveStorageArgs {
     #[arg(long, value_name = "ID")]
     pub(crate) volume: Option<String>,
     /// Bytes to read (k/m/g suffixes).
-    #[arg(long, default_value = "64m", value_parser = crate::storage_read::size::parse_positive_size)]
+    #[arg(long, default_value = "64m", value_parser = dpu_host::storage_read::size::parse_positive_size)]
     pub(crate) size: u64,
     /// Block size.
-    #[arg(long, default_value = "1m", value_parser = crate::storage_read::size::parse_block_size)]
+    #[arg(long, default_value = "1m", value_parser = dpu_host::storage_read::size::parse_block_size)]
     pub(crate) bs: u64,
     /// Reads in flight.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -630,14 +630,14 @@ pub(crate) enum DemoCommand {
     #[command(
         after_help = "Examples:\n  dpuctl demo training-storage --plan plan.toml --dry-run      # every object, as YAML\n  dpuctl demo training-storage --plan plan.toml --report review.html\n  dpuctl demo training-storage --plan examples/demo/plan-local.toml --executor local"
     )]
-    TrainingStorage(Box<crate::demo::args::TrainingStorageArgs>),
+    TrainingStorage(Box<crate::demo_args::TrainingStorageArgs>),
     /// Only the serving checks of a plan against a running OpenAI-compatible server:
     /// /health, /v1/models, a chat completion and a streamed one (flags an ingress that
     /// buffers the stream), answers compared fuzzily with the archive.
     #[command(
         after_help = "Example:\n  dpuctl demo check-serving --plan plan.toml --url https://vllm.lab.example"
     )]
-    CheckServing(crate::demo::args::CheckServingArgs),
+    CheckServing(crate::demo_args::CheckServingArgs),
 }
 
 /// `lab` arguments.

@@ -1,23 +1,17 @@
 //! `dpuctl`: the host-side CLI for BlueField DPUs.
 //!
-//! Owns: the command surface, talking to `dpu-agent` as a gRPC client, host-side checks
-//! and proofs, and presenting results (tables, JSON, exit codes). Must not touch: the
-//! agent's internals (it shares only `dpu-proto` and the read-only `dpu-probe` with it),
-//! and it never builds a shell command line from user input.
+//! Owns: the command surface (flags, help, completions), mapping flags onto the parameters
+//! of `dpu-host` (the library that does the work: the agent session, proofs, checks, RoCE
+//! runs, the read engine, the demo), and presenting what it returns (tables, JSON, HTML
+//! files, progress on stderr, exit codes). Must not touch: the agent's internals (it
+//! shares only `dpu-proto` and the read-only `dpu-probe` with it), and it never builds a
+//! shell command line from user input.
 
-mod agent;
-mod check;
 mod cli;
 mod commands;
-// The plan and object builders land first; `commands::demo` wires them up next.
-#[allow(dead_code)]
-mod demo;
+mod demo_args;
 mod outcome;
 mod output;
-mod prove;
-mod roce;
-mod snapshot_wire;
-mod storage_read;
 
 use std::process::ExitCode;
 

@@ -10,24 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch, Mutex};
 
-use crate::connection::Connection;
+use crate::connection::{Connection, ConnectionStatus};
 use crate::message::{encode_request, Notification, Version};
 use crate::Error;
-
-/// Where a [`Client`]'s connection stands, published through [`Client::connection_status`]
-/// so a caller holding server-side state tied to one connection (an OVSDB monitor, a lock)
-/// learns that it was lost and must be set up again: the client reconnects by itself on the
-/// next call, but a new connection starts with none of the old one's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct ConnectionStatus {
-    /// How many connections have been opened so far; a new value means a new connection
-    /// (0: never connected).
-    pub generation: u64,
-    /// True while connection `generation` is open; false before the first connect and after
-    /// it ended (until the next call reconnects).
-    pub connected: bool,
-}
 
 /// How a [`Client`] talks to its socket. The defaults suit SPDK/SNAP; OVSDB and unixctl need
 /// [`ClientOptions::v1`].

@@ -20,10 +20,26 @@ use tokio::net::UnixStream;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::client::ConnectionStatus;
 use crate::framing::{FrameDecoder, FrameError};
 use crate::message::{classify, encode_answer, Incoming, Notification, Version};
 use crate::Error;
+
+/// Where a [`Client`](crate::Client)'s connection stands, published through [`Client::connection_status`](crate::Client::connection_status)
+/// so a caller holding server-side state tied to one connection (an OVSDB monitor, a lock)
+/// learns that it was lost and must be set up again: the client reconnects by itself on the
+/// next call, but a new connection starts with none of the old one's state. It lives here,
+/// with the connection that publishes it, so the client module (which holds connections)
+/// and this one do not import each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ConnectionStatus {
+    /// How many connections have been opened so far; a new value means a new connection
+    /// (0: never connected).
+    pub generation: u64,
+    /// True while connection `generation` is open; false before the first connect and after
+    /// it ended (until the next call reconnects).
+    pub connected: bool,
+}
 
 /// Size of one socket read.
 const READ_CHUNK: usize = 64 * 1024;

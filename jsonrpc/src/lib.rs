@@ -36,7 +36,8 @@ mod error;
 mod framing;
 mod message;
 
-pub use client::{Client, ClientOptions, ConnectionStatus, Request};
+pub use client::{Client, ClientOptions, Request};
+pub use connection::ConnectionStatus;
 pub use error::Error;
 pub use message::{Notification, Version};
 

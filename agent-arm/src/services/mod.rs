@@ -20,6 +20,5 @@ mod switch_status;
 
 pub(crate) use counters::CountersService;
 pub(crate) use inventory::InventoryService;
-pub(crate) use status::error_chain;
 pub(crate) use storage::StorageService;
 pub(crate) use switch::SwitchService;

@@ -3,6 +3,8 @@
 use std::fmt::Display;
 
 use dpu_probe::ProbeError;
+
+use crate::errors::error_chain;
 use tonic::Status;
 
 /// Quotes a request value in an error message, cut to [`dpu_proto::echo::ECHO_MAX`]
@@ -94,18 +96,6 @@ pub(crate) fn from_probe(err: ProbeError) -> Status {
         ProbeError::NotFound { .. } => Status::not_found(bounded(err.to_string())),
         other => Status::internal(bounded(error_chain(&other))),
     }
-}
-
-/// Formats an error with its sources: "cannot read /sys/x: Permission denied".
-pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Runs blocking sysfs reads off the async workers.

@@ -6,7 +6,7 @@ use dpu_ovs::{ovsdb, unixctl};
 use dpu_probe::netlink::NetlinkError;
 use tonic::Status;
 
-use super::status::error_chain;
+use crate::errors::error_chain;
 
 /// Maps an OVSDB client error: ovsdb-server away is `UNAVAILABLE`, a missing bridge or
 /// port `NOT_FOUND`, an existing one with other settings `ALREADY_EXISTS`, a value OVS

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use super::backend::{Backend, BackendError, FailureKind, ObservedController};
+use super::backend::{BackendError, FailureKind, ObservedController};
 use super::desired::{BackendController, Desired, Key};
+use super::dispatch::Backend;
 
 /// Which objects to look at.
 #[derive(Debug, Clone)]

@@ -19,9 +19,8 @@ use std::path::PathBuf;
 
 use dpu_nvmeof::kernel::{
     ConnectSpec, Fabrics, FabricsController, KernelError, KernelErrorKind, KernelPaths,
-    NamespaceSpec, Nvmet, PortAddress, PortSpec, SubsystemSpec, Transport,
+    NamespaceSpec, Nvmet, PortSpec, SubsystemSpec, Transport,
 };
-use dpu_nvmeof::AddressFamily;
 use dpu_proto::v1;
 
 use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
@@ -44,49 +43,6 @@ pub(crate) struct KernelBackend {
     paths: KernelPaths,
     ports: Vec<PortSpec>,
     hostnqn: Option<String>,
-}
-
-/// An `[kernel] export_ports` entry: `tcp:ADDR:PORT`, `rdma:ADDR:PORT` (IPv6 in
-/// brackets) or `loop`.
-pub(crate) fn parse_export_port(id: u16, text: &str) -> Result<PortSpec, String> {
-    if text == "loop" {
-        return Ok(PortSpec {
-            id,
-            transport: Transport::Loop,
-            address: None,
-        });
-    }
-    let (transport, rest) = match text.split_once(':') {
-        Some(("tcp", rest)) => (Transport::Tcp, rest),
-        Some(("rdma", rest)) => (Transport::Rdma, rest),
-        _ => {
-            return Err(format!(
-                "{text:?}: expected tcp:ADDR:PORT, rdma:ADDR:PORT or loop"
-            ))
-        }
-    };
-    let (addr, port) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| format!("{text:?}: missing :PORT"))?;
-    let trsvcid: u16 = port
-        .parse()
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| format!("{text:?}: port must be 1-65535"))?;
-    let (family, traddr) = match addr.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
-        Some(v6) => (AddressFamily::Ipv6, v6),
-        None => (AddressFamily::Ipv4, addr),
-    };
-    dpu_nvmeof::validate_traddr(family, traddr).map_err(|e| format!("{text:?}: {e}"))?;
-    Ok(PortSpec {
-        id,
-        transport,
-        address: Some(PortAddress {
-            family,
-            traddr: traddr.to_owned(),
-            trsvcid,
-        }),
-    })
 }
 
 fn kind_of(err: &KernelError) -> FailureKind {
@@ -122,13 +78,13 @@ fn unsupported<T>() -> Result<T, BackendError> {
 
 impl KernelBackend {
     pub(crate) fn new(config: &Config) -> Self {
-        // Config::validate parsed every entry already; one that fails here cannot occur.
+        // Ports are numbered by their place in the list, from 1.
         let ports = config
             .kernel
             .export_ports
             .iter()
             .zip(1u16..)
-            .filter_map(|(text, id)| parse_export_port(id, text).ok())
+            .map(|(port, id)| port.clone().with_id(id))
             .collect();
         Self {
             paths: KernelPaths::under(&config.kernel.root),
@@ -531,28 +487,6 @@ fn is_path_node(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn export_ports_parse_and_bad_ones_are_named() {
-        let tcp = parse_export_port(1, "tcp:10.0.0.1:4420").expect("tcp");
-        assert_eq!(tcp.transport, Transport::Tcp);
-        assert_eq!(tcp.address.as_ref().map(|a| a.trsvcid), Some(4420));
-        let v6 = parse_export_port(2, "rdma:[fd00::1]:4421").expect("v6");
-        assert_eq!(v6.address.map(|a| a.family), Some(AddressFamily::Ipv6));
-        assert!(parse_export_port(3, "loop")
-            .expect("loop")
-            .address
-            .is_none());
-        for bad in [
-            "udp:1.2.3.4:1",
-            "tcp:1.2.3.4",
-            "tcp:1.2.3.4:0",
-            "tcp:not-an-ip:4420",
-        ] {
-            let err = parse_export_port(4, bad).expect_err(bad);
-            assert!(err.contains(bad), "{err}");
-        }
-    }
 
     #[test]
     fn local_disks_carry_their_real_geometry_or_are_left_out() {

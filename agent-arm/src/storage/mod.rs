@@ -12,6 +12,7 @@
 pub(crate) mod backend;
 pub(crate) mod converge;
 pub(crate) mod desired;
+pub(crate) mod dispatch;
 pub(crate) mod edit;
 pub(crate) mod error;
 pub(crate) mod function;
@@ -28,14 +29,15 @@ use std::time::Duration;
 use dpu_nvmeof::snap::SnapDialect;
 use tokio::sync::Mutex;
 
-use self::backend::{Backend, BackendError, ObservedController, VolumeInfo, VolumeIo};
+use self::backend::{BackendError, ObservedController, VolumeInfo, VolumeIo};
 use self::converge::{converge, Mode, Scope};
 use self::desired::{Desired, Key};
+use self::dispatch::Backend;
 use self::edit::Touched;
 use self::error::StorageError;
 use self::store::{StateStore, StoreError};
 use crate::config::{Config, StorageBackendKind};
-use crate::services::status::error_chain;
+use crate::errors::error_chain;
 
 /// The storage side of the agent: one per process, shared by the Storage service and the
 /// background reconciler.

@@ -9,11 +9,11 @@ use dpu_probe::snapshot::{diff, Change, Snapshot, SnapshotDiff};
 use dpu_proto::v1::{self, counters_client::CountersClient};
 use tokio_stream::StreamExt as _;
 
-use super::{rpc_error, Env};
+use super::env::{rpc_error, Env};
 use crate::cli::CountersArgs;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::snapshot_wire::{snapshot_from_wire, unit_name, AgentSelector};
+use dpu_host::snapshot_wire::{snapshot_from_wire, unit_name, AgentSelector};
 
 pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Outcome> {
     let selectors: Vec<v1::CounterSelector> =

@@ -5,7 +5,7 @@ use serde::Serialize;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
-use super::{rpc_error, Env};
+use super::env::{rpc_error, Env};
 use crate::cli::DpuCommand;
 use crate::outcome::Outcome;
 use crate::output;

@@ -1,52 +1,27 @@
 //! Command handlers, one file per area.
 
+mod check;
 mod counters;
 mod demo;
 mod dpu;
+mod env;
 mod lab;
+mod prove;
+mod read;
 mod roce;
 mod roce_dcb;
-pub(crate) mod roce_perf;
+mod roce_perf;
 mod storage;
 mod switch;
 
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tonic::transport::Channel;
+use dpu_host::session::Session;
 
-use crate::cli::{Cli, Command, OutputFormat};
+use crate::cli::{Cli, Command};
 use crate::outcome::Outcome;
-
-/// What every handler needs from the global flags.
-#[derive(Debug)]
-pub(crate) struct Env<'a> {
-    pub(crate) cli: &'a Cli,
-    pub(crate) timeout: Duration,
-}
-
-impl Env<'_> {
-    pub(crate) fn json(&self) -> bool {
-        self.cli.output == OutputFormat::Json
-    }
-
-    /// The client certificate flags, when all three are given.
-    pub(crate) fn tls_files(&self) -> Option<crate::agent::TlsFiles> {
-        match (&self.cli.ca, &self.cli.cert, &self.cli.key) {
-            (Some(ca), Some(cert), Some(key)) => Some(crate::agent::TlsFiles {
-                ca: ca.clone(),
-                cert: cert.clone(),
-                key: key.clone(),
-                name: self.cli.tls_name.clone(),
-            }),
-            _ => None,
-        }
-    }
-
-    pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
-        crate::agent::connect(&self.cli.agent, self.tls_files().as_ref(), self.timeout).await
-    }
-}
+use env::{tls_files, Env};
 
 /// Runs the selected command.
 pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
@@ -54,21 +29,18 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         .ok()
         .filter(|t| !t.is_zero())
         .context("--timeout must be a positive number of seconds")?;
-    let env = Env { cli, timeout };
+    let env = Env {
+        cli,
+        session: Session::new(cli.agent.clone(), tls_files(cli), &cli.sys_root, timeout),
+    };
     match &cli.command {
         Command::Dpu(cmd) => dpu::run(&env, cmd).await,
         Command::Storage(cmd) => storage::run(&env, cmd).await,
         Command::Switch(cmd) => switch::run(&env, cmd).await,
-        Command::Check(args) => crate::check::run(&env, args).await,
+        Command::Check(args) => check::run(&env, args).await,
         Command::Roce(cmd) => roce::run(&env, cmd),
-        Command::Prove(cmd) => crate::prove::run(&env, cmd).await,
+        Command::Prove(cmd) => prove::run(&env, cmd).await,
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Lab(args) => lab::run(args),
     }
-}
-
-/// Turns a gRPC status into an error that reads well: which call, the code, the agent's
-/// message.
-pub(crate) fn rpc_error(rpc: &str) -> impl Fn(tonic::Status) -> anyhow::Error + '_ {
-    move |status| anyhow::anyhow!("{rpc} failed: {:?}: {}", status.code(), status.message())
 }

@@ -1,10 +1,10 @@
 //! `dpuctl storage ...` through the agent's Storage service: attach a remote controller,
 //! expose a remote namespace to the host, list what the agent manages, read io stats,
-//! undo; `storage read` is the host-side read demo (`crate::storage_read`).
+//! undo; `storage read` is the host-side read demo (`super::read`, over `dpu_host::storage_read`).
 
 use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
 
-use super::{rpc_error, Env};
+use super::env::{rpc_error, Env};
 use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
 use crate::outcome::Outcome;
 use crate::output;
@@ -20,7 +20,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
             name,
             allow_missing,
         } => detach(env, name, *allow_missing).await,
-        StorageCommand::Read(args) => crate::storage_read::run(env, args),
+        StorageCommand::Read(args) => super::read::run(env, args),
     }
 }
 

@@ -5,7 +5,7 @@ use dpu_proto::names::Collection;
 use dpu_proto::v1::{self, switch_client::SwitchClient};
 use tonic::transport::Channel;
 
-use super::{rpc_error, Env};
+use super::env::{rpc_error, Env};
 use crate::cli::{DatapathType, FlowType, OnOff, SwitchCommand};
 use crate::outcome::Outcome;
 use crate::output;

@@ -54,7 +54,9 @@ pub use error::{KernelError, KernelErrorKind};
 pub use fabrics::{ConnectSpec, ConnectedController, Fabrics, FabricsDevice, KernelFabricsDevice};
 pub use nvmet::Nvmet;
 pub use nvmet_list::{NamespaceState, NvmetState, PortState, SubsystemState};
-pub use nvmet_spec::{NamespaceSpec, PortAddress, PortSpec, SubsystemSpec};
+pub use nvmet_spec::{
+    NamespaceSpec, PortAddress, PortEndpoint, PortEndpointError, PortSpec, SubsystemSpec,
+};
 pub use sysfs::{DiskIoStats, FabricsController, KernelNamespace};
 
 /// Where the kernel interfaces live; everything is relative to these so tests (and a

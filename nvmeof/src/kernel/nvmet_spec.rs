@@ -81,3 +81,101 @@ impl PortSpec {
         Ok(attrs)
     }
 }
+
+/// Where an nvmet port listens, without its id: the text form `tcp:ADDR:PORT`,
+/// `rdma:ADDR:PORT` (IPv6 in brackets) or `loop` that a config file lists. It parses
+/// ([`FromStr`](std::str::FromStr)) and prints ([`Display`](std::fmt::Display)) that form so
+/// a config can hold ports typed and refuse a bad one once, at load; the id is where the
+/// port sits in the list, so [`PortEndpoint::with_id`] makes the [`PortSpec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortEndpoint {
+    /// `addr_trtype`.
+    pub transport: Transport,
+    /// `None` for loop, the address for TCP and RDMA (always set for those when parsed).
+    pub address: Option<PortAddress>,
+}
+
+/// Why a port's text form was refused; the message starts with the text itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?}: {reason}")]
+pub struct PortEndpointError {
+    text: String,
+    reason: String,
+}
+
+impl PortEndpointError {
+    fn new(text: &str, reason: impl std::fmt::Display) -> Self {
+        Self {
+            text: text.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+impl PortEndpoint {
+    /// The spec of nvmet port `id` listening here.
+    pub fn with_id(self, id: u16) -> PortSpec {
+        PortSpec {
+            id,
+            transport: self.transport,
+            address: self.address,
+        }
+    }
+}
+
+impl std::str::FromStr for PortEndpoint {
+    type Err = PortEndpointError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "loop" {
+            return Ok(Self {
+                transport: Transport::Loop,
+                address: None,
+            });
+        }
+        let (transport, rest) = match text.split_once(':') {
+            Some(("tcp", rest)) => (Transport::Tcp, rest),
+            Some(("rdma", rest)) => (Transport::Rdma, rest),
+            _ => {
+                return Err(PortEndpointError::new(
+                    text,
+                    "expected tcp:ADDR:PORT, rdma:ADDR:PORT or loop",
+                ))
+            }
+        };
+        let (addr, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| PortEndpointError::new(text, "missing :PORT"))?;
+        let trsvcid: u16 = port
+            .parse()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| PortEndpointError::new(text, "port must be 1-65535"))?;
+        let (family, traddr) = match addr.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+            Some(v6) => (AddressFamily::Ipv6, v6),
+            None => (AddressFamily::Ipv4, addr),
+        };
+        crate::address::validate_traddr(family, traddr)
+            .map_err(|e| PortEndpointError::new(text, e))?;
+        Ok(Self {
+            transport,
+            address: Some(PortAddress {
+                family,
+                traddr: traddr.to_owned(),
+                trsvcid,
+            }),
+        })
+    }
+}
+
+impl std::fmt::Display for PortEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.address {
+            None => f.write_str(self.transport.as_str()),
+            Some(a) if a.family == AddressFamily::Ipv6 => {
+                write!(f, "{}:[{}]:{}", self.transport, a.traddr, a.trsvcid)
+            }
+            Some(a) => write!(f, "{}:{}:{}", self.transport, a.traddr, a.trsvcid),
+        }
+    }
+}

@@ -408,3 +408,31 @@ fn missing_nvmet_is_unsupported() {
         assert!(err.to_string().contains("nvmet module not loaded"), "{err}");
     }
 }
+
+#[test]
+fn port_endpoints_parse_print_back_and_bad_ones_are_named() {
+    let tcp: PortEndpoint = "tcp:10.0.0.1:4420".parse().expect("tcp");
+    assert_eq!(tcp.transport, Transport::Tcp);
+    assert_eq!(tcp.address.as_ref().map(|a| a.trsvcid), Some(4420));
+    let v6: PortEndpoint = "rdma:[fd00::1]:4421".parse().expect("v6");
+    assert_eq!(
+        v6.address.as_ref().map(|a| a.family),
+        Some(AddressFamily::Ipv6)
+    );
+    let lo: PortEndpoint = "loop".parse().expect("loop");
+    assert!(lo.address.is_none());
+    for text in ["tcp:10.0.0.1:4420", "rdma:[fd00::1]:4421", "loop"] {
+        let port: PortEndpoint = text.parse().expect(text);
+        assert_eq!(port.to_string(), text);
+    }
+    assert_eq!(lo.with_id(3).id, 3);
+    for bad in [
+        "udp:1.2.3.4:1",
+        "tcp:1.2.3.4",
+        "tcp:1.2.3.4:0",
+        "tcp:not-an-ip:4420",
+    ] {
+        let err = bad.parse::<PortEndpoint>().expect_err(bad).to_string();
+        assert!(err.contains(bad), "{err}");
+    }
+}

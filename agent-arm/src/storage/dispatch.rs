@@ -1,0 +1,177 @@
+//! The configured storage backend and the forwarding of each operation to it, so the
+//! reconciler ([`super::converge`]) never needs to know which backend it drives. Kept apart
+//! from the contract types ([`super::backend`]) that the backends themselves use, so that
+//! no backend imports the file that names it.
+
+use dpu_proto::v1;
+
+use super::backend::{
+    BackendError, EmulationFunction, FailureKind, ObservedController, VolumeInfo, VolumeIo,
+};
+use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
+use super::kernel::KernelBackend;
+use super::snap::SnapBackend;
+/// The configured backend.
+#[derive(Debug)]
+pub(crate) enum Backend {
+    Snap(SnapBackend),
+    Kernel(KernelBackend),
+}
+
+/// Forwards one call to whichever backend is configured.
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match $self {
+            Backend::Snap($b) => $call,
+            Backend::Kernel($b) => $call,
+        }
+    };
+}
+
+impl Backend {
+    /// Short name for logs and `IoStats.source`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Snap(_) => "snap",
+            Self::Kernel(_) => "kernel",
+        }
+    }
+
+    /// Whether controllers can be suspended: SNAP 3 controllers are live from creation.
+    pub(crate) async fn can_suspend(&self) -> Result<bool, BackendError> {
+        dispatch!(self, b => b.can_suspend().await)
+    }
+
+    pub(crate) async fn ensure_remote(
+        &self,
+        id: &str,
+        spec: &v1::RemoteControllerSpec,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.ensure_remote(id, spec).await)
+    }
+
+    pub(crate) async fn remove_remote(
+        &self,
+        id: &str,
+        remotes: &Remotes,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.remove_remote(id, remotes).await)
+    }
+
+    /// Every volume the backend has (attached remote namespaces and any others).
+    pub(crate) async fn volumes(&self, remotes: &Remotes) -> Result<Vec<VolumeInfo>, BackendError> {
+        dispatch!(self, b => b.volumes(remotes).await)
+    }
+
+    pub(crate) async fn ensure_subsystem(
+        &self,
+        nqn: &str,
+        doc: &SubsystemDoc,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.ensure_subsystem(nqn, doc).await)
+    }
+
+    pub(crate) async fn remove_subsystem(&self, nqn: &str) -> Result<(), BackendError> {
+        dispatch!(self, b => b.remove_subsystem(nqn).await)
+    }
+
+    pub(crate) async fn ensure_namespace(
+        &self,
+        nqn: &str,
+        nsid: u32,
+        doc: &NamespaceDoc,
+        remotes: &Remotes,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.ensure_namespace(nqn, nsid, doc, remotes).await)
+    }
+
+    pub(crate) async fn remove_namespace(&self, nqn: &str, nsid: u32) -> Result<(), BackendError> {
+        dispatch!(self, b => b.remove_namespace(nqn, nsid).await)
+    }
+
+    pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
+        dispatch!(self, b => b.controllers().await)
+    }
+
+    /// Creates controller `id` of `nqn`, suspended where the backend can.
+    pub(crate) async fn create_controller(
+        &self,
+        nqn: &str,
+        id: &str,
+        doc: &ControllerDoc,
+    ) -> Result<BackendController, BackendError> {
+        dispatch!(self, b => b.create_controller(nqn, id, doc).await)
+    }
+
+    /// The backend id controller `id` of `nqn` is created with, where the agent chooses it
+    /// (SNAP 4's `ctrl`): a controller made just before a crash is found by it.
+    pub(crate) async fn controller_name(
+        &self,
+        nqn: &str,
+        id: &str,
+    ) -> Result<Option<String>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.controller_name(nqn, id).await,
+            Backend::Kernel(_) => Ok(None),
+        }
+    }
+
+    /// The functions controllers can be created on, where the backend can list them.
+    pub(crate) async fn emulation_functions(&self) -> Result<Vec<EmulationFunction>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.emulation_functions().await,
+            Backend::Kernel(_) => Err(BackendError::plain(
+                FailureKind::Unsupported,
+                "the kernel backend emulates no PCI functions",
+            )),
+        }
+    }
+
+    /// Refuses, before the document changes, namespace identifiers the backend cannot set.
+    pub(crate) async fn check_namespace(&self, doc: &NamespaceDoc) -> Result<(), BackendError> {
+        dispatch!(self, b => b.check_namespace(doc).await)
+    }
+
+    pub(crate) async fn remove_controller(
+        &self,
+        nqn: &str,
+        ctrl: &BackendController,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.remove_controller(nqn, ctrl).await)
+    }
+
+    pub(crate) async fn attach(
+        &self,
+        nqn: &str,
+        ctrl: &BackendController,
+        nsid: u32,
+        ns: &NamespaceDoc,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.attach(nqn, ctrl, nsid, ns).await)
+    }
+
+    pub(crate) async fn detach(
+        &self,
+        nqn: &str,
+        ctrl: &BackendController,
+        nsid: u32,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.detach(nqn, ctrl, nsid).await)
+    }
+
+    pub(crate) async fn set_running(
+        &self,
+        ctrl: &BackendController,
+        running: bool,
+    ) -> Result<(), BackendError> {
+        dispatch!(self, b => b.set_running(ctrl, running).await)
+    }
+
+    pub(crate) async fn volume_io(
+        &self,
+        volume: &str,
+        remotes: &Remotes,
+    ) -> Result<VolumeIo, BackendError> {
+        dispatch!(self, b => b.volume_io(volume, remotes).await)
+    }
+}

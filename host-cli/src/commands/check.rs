@@ -1,0 +1,84 @@
+//! `dpuctl check`: flags to the checklist's parameters, the checks (dpu-host), and the
+//! results as a table or JSON. Exit code 1 when any check fails.
+
+use dpu_host::check::catalog::CHECKS;
+use dpu_host::check::rules::Status;
+use dpu_host::check::{self, CheckParams, CheckResult};
+
+use super::env::Env;
+use crate::cli::CheckArgs;
+use crate::outcome::Outcome;
+use crate::output;
+
+pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outcome> {
+    if args.list {
+        return list(env);
+    }
+    let params = CheckParams {
+        interface: args.interface.clone(),
+        mtu: args.mtu,
+        no_agent: args.no_agent,
+    };
+    let results = check::run(&env.session, &params).await?;
+    if env.json() {
+        output::json(&results)?;
+    } else {
+        print(&results)?;
+    }
+    Ok(if check::any_failed(&results) {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
+}
+
+fn label(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "PASS",
+        Status::Warn => "WARN",
+        Status::Fail => "FAIL",
+        Status::Skip => "SKIP",
+    }
+}
+
+fn print(results: &[CheckResult]) -> anyhow::Result<()> {
+    let mut table = output::table(["check", "result", "detail"]);
+    for r in results {
+        table.add_row([r.id, label(r.status), r.detail.as_str()]);
+    }
+    output::print_table(&table)?;
+    for r in results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Fail | Status::Warn))
+    {
+        output::line(&format!(
+            "{} {}: {}\n  why: {}\n  fix: {}",
+            label(r.status),
+            r.id,
+            r.verifies,
+            r.why,
+            r.fix
+        ))?;
+    }
+    let count = |s| results.iter().filter(|r| r.status == s).count();
+    output::line(&format!(
+        "{} passed, {} warned, {} failed, {} skipped",
+        count(Status::Pass),
+        count(Status::Warn),
+        count(Status::Fail),
+        count(Status::Skip)
+    ))
+}
+
+fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
+    if env.json() {
+        output::json(&CHECKS)?;
+    } else {
+        let mut table = output::table(["check", "verifies", "why it matters", "how to fix"]);
+        for c in CHECKS {
+            table.add_row([c.id, c.verifies, c.why, c.fix]);
+        }
+        output::print_table(&table)?;
+    }
+    Ok(Outcome::Success)
+}

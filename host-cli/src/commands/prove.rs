@@ -1,0 +1,131 @@
+//! `dpuctl prove ...`: flags to a proof's parameters, the proof (dpu-host), and its report
+//! as a table or JSON, an optional HTML file, and the exit code (0 only for PROVEN).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use dpu_host::accounting::{Outcome as LineOutcome, Side, Verdict};
+use dpu_host::prove::{self, OffloadLevel, ProofReport, StorageProof, SwitchProof};
+
+use super::env::Env;
+use crate::cli::{self, ProveCommand, ProveStorageArgs, ProveSwitchArgs};
+use crate::outcome::Outcome;
+use crate::output;
+
+pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Outcome> {
+    let (report, html) = match cmd {
+        ProveCommand::Storage(args) => (
+            prove::prove_storage(&env.session, &storage_proof(args)?).await?,
+            args.report.as_deref(),
+        ),
+        ProveCommand::Switch(args) => (
+            prove::prove_switch(&env.session, &switch_proof(args)?).await?,
+            args.report.as_deref(),
+        ),
+    };
+    finish(env, &report, html)
+}
+
+fn idle(seconds: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(seconds).context("--idle must be a number of seconds")
+}
+
+fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
+    Ok(StorageProof {
+        device: args.device.clone(),
+        volume: args.volume.clone(),
+        size: args.size,
+        bs: args.bs,
+        iodepth: args.iodepth,
+        idle: idle(args.idle)?,
+    })
+}
+
+fn switch_proof(args: &ProveSwitchArgs) -> anyhow::Result<SwitchProof> {
+    Ok(SwitchProof {
+        interface: args.interface.clone(),
+        peer: args.peer,
+        representor: args.representor.clone(),
+        packets: args.packets,
+        require: match args.require {
+            cli::OffloadLevel::Datapath => OffloadLevel::Datapath,
+            cli::OffloadLevel::Tc => OffloadLevel::Tc,
+            cli::OffloadLevel::Hardware => OffloadLevel::Hardware,
+        },
+        idle: idle(args.idle)?,
+    })
+}
+
+fn number(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// Prints the report (table or JSON), writes the HTML file if asked, and maps the
+/// verdict to the exit code: 0 only for PROVEN.
+fn finish(
+    env: &Env<'_>,
+    report: &ProofReport,
+    html_path: Option<&Path>,
+) -> anyhow::Result<Outcome> {
+    if let Some(path) = html_path {
+        std::fs::write(path, prove::html::render(report))
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
+    if env.json() {
+        output::json(report)?;
+    } else {
+        output::line(&format!("{}: {}", report.proof, report.workload))?;
+        let mut table = output::table([
+            "expectation",
+            "side",
+            "before",
+            "after",
+            "delta",
+            "background",
+            "expected",
+            "result",
+        ]);
+        for line in &report.lines {
+            let side = match line.expectation.select.side {
+                Side::Host => "host",
+                Side::Dpu => "dpu",
+            };
+            let result = match &line.outcome {
+                LineOutcome::Met => "met".to_owned(),
+                LineOutcome::NotMet(_) => "NOT MET".to_owned(),
+                LineOutcome::Inconclusive(_) => "inconclusive".to_owned(),
+            };
+            table.add_row([
+                format!(
+                    "{}\n{} {}",
+                    line.expectation.name,
+                    line.expectation.select.source.as_str(),
+                    line.expectation.select.counter
+                ),
+                side.to_owned(),
+                number(line.before),
+                number(line.after),
+                number(line.delta),
+                number(line.background),
+                line.expectation.rule.describe(),
+                result,
+            ]);
+        }
+        output::print_table(&table)?;
+        for line in &report.lines {
+            if let LineOutcome::NotMet(why) | LineOutcome::Inconclusive(why) = &line.outcome {
+                output::line(&format!("- {}: {why}", line.expectation.name))?;
+            }
+        }
+        for note in &report.notes {
+            output::line(&format!("note: {note}"))?;
+        }
+        output::line(&format!("verdict: {}", report.verdict.as_str()))?;
+    }
+    Ok(match report.verdict {
+        Verdict::Proven => Outcome::Success,
+        Verdict::NotProven => Outcome::Failed,
+        Verdict::Inconclusive => Outcome::Inconclusive,
+    })
+}

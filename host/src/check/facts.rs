@@ -1,0 +1,197 @@
+//! What the checks look at, gathered once before any check runs: the host's PCI functions,
+//! netdevs and RDMA devices (from `--sys-root`), the data interface, and the agent's view.
+//! Gathering and judging are separate so the rules are plain functions of data.
+
+use std::time::Duration;
+
+use dpu_probe::netdev::{self, NetdevInfo};
+use dpu_probe::pci::{self, PciFilter, PciFunction, PciFunctionKind};
+use dpu_probe::rdma::{self, RdmaDeviceInfo, RdmaPortInfo};
+use dpu_probe::SysRoot;
+use dpu_proto::v1::{self, inventory_client::InventoryClient};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+
+use crate::session::Session;
+
+/// The host as sysfs shows it. Each part keeps its own error so one unreadable tree
+/// fails only the checks that need it.
+#[derive(Debug)]
+pub struct HostFacts {
+    /// PCI functions (BlueField ones are looked for).
+    pub pci: Result<Vec<PciFunction>, String>,
+    /// Network interfaces.
+    pub netdevs: Result<Vec<NetdevInfo>, String>,
+    /// RDMA devices and their ports.
+    pub rdma: Result<Vec<RdmaDeviceInfo>, String>,
+}
+
+/// The interface the RDMA and MTU checks are about, and how it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataInterface {
+    /// Its name.
+    pub ifname: String,
+    /// Why it was chosen (`--interface`, first BlueField netdev with carrier ...).
+    pub chosen_because: String,
+}
+
+/// What the agent said, if it was asked.
+#[derive(Debug)]
+pub enum AgentFacts {
+    /// `--no-agent`.
+    NotAsked,
+    /// Connecting or the health call failed.
+    Unreachable(String),
+    /// It answered.
+    Reached {
+        /// Whether its health check said SERVING.
+        serving: bool,
+        /// `Inventory.GetSystem`.
+        system: Box<Result<v1::System, String>>,
+        /// `Inventory.ListNetdevs`.
+        netdevs: Result<Vec<v1::Netdev>, String>,
+    },
+}
+
+impl HostFacts {
+    /// Reads everything under `root`.
+    pub fn gather(root: &SysRoot) -> Self {
+        let text = |e: dpu_probe::ProbeError| format!("{:#}", anyhow::Error::from(e));
+        Self {
+            pci: pci::list_pci_functions(root, PciFilter::BlueField).map_err(text),
+            netdevs: netdev::list_netdevs(root).map_err(text),
+            rdma: rdma::list_rdma_devices(root).map_err(text),
+        }
+    }
+
+    /// BlueField integrated NIC functions.
+    pub fn bluefield_nics(&self) -> Vec<&PciFunction> {
+        self.pci
+            .as_ref()
+            .map(|all| {
+                all.iter()
+                    .filter(|f| f.kind == PciFunctionKind::BlueFieldNic)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A netdev by name.
+    pub fn netdev(&self, ifname: &str) -> Option<&NetdevInfo> {
+        self.netdevs
+            .as_ref()
+            .ok()?
+            .iter()
+            .find(|n| n.ifname == ifname)
+    }
+
+    /// The data interface: `--interface` if given, else the first BlueField NIC netdev
+    /// with an RDMA device and carrier, else the first BlueField NIC netdev.
+    pub fn data_interface(&self, requested: Option<&str>) -> Option<DataInterface> {
+        if let Some(ifname) = requested {
+            return Some(DataInterface {
+                ifname: ifname.to_owned(),
+                chosen_because: "--interface".to_owned(),
+            });
+        }
+        let nics = self.bluefield_nics();
+        let candidates = nics
+            .iter()
+            .flat_map(|f| f.netdevs.iter().map(move |n| (*f, n.as_str())));
+        let mut first = None;
+        for (function, ifname) in candidates {
+            first.get_or_insert((function, ifname));
+            let carrier = self.netdev(ifname).and_then(|n| n.carrier) == Some(true);
+            if carrier && !function.rdma_devices.is_empty() {
+                return Some(DataInterface {
+                    ifname: ifname.to_owned(),
+                    chosen_because: format!(
+                        "first BlueField netdev with carrier and RDMA ({})",
+                        function.address
+                    ),
+                });
+            }
+        }
+        first.map(|(function, ifname)| DataInterface {
+            ifname: ifname.to_owned(),
+            chosen_because: format!("first BlueField netdev ({})", function.address),
+        })
+    }
+
+    /// The RDMA device and port bound to a netdev: by the GID table's netdev first (what
+    /// RoCE really uses), then by the PCI function.
+    pub fn rdma_port_for(&self, ifname: &str) -> Option<(&RdmaDeviceInfo, &RdmaPortInfo)> {
+        let devices = self.rdma.as_ref().ok()?;
+        for device in devices {
+            for port in &device.ports {
+                if port
+                    .gids
+                    .iter()
+                    .any(|g| g.netdev.as_deref() == Some(ifname))
+                {
+                    return Some((device, port));
+                }
+            }
+        }
+        let pci = self.netdev(ifname)?.pci_address.as_deref()?;
+        let device = devices
+            .iter()
+            .find(|d| d.pci_address.as_deref() == Some(pci))?;
+        Some((device, device.ports.first()?))
+    }
+}
+
+impl AgentFacts {
+    /// Asks the agent for health, system and netdevs.
+    pub async fn gather(session: &Session) -> Self {
+        let channel = match session.channel().await {
+            Ok(channel) => channel,
+            Err(e) => return Self::Unreachable(format!("{e:#}")),
+        };
+        let deadline = session.timeout();
+        let health = tokio::time::timeout(
+            deadline,
+            HealthClient::new(channel.clone()).check(HealthCheckRequest {
+                service: String::new(),
+            }),
+        )
+        .await;
+        let serving = match health {
+            Ok(Ok(reply)) => reply.into_inner().status == ServingStatus::Serving as i32,
+            Ok(Err(status)) => {
+                return Self::Unreachable(format!(
+                    "health check failed: {:?}: {}",
+                    status.code(),
+                    status.message()
+                ))
+            }
+            Err(_) => return Self::Unreachable(format!("no health answer within {deadline:?}")),
+        };
+        let mut inventory = InventoryClient::new(channel);
+        let system = call(deadline, inventory.get_system(v1::GetSystemRequest {}))
+            .await
+            .map(tonic::Response::into_inner);
+        let netdevs = call(
+            deadline,
+            inventory.list_netdevs(v1::ListNetdevsRequest::default()),
+        )
+        .await
+        .map(|r| r.into_inner().netdevs);
+        Self::Reached {
+            serving,
+            system: Box::new(system),
+            netdevs,
+        }
+    }
+}
+
+async fn call<T>(
+    deadline: Duration,
+    fut: impl std::future::Future<Output = Result<T, tonic::Status>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(deadline, fut).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(status)) => Err(format!("{:?}: {}", status.code(), status.message())),
+        Err(_) => Err(format!("no answer within {deadline:?}")),
+    }
+}

@@ -1,0 +1,198 @@
+//! Maps between positions in a plan file and TOML key paths, in both directions, so that
+//! every plan error carries both: the key path says *what* (stable, greppable, what the
+//! tests assert) and line/column says *where* (what an editor jumps to). The TOML
+//! deserializer gives a byte span but not the key; validation gives the key but no span.
+//! Both are recovered from toml's spanned document tree ([`toml::de::DeTable`]).
+
+use std::ops::Range;
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::plan_error::PlanError;
+
+/// Turns a toml deserialization error into a plan error with key path and position.
+pub(crate) fn from_toml(text: &str, error: &toml::de::Error) -> PlanError {
+    let mut message = error.message().trim().to_owned();
+    let mut key = String::new();
+    let mut position = None;
+    if let Some(span) = error.span() {
+        position = Some(line_column(text, span.start));
+        if let Ok(doc) = DeTable::parse(text) {
+            key = key_at(doc.get_ref(), span.start);
+        }
+    }
+    // "missing field `image`" points at the enclosing table; name the field itself.
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        key = join(&key, field);
+        message = "missing; this key is required".to_owned();
+    }
+    PlanError {
+        key,
+        message,
+        line: position.map(|(line, _)| line),
+        column: position.map(|(_, column)| column),
+    }
+}
+
+/// Fills in line/column for errors that have a key path but no position, using the
+/// deepest part of the path present in the file (a missing key points at its table).
+pub(crate) fn locate_all(text: &str, errors: &mut [PlanError]) {
+    let Ok(doc) = DeTable::parse(text) else {
+        return;
+    };
+    for error in errors.iter_mut().filter(|e| e.line.is_none()) {
+        if let Some(offset) = offset_of(doc.get_ref(), &error.key) {
+            let (line, column) = line_column(text, offset);
+            error.line = Some(line);
+            error.column = Some(column);
+        }
+    }
+}
+
+/// 1-based line and character column of a byte offset.
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
+/// The key path of the deepest key or value whose span contains `offset`.
+fn key_at(table: &DeTable<'_>, offset: usize) -> String {
+    let mut path = String::new();
+    descend_table(table, offset, &mut path);
+    path
+}
+
+/// One step of [`key_at`] through a table.
+fn descend_table(table: &DeTable<'_>, offset: usize, path: &mut String) {
+    for (key, value) in table.iter() {
+        if contains(&key.span(), offset) {
+            *path = join(path, key.get_ref());
+            return;
+        }
+        if contains(&value.span(), offset) {
+            *path = join(path, key.get_ref());
+            descend_value(value, offset, path);
+            return;
+        }
+    }
+    // Tables written as `[a]` headers have a value span that covers the header only, so
+    // an offset inside their body is found by trying each child table in turn.
+    for (key, value) in table.iter() {
+        if let DeValue::Table(child) = value.get_ref() {
+            let mut sub = String::new();
+            descend_table(child, offset, &mut sub);
+            if !sub.is_empty() {
+                *path = join(&join(path, key.get_ref()), &sub);
+                return;
+            }
+        }
+        if let DeValue::Array(items) = value.get_ref() {
+            for (index, item) in items.iter().enumerate() {
+                let mut sub = String::new();
+                if let DeValue::Table(child) = item.get_ref() {
+                    descend_table(child, offset, &mut sub);
+                }
+                if !sub.is_empty() || contains(&item.span(), offset) {
+                    let here = format!("{}[{index}]", join(path, key.get_ref()));
+                    *path = if sub.is_empty() {
+                        here
+                    } else {
+                        join(&here, &sub)
+                    };
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// One step of [`key_at`] into a value already known to contain `offset`.
+fn descend_value(value: &Spanned<DeValue<'_>>, offset: usize, path: &mut String) {
+    match value.get_ref() {
+        DeValue::Table(table) => descend_table(table, offset, path),
+        DeValue::Array(items) => {
+            if let Some((index, item)) = items
+                .iter()
+                .enumerate()
+                .find(|(_, item)| contains(&item.span(), offset))
+            {
+                path.push_str(&format!("[{index}]"));
+                descend_value(item, offset, path);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Byte offset of the deepest existing part of a key path such as `a.b[2].c`.
+fn offset_of(table: &DeTable<'_>, key: &str) -> Option<usize> {
+    let mut best = None;
+    let mut current_table = Some(table);
+    for segment in key.split('.').filter(|s| !s.is_empty()) {
+        let (name, indices) = split_indices(segment);
+        let Some((found_key, found)) = current_table.and_then(|t| {
+            t.iter()
+                .find(|(k, _)| k.get_ref().as_ref() == name)
+                .map(|(k, v)| (k.span().start, v))
+        }) else {
+            break;
+        };
+        best = Some(found_key);
+        let mut current = Some(found);
+        for index in indices {
+            let item = match current.map(Spanned::get_ref) {
+                Some(DeValue::Array(items)) => items.get(index),
+                _ => None,
+            };
+            match item {
+                Some(item) => {
+                    best = Some(item.span().start);
+                    current = Some(item);
+                }
+                None => {
+                    current = None;
+                    break;
+                }
+            }
+        }
+        current_table = match current.map(Spanned::get_ref) {
+            Some(DeValue::Table(t)) => Some(t),
+            _ => None,
+        };
+    }
+    best
+}
+
+/// `manifest[2][0]` → (`manifest`, [2, 0]); malformed indices are ignored.
+fn split_indices(segment: &str) -> (&str, Vec<usize>) {
+    let (name, rest) = segment.split_once('[').map_or((segment, ""), |(n, _)| {
+        (n, segment.get(n.len()..).unwrap_or(""))
+    });
+    let indices = rest
+        .split(['[', ']'])
+        .filter_map(|part| part.parse().ok())
+        .collect();
+    (name, indices)
+}
+
+/// Whether a byte span contains an offset (an empty span contains its start).
+fn contains(span: &Range<usize>, offset: usize) -> bool {
+    span.start <= offset && (offset < span.end || offset == span.start)
+}
+
+/// `a` + `b` → `a.b`, without a leading dot at the top level.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}

@@ -1,0 +1,21 @@
+//! `dpu-host`: everything `dpuctl` does on the host, as a library.
+//!
+//! Owns: the agent [`session`] (one channel per run), the before/after counter accounting
+//! engine ([`accounting`]) and the proofs built on it ([`prove`]), the host checklist
+//! ([`check`]), the RoCE benchmark runs and their tool-output parsers ([`roce`]), the
+//! NVMe-oF read engine ([`storage_read`]) and the training-storage demo ([`demo`]).
+//!
+//! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
+//! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
+//! (host-cli/) maps its flags onto those parameters and renders the reports. The package has
+//! no clap, comfy-table or indicatif dependency, so the compiler holds that line.
+
+pub mod accounting;
+pub mod agent;
+pub mod check;
+pub mod demo;
+pub mod prove;
+pub mod roce;
+pub mod session;
+pub mod snapshot_wire;
+pub mod storage_read;

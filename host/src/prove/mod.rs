@@ -1,0 +1,14 @@
+//! `dpuctl prove ...`: before/after counter accounting on both sides that proves traffic
+//! went through the DPU offload, or says which expectation failed and what that means.
+//! The engine ([`crate::accounting`]) is shared by every proof; each proof only chooses its
+//! workload and its expectations, and returns a [`ProofReport`] (rendering and the exit
+//! code are the caller's).
+
+pub mod html;
+pub mod report;
+pub mod storage;
+pub mod switch;
+
+pub use report::ProofReport;
+pub use storage::{prove_storage, StorageProof};
+pub use switch::{prove_switch, OffloadLevel, SwitchProof};

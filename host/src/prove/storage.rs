@@ -1,0 +1,398 @@
+//! `dpuctl prove storage`: read N bytes from the host's device for a DPU-exposed namespace
+//! and account for them on both sides.
+//!
+//! Expectations (see `accounting`): the DPU volume's read bytes grew by about N; the DPU's
+//! RDMA ports received at least N (or, where only packet counts exist — soft-RoCE — at
+//! least N / 4096 packets, since no RoCE packet carries more); the host's own NICs and
+//! RDMA ports did not carry the data (under 5% of N). Background traffic is measured over
+//! an idle window first and subtracted.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::rdma::list_rdma_devices;
+use dpu_probe::snapshot::{Snapshot, Source};
+use dpu_probe::SysRoot;
+use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::StorageClient};
+use tonic::transport::Channel;
+
+use super::report::ProofReport;
+use crate::accounting::measure::{measure, Observation, Observe, Timing};
+use crate::accounting::{evaluate, Expectation, Rule, Select, Side};
+use crate::session::{rpc_error, Session};
+use crate::snapshot_wire::snapshot_from_wire;
+
+/// `dpuctl prove storage` as parameters.
+#[derive(Debug, Clone)]
+pub struct StorageProof {
+    /// The host's block device for the volume; default: the one the agent reports.
+    pub device: Option<PathBuf>,
+    /// The DPU volume (`r0n1` or `volumes/r0n1`); default: the agent's only one.
+    pub volume: Option<String>,
+    /// Bytes to read.
+    pub size: u64,
+    /// Block size.
+    pub bs: u64,
+    /// Reads in flight.
+    pub iodepth: u32,
+    /// The idle window before the read, for background traffic.
+    pub idle: Duration,
+}
+
+/// The largest payload a RoCE packet carries (the largest IB MTU).
+const MAX_ROCE_PAYLOAD: u64 = 4096;
+
+/// How long counters are given to settle after the read (RDMA and block counters are
+/// updated on completion; this covers a driver that batches its updates).
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// The volume under test and what the agent knows about it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The volume's name on the agent (`volumes/r0n1`).
+    pub volume: String,
+    /// The host's device for it.
+    pub device: PathBuf,
+    /// Whether its remote controller is reached over NVMe/RDMA.
+    pub rdma: bool,
+}
+
+async fn resolve(channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
+    let remotes = StorageClient::new(channel)
+        .list_remote_controllers(v1::ListRemoteControllersRequest::default())
+        .await
+        .map_err(rpc_error("Storage.ListRemoteControllers"))?
+        .into_inner()
+        .remote_controllers;
+    let mut volumes: Vec<(v1::Volume, bool)> = Vec::new();
+    for remote in &remotes {
+        let rdma = remote
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.transport == v1::NvmeTransport::Rdma as i32);
+        for volume in remote.status.iter().flat_map(|s| &s.volumes) {
+            volumes.push((volume.clone(), rdma));
+        }
+    }
+    let wanted = args
+        .volume
+        .as_deref()
+        .map(|v| format!("volumes/{}", v.strip_prefix("volumes/").unwrap_or(v)));
+    let names = || {
+        volumes
+            .iter()
+            .map(|(v, _)| v.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (volume, rdma) = match &wanted {
+        Some(name) => volumes
+            .iter()
+            .find(|(v, _)| &v.name == name)
+            .cloned()
+            .with_context(|| {
+                format!(
+                    "--volume {name}: the agent has no such volume (it has: {})",
+                    names()
+                )
+            })?,
+        None => match volumes.as_slice() {
+            [only] => only.clone(),
+            [] => bail!("the agent has no remote-controller volume: attach or expose one first"),
+            _ => bail!(
+                "the agent has several volumes ({}): choose one with --volume",
+                names()
+            ),
+        },
+    };
+    let device = match (&args.device, volume.device.is_empty()) {
+        (Some(path), _) => path.clone(),
+        (None, false) if std::path::Path::new(&volume.device).exists() => {
+            PathBuf::from(&volume.device)
+        }
+        _ => bail!(
+            "which host device is {}? pass --device /dev/nvmeXnY (the disk the emulated \
+             controller gives this host)",
+            volume.name
+        ),
+    };
+    Ok(Target {
+        volume: volume.name,
+        device,
+        rdma,
+    })
+}
+
+/// Reads the host with its own sampler and the DPU through the session's one channel.
+struct BothSides {
+    channel: Channel,
+    sampler: Sampler,
+    volume: String,
+}
+
+impl Observe for BothSides {
+    async fn observe(&mut self) -> anyhow::Result<Observation> {
+        snapshot_both(&self.channel, &mut self.sampler, &self.volume).await
+    }
+}
+
+async fn snapshot_both(
+    channel: &Channel,
+    sampler: &mut Sampler,
+    volume: &str,
+) -> anyhow::Result<Observation> {
+    let selectors = vec![
+        v1::CounterSelector {
+            selector: Some(v1::counter_selector::Selector::Volumes(
+                v1::VolumeSelector {
+                    volume: volume.to_owned(),
+                },
+            )),
+        },
+        v1::CounterSelector {
+            selector: Some(v1::counter_selector::Selector::Rdma(
+                v1::RdmaSelector::default(),
+            )),
+        },
+    ];
+    let wire = CountersClient::new(channel.clone())
+        .snapshot(v1::SnapshotRequest { selectors })
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner();
+    let host = sampler.snapshot(&[
+        CounterSelector::Netdev { ifname: None },
+        CounterSelector::Rdma {
+            device: None,
+            port: None,
+        },
+    ]);
+    Ok(Observation {
+        host,
+        dpu: snapshot_from_wire(&wire),
+    })
+}
+
+/// Objects of `source` in `snapshot` that have `counter`, filtered.
+fn objects_with(
+    snapshot: &Snapshot,
+    source: Source,
+    counter: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut objects: Vec<String> = snapshot
+        .samples
+        .iter()
+        .filter(|s| s.key.source == source && s.key.counter == counter && keep(&s.key.object))
+        .map(|s| s.key.object.clone())
+        .collect();
+    objects.dedup();
+    objects
+}
+
+/// RDMA expectations over `objects` (all RDMA ports of one side): bytes where the port
+/// counts bytes (`port_rcv_data`), packets where it only counts packets (soft-RoCE).
+fn rdma_select(
+    snapshot: &Snapshot,
+    side: Side,
+    keep: impl Fn(&str) -> bool + Copy,
+) -> Option<(Select, bool)> {
+    let bytes = objects_with(snapshot, Source::Rdma, "port_rcv_data", keep);
+    if !bytes.is_empty() {
+        return Some((
+            Select {
+                side,
+                source: Source::Rdma,
+                objects: bytes,
+                counter: "port_rcv_data".to_owned(),
+            },
+            true,
+        ));
+    }
+    let packets = objects_with(snapshot, Source::RdmaHw, "rcvd_pkts", keep);
+    (!packets.is_empty()).then(|| {
+        (
+            Select {
+                side,
+                source: Source::RdmaHw,
+                objects: packets,
+                counter: "rcvd_pkts".to_owned(),
+            },
+            false,
+        )
+    })
+}
+
+/// What a storage proof expects of `n` bytes read from `target`, given the counters that
+/// exist `before` and which RDMA objects are the host's own; and the notes on what is not
+/// accounted.
+pub fn expectations(
+    target: &Target,
+    n: u64,
+    before: &Observation,
+    host_rdma_ok: impl Fn(&str) -> bool + Copy,
+) -> (Vec<Expectation>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut list = vec![Expectation {
+        name: format!("DPU {} served the read", target.volume),
+        select: Select {
+            side: Side::Dpu,
+            source: Source::Volume,
+            objects: vec![target.volume.clone()],
+            counter: "bytes_read".to_owned(),
+        },
+        rule: Rule::Between(n, n + n / 2),
+        why: "the DPU's storage backend counts what it reads for the host".to_owned(),
+        if_failed: "the DPU volume did not serve these bytes: the read did not go through \
+                    the emulated controller"
+            .to_owned(),
+    }];
+    if target.rdma {
+        match rdma_select(&before.dpu, Side::Dpu, |_| true) {
+            Some((select, bytes)) => list.push(Expectation {
+                name: "DPU RDMA ports received the data".to_owned(),
+                rule: Rule::AtLeast(if bytes { n } else { n / MAX_ROCE_PAYLOAD }),
+                select,
+                why: "the remote namespace is reached over NVMe/RDMA from the DPU".to_owned(),
+                if_failed: "the DPU's RDMA ports did not carry the data: it came from \
+                            somewhere else (a cache, another path)"
+                    .to_owned(),
+            }),
+            None => {
+                notes.push("the DPU reports no RDMA port counters; uplink not accounted".to_owned())
+            }
+        }
+    } else {
+        notes.push(
+            "the remote controller uses NVMe/TCP: the DPU uplink is not accounted".to_owned(),
+        );
+    }
+    let host_nics = objects_with(&before.host, Source::Netdev, "rx_bytes", |o| {
+        o != "netdevs/lo"
+    });
+    if host_nics.is_empty() {
+        notes.push("the host has no network interfaces to account".to_owned());
+    } else {
+        list.push(Expectation {
+            name: "host NICs did not carry the data".to_owned(),
+            select: Select {
+                side: Side::Host,
+                source: Source::Netdev,
+                objects: host_nics,
+                counter: "rx_bytes".to_owned(),
+            },
+            rule: Rule::AtMost(n / 20),
+            why: "bytes arriving on the host's own interfaces bypassed the DPU".to_owned(),
+            if_failed: "bytes crossed the host's own NIC: the read did not go through the \
+                        emulated controller"
+                .to_owned(),
+        });
+    }
+    if let Some((select, bytes)) = rdma_select(&before.host, Side::Host, host_rdma_ok) {
+        list.push(Expectation {
+            name: "host RDMA ports did not carry the data".to_owned(),
+            rule: Rule::AtMost(if bytes {
+                n / 20
+            } else {
+                n / MAX_ROCE_PAYLOAD / 20
+            }),
+            select,
+            why: "an NVMe/RDMA connection from the host itself would bypass the DPU".to_owned(),
+            if_failed: "bytes arrived on the host's own RDMA port: the host read the target \
+                        directly"
+                .to_owned(),
+        });
+    }
+    (list, notes)
+}
+
+/// RDMA ports bound to one of the host's own netdevs: in a lab where host and DPU share
+/// a kernel, the DPU's ports are visible but are not the host's.
+pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> Vec<String> {
+    let host_netdevs: Vec<&str> = host
+        .samples
+        .iter()
+        .filter(|s| s.key.source == Source::Netdev)
+        .filter_map(|s| s.key.object.strip_prefix("netdevs/"))
+        .collect();
+    let Ok(devices) = list_rdma_devices(root) else {
+        return Vec::new();
+    };
+    devices
+        .iter()
+        .flat_map(|d| {
+            d.ports.iter().filter_map(move |p| {
+                let netdev = p.netdev()?;
+                Some((
+                    format!("rdmaDevices/{}/ports/{}", d.ibdev, p.port),
+                    netdev.to_owned(),
+                ))
+            })
+        })
+        .filter(|(_, netdev)| host_netdevs.contains(&netdev.as_str()))
+        .map(|(object, _)| object)
+        .collect()
+}
+
+/// Runs the storage proof: reads `size` bytes of the volume's host device and accounts for
+/// them on both sides. One agent channel (the session's) serves every reading; the host
+/// side is read under the session's sys root.
+pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Result<ProofReport> {
+    let channel = session.channel().await?;
+    let target = resolve(channel.clone(), args).await?;
+    let n = args.size / args.bs * args.bs;
+    anyhow::ensure!(n > 0, "--size must be at least --bs");
+    let root = session.sys_root();
+    let mut sides = BothSides {
+        channel,
+        sampler: Sampler::new(root.clone()),
+        volume: target.volume.clone(),
+    };
+    let (device, bs, iodepth) = (target.device.clone(), args.bs, args.iodepth);
+    // The read is a blocking io_uring loop: on a blocking thread, so the runtime keeps
+    // serving the channel meanwhile.
+    let read = async move {
+        let shown = device.display().to_string();
+        tokio::task::spawn_blocking(move || {
+            crate::storage_read::read_exactly(&device, bs, iodepth, n)
+        })
+        .await
+        .context("the read thread failed")?
+        .with_context(|| format!("reading {shown}"))
+    };
+    let timing = Timing {
+        idle: args.idle,
+        settle: SETTLE,
+    };
+    let m = measure(&mut sides, timing, async { Ok(()) }, read).await?;
+    let measured = &m.workload;
+
+    let host_rdma = host_rdma_ports(&root, &m.before.host);
+    let (expectations, mut notes) = expectations(&target, measured.io_bytes, &m.before, |o| {
+        host_rdma.iter().any(|h| h == o)
+    });
+    let (verdict, lines) = evaluate(&expectations, &m.evidence());
+    notes.push(format!(
+        "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
+        measured.io_bytes,
+        target.device.display(),
+        measured.runtime.as_secs_f64(),
+        measured.total_ios,
+        args.bs,
+        args.iodepth
+    ));
+    Ok(ProofReport {
+        proof: "storage",
+        verdict,
+        workload: format!(
+            "read {} bytes of {} (DPU {})",
+            measured.io_bytes,
+            target.device.display(),
+            target.volume
+        ),
+        lines,
+        notes,
+    })
+}

@@ -1,0 +1,512 @@
+//! `dpuctl prove switch`: send a known number of UDP packets from the host interface and
+//! account for them on the DPU, flow by flow, at the level that forwarded them.
+//!
+//! Levels, best first: hardware (tc `in_hw`, `offloaded:yes`: the eSwitch), TC in software
+//! (`dp:tc` with `not_in_hw`: the kernel's TC on the Arm cores), the OVS datapath
+//! (`dp:ovs`: the Arm cores). The first packets of a flow always go through
+//! ovs-vswitchd (an upcall) before a datapath flow exists, so a small allowance is not
+//! counted against the proof. Packets, not bytes, are compared: tc byte counts leave out
+//! the Ethernet header. Hardware tc counters lag up to 2 s, so the after-snapshot waits.
+
+use std::net::{Ipv4Addr, UdpSocket};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::snapshot::{diff, Sample, Snapshot, Source, Unit};
+use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::SwitchClient};
+use tonic::transport::Channel;
+
+use super::report::ProofReport;
+use crate::accounting::measure::{measure, Observation, Observe, Timing};
+use crate::accounting::{evaluate, Expectation, Rule, Select, Side};
+use crate::session::{rpc_error, Session};
+use crate::snapshot_wire::snapshot_from_wire;
+
+/// The forwarding level a switch proof must show, slowest first (so `>=` means "as good
+/// or better").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OffloadLevel {
+    /// Flows in the OVS kernel (or userspace) datapath: the Arm CPU switched them.
+    Datapath,
+    /// TC flower rules in software (`not_in_hw`): still the CPU, but through TC.
+    Tc,
+    /// TC rules in the NIC (`in_hw`, `offloaded:yes`): the eSwitch switched them.
+    Hardware,
+}
+
+/// `dpuctl prove switch` as parameters.
+#[derive(Debug, Clone)]
+pub struct SwitchProof {
+    /// The host interface to send from.
+    pub interface: String,
+    /// An IPv4 address beyond the DPU's switch to send to.
+    pub peer: Ipv4Addr,
+    /// The DPU port (representor) the host interface's traffic enters OVS through.
+    pub representor: String,
+    /// Packets to send.
+    pub packets: u64,
+    /// The level the traffic must reach for PROVEN.
+    pub require: OffloadLevel,
+    /// The idle window before sending, for background traffic.
+    pub idle: Duration,
+}
+
+/// Packets of a new flow that reach ovs-vswitchd before its datapath flow exists, plus
+/// ARP and neighbour discovery on the same port.
+const FIRST_PACKETS: u64 = 8;
+
+/// Hardware tc counters are refreshed every ~1 s by the driver and OVS reads them late.
+const SETTLE_HARDWARE: Duration = Duration::from_millis(2500);
+const SETTLE_SOFTWARE: Duration = Duration::from_millis(300);
+
+/// The mlx5 representor xstat counting packets the Arm CPU received for the port.
+const CPU_HIT: &str = "cpu_hit_rx_packets";
+
+/// Packets sent before the measured window, and the pause after them.
+const WARM_UP_PACKETS: u64 = 3;
+const WARM_UP_WAIT: Duration = Duration::from_millis(500);
+
+/// UDP discard port: the peer drops the packets (or answers port-unreachable).
+const DISCARD_PORT: u16 = 9;
+
+const LEVELS: [(OffloadLevel, &str); 3] = [
+    (OffloadLevel::Hardware, "hardware"),
+    (OffloadLevel::Tc, "tc-software"),
+    (OffloadLevel::Datapath, "datapath"),
+];
+
+fn level_name(level: OffloadLevel) -> &'static str {
+    LEVELS
+        .iter()
+        .find(|(l, _)| *l == level)
+        .map_or("datapath", |(_, name)| name)
+}
+
+/// Where one datapath flow is forwarded.
+fn level_of(flow: &v1::Flow) -> OffloadLevel {
+    let offloaded = flow.offloaded == v1::OffloadStatus::Offloaded as i32;
+    let in_hw = flow.tc_filters.iter().any(|t| t.in_hw);
+    match flow.dp_layer.as_str() {
+        "tc" if offloaded || in_hw => OffloadLevel::Hardware,
+        "tc" => OffloadLevel::Tc,
+        // OVS-DOCA / DPDK full offload reports offloaded:yes on its own layer.
+        "doca" | "dpdk" if offloaded => OffloadLevel::Hardware,
+        _ => OffloadLevel::Datapath,
+    }
+}
+
+fn object(representor: &str, level: OffloadLevel) -> String {
+    format!("flows/in_port={representor}/{}", level_name(level))
+}
+
+/// The DPU's flow counters entering through `representor`, summed per level. Every level
+/// is always present (0 without flows), so a flow appearing is growth, not a new counter.
+async fn flow_snapshot(
+    channel: &Channel,
+    representor: &str,
+) -> anyhow::Result<(Snapshot, Vec<v1::Flow>)> {
+    let start = dpu_probe::snapshot::monotonic_now();
+    let flows = SwitchClient::new(channel.clone())
+        .list_flows(v1::ListFlowsRequest {
+            filter: v1::FlowFilter::All as i32,
+            in_port: representor.to_owned(),
+            datapath: String::new(),
+        })
+        .await
+        .map_err(rpc_error("Switch.ListFlows"))?
+        .into_inner()
+        .flows;
+    // The representor's offload xstats (mlx5: packets the CPU handled), where it has them.
+    let counters = CountersClient::new(channel.clone())
+        .snapshot(v1::SnapshotRequest {
+            selectors: vec![v1::CounterSelector {
+                selector: Some(v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
+                    ifname: representor.to_owned(),
+                })),
+            }],
+        })
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner();
+    let cpu_hit = snapshot_from_wire(&counters)
+        .samples
+        .into_iter()
+        .filter(|s| s.key.source == Source::NetdevOffload && s.key.counter == CPU_HIT);
+    let samples = LEVELS
+        .iter()
+        .map(|(level, _)| {
+            let packets = flows
+                .iter()
+                .filter(|f| level_of(f) == *level)
+                .map(|f| f.packets)
+                .sum();
+            Sample::cumulative(
+                Source::OvsFlow,
+                object(representor, *level),
+                "packets",
+                packets,
+                Unit::Packets,
+            )
+        })
+        .chain(cpu_hit)
+        .collect();
+    let snapshot = Snapshot {
+        taken_at: SystemTime::now(),
+        monotonic_start: start,
+        monotonic_end: dpu_probe::snapshot::monotonic_now(),
+        // Flows are OVS's, not the kernel's: a daemon restart shows as a drop in the sums.
+        boot_id: None,
+        samples,
+        errors: Vec::new(),
+    };
+    Ok((snapshot, flows))
+}
+
+fn host_snapshot(sampler: &mut Sampler, interface: &str) -> Snapshot {
+    sampler.snapshot(&[CounterSelector::Netdev {
+        ifname: Some(interface.to_owned()),
+    }])
+}
+
+fn send(peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("cannot open a UDP socket")?;
+    socket
+        .connect((peer, DISCARD_PORT))
+        .with_context(|| format!("no route to {peer}"))?;
+    let payload = [0x5a_u8; 64];
+    let (mut sent, mut refused) = (0, 0);
+    while sent < packets {
+        match socket.send(&payload) {
+            Ok(_) => sent += 1,
+            // The peer's port-unreachable from an earlier packet is reported on this call,
+            // which then sends nothing: send this packet again (each report comes once).
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && refused <= packets => {
+                refused += 1;
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("sending packet {sent} to {peer}")),
+        }
+        if sent % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the host interface with its own sampler and the DPU's flows through the
+/// session's one channel; keeps the last flow list for the notes.
+struct BothSides {
+    channel: Channel,
+    sampler: Sampler,
+    interface: String,
+    representor: String,
+    flows: Vec<v1::Flow>,
+}
+
+impl Observe for BothSides {
+    async fn observe(&mut self) -> anyhow::Result<Observation> {
+        let (dpu, flows) = flow_snapshot(&self.channel, &self.representor).await?;
+        self.flows = flows;
+        let host = host_snapshot(&mut self.sampler, &self.interface);
+        Ok(Observation { host, dpu })
+    }
+}
+
+/// What a switch proof expects of `args.packets` packets, given the DPU counters that
+/// exist `dpu_before`.
+pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectation> {
+    let k = args.packets;
+    let good: Vec<String> = LEVELS
+        .iter()
+        .filter(|(level, _)| *level >= args.require)
+        .map(|(level, _)| object(&args.representor, *level))
+        .collect();
+    let mut list = vec![
+        Expectation {
+            name: format!("host {} sent the packets", args.interface),
+            select: Select {
+                side: Side::Host,
+                source: Source::Netdev,
+                objects: vec![format!("netdevs/{}", args.interface)],
+                counter: "tx_packets".to_owned(),
+            },
+            // The same allowance as below: the idle-window estimate of background traffic
+            // (a neighbour solicitation, scaled to the workload's duration) is subtracted
+            // and can exceed what really arrived during the window.
+            rule: Rule::AtLeast(k.saturating_sub(FIRST_PACKETS)),
+            why: "the workload left the host on the interface the DPU switches".to_owned(),
+            if_failed: "the packets did not leave through this interface: check the route to \
+                        the peer"
+                .to_owned(),
+        },
+        Expectation {
+            name: format!(
+                "flows from {} forwarded at level {} or better",
+                args.representor,
+                level_name(args.require)
+            ),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::OvsFlow,
+                objects: good,
+                counter: "packets".to_owned(),
+            },
+            rule: Rule::AtLeast(k.saturating_sub(FIRST_PACKETS)),
+            why: "datapath flow counters say which layer forwarded each packet".to_owned(),
+            if_failed: "the packets were not forwarded at the required level: the offload is \
+                        off, not applied (restart ovs-vswitchd), or the flows stayed in a \
+                        slower path"
+                .to_owned(),
+        },
+    ];
+    let worse: Vec<String> = LEVELS
+        .iter()
+        .filter(|(level, _)| *level < args.require)
+        .map(|(level, _)| object(&args.representor, *level))
+        .collect();
+    let representor = format!("netdevs/{}", args.representor);
+    if dpu_before
+        .get(Source::NetdevOffload, &representor, CPU_HIT)
+        .is_some()
+        && args.require == OffloadLevel::Hardware
+    {
+        list.push(Expectation {
+            name: format!(
+                "{} cpu_hit stayed within the first packets",
+                args.representor
+            ),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::NetdevOffload,
+                objects: vec![representor],
+                counter: CPU_HIT.to_owned(),
+            },
+            rule: Rule::AtMost(FIRST_PACKETS),
+            why: "the representor counts every packet the Arm CPU had to handle".to_owned(),
+            if_failed: "the Arm CPU handled the packets: the offload did not take them".to_owned(),
+        });
+    }
+    if !worse.is_empty() {
+        list.push(Expectation {
+            name: "slower paths did not carry the flow".to_owned(),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::OvsFlow,
+                objects: worse,
+                counter: "packets".to_owned(),
+            },
+            rule: Rule::AtMost(FIRST_PACKETS),
+            why: "packets in a slower layer were switched by the Arm cores".to_owned(),
+            if_failed: "the Arm CPU switched these packets: the traffic took the slow path"
+                .to_owned(),
+        });
+    }
+    list
+}
+
+/// The level most of the workload reached, for the summary.
+fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<OffloadLevel> {
+    let d = diff(before, after);
+    LEVELS
+        .iter()
+        .filter_map(|(level, _)| {
+            let delta = d
+                .deltas
+                .iter()
+                .find(|x| x.key.object == object(representor, *level))?
+                .change
+                .delta()?;
+            (delta > 0).then_some((*level, delta))
+        })
+        .max_by_key(|(_, delta)| *delta)
+        .map(|(level, _)| level)
+}
+
+/// Runs the switch proof: sends `packets` UDP packets and accounts for them per level on
+/// the DPU. One agent channel (the session's) serves every reading; the host side is read
+/// under the session's sys root.
+pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Result<ProofReport> {
+    let channel = session.channel().await?;
+    let settings = SwitchClient::new(channel.clone())
+        .get_offload_settings(v1::GetOffloadSettingsRequest {})
+        .await
+        .map_err(rpc_error("Switch.GetOffloadSettings"))?
+        .into_inner();
+    let mut sides = BothSides {
+        channel,
+        sampler: Sampler::new(session.sys_root()),
+        interface: args.interface.clone(),
+        representor: args.representor.clone(),
+        flows: Vec::new(),
+    };
+    let timing = Timing {
+        idle: args.idle,
+        settle: if settings.hw_offload {
+            SETTLE_HARDWARE
+        } else {
+            SETTLE_SOFTWARE
+        },
+    };
+    let peer = args.peer;
+    // Warm-up outside the window: resolves the peer's MAC (the kernel keeps only a few
+    // packets while ARP is pending and drops the rest) and lets the datapath flow exist.
+    let warm_up = async move {
+        send(peer, WARM_UP_PACKETS)?;
+        tokio::time::sleep(WARM_UP_WAIT).await;
+        Ok(())
+    };
+    let packets = args.packets;
+    let workload = async move { send(peer, packets) };
+    let m = measure(&mut sides, timing, warm_up, workload).await?;
+    let flows = std::mem::take(&mut sides.flows);
+    let (dpu_before, dpu_after) = (&m.before.dpu, &m.after.dpu);
+    let (verdict, lines) = evaluate(&expectations(args, dpu_before), &m.evidence());
+    let level = reached(dpu_before, dpu_after, &args.representor);
+    let mut notes = vec![
+        format!(
+            "offload settings: hw-offload={} (active: {}), tc-policy {:?}",
+            settings.hw_offload,
+            settings.offload_active,
+            v1::TcPolicy::try_from(settings.tc_policy).unwrap_or(v1::TcPolicy::Unspecified)
+        ),
+        format!(
+            "the traffic was forwarded at level: {}",
+            level.map_or("none seen", level_name)
+        ),
+        format!(
+            "{} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
+            flows.len(),
+            args.representor
+        ),
+    ];
+    if dpu_before
+        .get(
+            Source::NetdevOffload,
+            &format!("netdevs/{}", args.representor),
+            CPU_HIT,
+        )
+        .is_none()
+    {
+        notes.push(format!(
+            "{} reports no {CPU_HIT} (not an mlx5 representor): CPU packets are accounted by \
+             flow level only",
+            args.representor
+        ));
+    }
+    if level == Some(OffloadLevel::Tc) {
+        notes.push(
+            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
+             nothing here was switched in hardware"
+                .to_owned(),
+        );
+    }
+    Ok(ProofReport {
+        proof: "switch",
+        verdict,
+        workload: format!(
+            "{} UDP packets from {} to {} through {} (required level: {})",
+            args.packets,
+            args.interface,
+            args.peer,
+            args.representor,
+            level_name(args.require)
+        ),
+        lines,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(dp: &str, offloaded: v1::OffloadStatus, in_hw: Option<bool>) -> v1::Flow {
+        v1::Flow {
+            dp_layer: dp.to_owned(),
+            offloaded: offloaded as i32,
+            tc_filters: in_hw
+                .map(|in_hw| {
+                    vec![v1::TcFilter {
+                        in_hw,
+                        not_in_hw: !in_hw,
+                        ..Default::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    fn args(require: OffloadLevel) -> SwitchProof {
+        SwitchProof {
+            interface: "ens1f0np0".to_owned(),
+            peer: Ipv4Addr::new(192, 0, 2, 20),
+            representor: "pf0hpf".to_owned(),
+            packets: 400,
+            require,
+            idle: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_representor_with_cpu_hit_is_held_to_the_first_packets() {
+        let mut dpu = Snapshot {
+            taken_at: SystemTime::UNIX_EPOCH,
+            monotonic_start: Duration::ZERO,
+            monotonic_end: Duration::ZERO,
+            boot_id: None,
+            samples: Vec::new(),
+            errors: Vec::new(),
+        };
+        let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
+        // The lab: no mlx5 representor, TC required: level lines only.
+        assert_eq!(expectations(&args(OffloadLevel::Tc), &dpu).len(), 3);
+        dpu.samples.push(Sample::cumulative(
+            Source::NetdevOffload,
+            "netdevs/pf0hpf",
+            CPU_HIT,
+            10,
+            Unit::Packets,
+        ));
+        let list = expectations(&args(OffloadLevel::Hardware), &dpu);
+        let cpu = list
+            .iter()
+            .find(|e| e.select.source == Source::NetdevOffload)
+            .unwrap_or_else(|| panic!("no cpu_hit line: {:?}", names(&list)));
+        assert_eq!(cpu.rule, Rule::AtMost(FIRST_PACKETS));
+        // Hardware required: TC in software and the datapath are the slower paths.
+        let slower = list
+            .iter()
+            .find(|e| e.name.starts_with("slower"))
+            .expect("slower");
+        assert_eq!(slower.select.objects.len(), 2);
+    }
+
+    #[test]
+    fn levels_are_told_apart_honestly() {
+        use v1::OffloadStatus::{NotOffloaded, Offloaded, Partial};
+        assert_eq!(
+            level_of(&flow("tc", Offloaded, Some(true))),
+            OffloadLevel::Hardware
+        );
+        assert_eq!(
+            level_of(&flow("tc", NotOffloaded, Some(false))),
+            OffloadLevel::Tc
+        );
+        assert_eq!(level_of(&flow("tc", NotOffloaded, None)), OffloadLevel::Tc);
+        assert_eq!(
+            level_of(&flow("ovs", NotOffloaded, None)),
+            OffloadLevel::Datapath
+        );
+        // Partial offload (MARK+RSS) still runs the datapath in software.
+        assert_eq!(
+            level_of(&flow("dpdk", Partial, None)),
+            OffloadLevel::Datapath
+        );
+        assert_eq!(
+            level_of(&flow("doca", Offloaded, None)),
+            OffloadLevel::Hardware
+        );
+    }
+}

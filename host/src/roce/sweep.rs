@@ -1,0 +1,245 @@
+//! `dpuctl roce perf` as a library call: parameters checked up front, both endpoints
+//! resolved, every run made in order with its counter evidence ([`super::perf`]), and the
+//! sweep's report. Progress is told to the caller as [`SweepEvent`]s; nothing prints.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use dpu_probe::SysRoot;
+
+use super::endpoint::{self, Endpoint, Pin};
+use super::peer::SshPeer;
+use super::perf::{run_one, sweep_verdict, PerfPlan, PerfReport, PerfRun, PerfTest};
+
+/// `dpuctl roce perf` as parameters (the flags of the same names).
+#[derive(Debug, Clone)]
+pub struct PerfParams {
+    /// The peer host (ssh destination).
+    pub peer: String,
+    /// Test names; empty: the default set.
+    pub tests: Vec<String>,
+    /// Message sizes of the bandwidth tests.
+    pub sizes: Vec<u64>,
+    /// Message sizes of the latency tests.
+    pub lat_sizes: Vec<u64>,
+    /// perftest `-n`.
+    pub iterations: u64,
+    /// qperf `-t`.
+    pub tcp_seconds: u32,
+    /// The local RDMA device; default: the first with an IPv4 RoCE v2 GID.
+    pub device: Option<String>,
+    /// Its port.
+    pub ib_port: Option<u32>,
+    /// Its GID index.
+    pub gid_index: Option<u32>,
+    /// The peer's RDMA device.
+    pub peer_device: Option<String>,
+    /// Its port.
+    pub peer_ib_port: Option<u32>,
+    /// Its GID index.
+    pub peer_gid_index: Option<u32>,
+    /// The address the clients connect to; default: the peer's, resolved over ssh.
+    pub peer_address: Option<IpAddr>,
+    /// The ssh program.
+    pub ssh: PathBuf,
+    /// The ssh port.
+    pub ssh_port: Option<u16>,
+    /// The ssh identity file.
+    pub ssh_identity: Option<PathBuf>,
+    /// The first server port.
+    pub base_port: u16,
+    /// Per-run limit, seconds.
+    pub run_timeout: u64,
+}
+
+/// What a sweep tells its caller as it goes.
+#[derive(Debug)]
+pub enum SweepEvent<'a> {
+    /// Both endpoints are known.
+    Resolved {
+        /// The local endpoint.
+        local: &'a Endpoint,
+        /// The address the clients connect to.
+        peer_address: IpAddr,
+        /// The peer endpoint.
+        remote: &'a Endpoint,
+    },
+    /// Run `index` of `total` starts.
+    RunStarted {
+        /// 1-based.
+        index: usize,
+        /// Runs in the sweep.
+        total: usize,
+        /// The test.
+        test: PerfTest,
+        /// Its message size.
+        size: u64,
+    },
+    /// The run just started has ended.
+    RunDone(&'a PerfRun),
+}
+
+fn bad(message: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("{message}")
+}
+
+/// Checks the flags before anything runs, so a typo never costs a half-finished sweep.
+fn tests_from(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
+    if args.tests.is_empty() {
+        return Ok(PerfTest::DEFAULT.to_vec());
+    }
+    let mut tests = Vec::new();
+    for name in &args.tests {
+        let test = PerfTest::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = PerfTest::ALL.iter().map(|t| t.name()).collect();
+            bad(format!(
+                "--tests: unknown test {name:?} (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        if !tests.contains(&test) {
+            tests.push(test);
+        }
+    }
+    Ok(tests)
+}
+
+fn validate(args: &PerfParams) -> anyhow::Result<()> {
+    for (flag, sizes) in [("--sizes", &args.sizes), ("--lat-sizes", &args.lat_sizes)] {
+        if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
+            return Err(bad(format!("{flag}: each size must be 1 byte .. 1 GiB")));
+        }
+    }
+    if args.iterations == 0 || args.iterations > 100_000_000 {
+        return Err(bad("--iterations must be 1 .. 100000000"));
+    }
+    if args.tcp_seconds == 0 || args.tcp_seconds > 3600 {
+        return Err(bad("--tcp-seconds must be 1 .. 3600"));
+    }
+    if args.run_timeout == 0 {
+        return Err(bad("--run-timeout must be positive"));
+    }
+    for (flag, dev) in [
+        ("--device", &args.device),
+        ("--peer-device", &args.peer_device),
+    ] {
+        if let Some(d) = dev {
+            if d.is_empty()
+                || d.len() > 64
+                || !d
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+            {
+                return Err(bad(format!("{flag} {d:?} is not an RDMA device name")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the sweep: validates the parameters (before anything runs, so a typo never costs a
+/// half-finished sweep), resolves both endpoints, then makes every run in order, telling
+/// `on_event` as it goes.
+pub fn sweep(
+    root: &SysRoot,
+    args: &PerfParams,
+    on_event: &mut dyn FnMut(SweepEvent<'_>),
+) -> anyhow::Result<PerfReport> {
+    let tests = tests_from(args)?;
+    validate(args)?;
+    let sizes_of = |t: &PerfTest| {
+        if t.is_bandwidth() {
+            &args.sizes
+        } else {
+            &args.lat_sizes
+        }
+    };
+    let runs_total: usize = tests.iter().map(|t| sizes_of(t).len()).sum();
+    let last_port = usize::from(args.base_port) + runs_total;
+    if args.base_port < 1024 || last_port > usize::from(u16::MAX) {
+        return Err(bad(format!(
+            "--base-port {}: the {runs_total} runs need ports {} .. {last_port} within 1024 .. 65535",
+            args.base_port, args.base_port
+        )));
+    }
+    let mut peer = SshPeer::new(
+        &args.peer,
+        args.ssh.clone(),
+        args.ssh_port,
+        args.ssh_identity.clone(),
+    )?;
+    // Held to the end of the sweep: one handshake instead of one per run.
+    let _master = peer.start_master(Duration::from_secs(20));
+    let local = endpoint::local(
+        root,
+        &Pin {
+            ibdev: args.device.clone(),
+            port: args.ib_port,
+            gid_index: args.gid_index,
+        },
+    )
+    .map_err(bad)?;
+    let peer_address = match args.peer_address {
+        Some(a) => a,
+        None => peer
+            .resolve_address()
+            .with_context(|| format!("cannot resolve {}: pass --peer-address", args.peer))?,
+    };
+    let listing = peer
+        .run(endpoint::PEER_GID_LISTING, Duration::from_secs(60))
+        .context("reading the peer's GID table over ssh")?;
+    let remote = endpoint::peer(
+        &listing,
+        &Pin {
+            ibdev: args.peer_device.clone(),
+            port: args.peer_ib_port,
+            gid_index: args.peer_gid_index,
+        },
+        Some(peer_address),
+        &format!("peer {}", args.peer),
+    )
+    .map_err(bad)?;
+    on_event(SweepEvent::Resolved {
+        local: &local,
+        peer_address,
+        remote: &remote,
+    });
+    let plan = PerfPlan {
+        tests: tests.clone(),
+        iterations: args.iterations,
+        tcp_seconds: args.tcp_seconds,
+        base_port: args.base_port,
+        run_timeout: Duration::from_secs(args.run_timeout),
+        local: local.clone(),
+        peer: remote.clone(),
+        peer_address,
+    };
+    let mut runs = Vec::new();
+    for test in &plan.tests {
+        for &size in sizes_of(test) {
+            let n = runs.len();
+            let port = plan
+                .base_port
+                .saturating_add(u16::try_from(n).unwrap_or(u16::MAX));
+            on_event(SweepEvent::RunStarted {
+                index: n + 1,
+                total: runs_total,
+                test: *test,
+                size,
+            });
+            let run = run_one(root, &peer, &plan, *test, size, port);
+            on_event(SweepEvent::RunDone(&run));
+            runs.push(run);
+        }
+    }
+    Ok(PerfReport {
+        peer: args.peer.clone(),
+        peer_address: peer_address.to_string(),
+        local,
+        remote,
+        verdict: sweep_verdict(&runs),
+        runs,
+    })
+}

@@ -1,0 +1,126 @@
+//! One agent session per command run: the endpoint, the TLS files (read once), the timeout
+//! and the sys root every entry point shares.
+//!
+//! Why one: a proof measures between snapshots, and a dial inside the measurement window
+//! (a new TCP or Unix connection, a TLS handshake, three PEM files re-read) is both slow and
+//! noise. The channel is opened on first use and reused; tonic's `Channel` is a cheap handle
+//! onto one HTTP/2 connection (reconnecting by itself if the agent restarts).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dpu_probe::SysRoot;
+use dpu_proto::Endpoint;
+use tokio::sync::OnceCell;
+use tonic::transport::Channel;
+
+use crate::agent::{connect_with, ClientTls, ConnectError, TlsFiles};
+
+/// Why the agent could not be reached or a call failed, with the call's name.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The channel could not be opened (or the TLS files could not be read).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The agent answered a call with an error status.
+    #[error("{rpc} failed: {code:?}: {message}", code = status.code(), message = status.message())]
+    Rpc {
+        /// The method, as `Service.Method`.
+        rpc: &'static str,
+        /// The agent's answer.
+        #[source]
+        status: tonic::Status,
+    },
+}
+
+/// Turns a gRPC status into an error that reads well: which call, the code, the agent's
+/// message. For `map_err` at each call site.
+pub fn rpc_error(rpc: &'static str) -> impl Fn(tonic::Status) -> AgentError {
+    move |status| AgentError::Rpc { rpc, status }
+}
+
+/// Everything an entry point of this library needs from the command line's global flags.
+#[derive(Debug)]
+pub struct Session {
+    endpoint: Endpoint,
+    tls: Option<TlsFiles>,
+    sys_root: PathBuf,
+    timeout: Duration,
+    /// The TLS material, read from the files on first use.
+    client_tls: OnceCell<ClientTls>,
+    channel: OnceCell<Channel>,
+    dials: AtomicUsize,
+}
+
+impl Session {
+    /// A session towards `endpoint`; nothing is opened or read until first use.
+    pub fn new(
+        endpoint: Endpoint,
+        tls: Option<TlsFiles>,
+        sys_root: impl Into<PathBuf>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            endpoint,
+            tls,
+            sys_root: sys_root.into(),
+            timeout,
+            client_tls: OnceCell::new(),
+            channel: OnceCell::new(),
+            dials: AtomicUsize::new(0),
+        }
+    }
+
+    /// The agent's channel, dialled on the first call and shared by every later one. A failed
+    /// dial is not remembered: the next call tries again.
+    pub async fn channel(&self) -> Result<Channel, AgentError> {
+        self.channel
+            .get_or_try_init(|| async {
+                let tls = match &self.tls {
+                    Some(files) => Some(
+                        self.client_tls
+                            .get_or_try_init(|| async { ClientTls::read(files) })
+                            .await?,
+                    ),
+                    None => None,
+                };
+                self.dials.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, AgentError>(connect_with(&self.endpoint, tls, self.timeout).await?)
+            })
+            .await
+            .cloned()
+    }
+
+    /// How many connections this session has dialled (1 after any number of calls, unless a
+    /// dial failed): what the one-connection-per-run tests observe.
+    pub fn dials(&self) -> usize {
+        self.dials.load(Ordering::Relaxed)
+    }
+
+    /// The agent this session talks to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The client certificate files, when the session uses mutual TLS.
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// The directory sysfs and procfs are read under (`/` on a real host; a fixture tree
+    /// in tests).
+    pub fn sys_root_path(&self) -> &Path {
+        &self.sys_root
+    }
+
+    /// [`Self::sys_root_path`] as the probe's root.
+    pub fn sys_root(&self) -> SysRoot {
+        SysRoot::new(&self.sys_root)
+    }
+
+    /// The per-call limit: connecting, and each RPC.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}

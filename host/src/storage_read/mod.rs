@@ -1,0 +1,131 @@
+//! `dpuctl storage read PATH`: the host-side NVMe read demo. Reads a block device or file
+//! read-only with O_DIRECT through io_uring and reports fio-style results (`-o json` has
+//! the key names of fio's `--output-format=json` read section).
+
+pub mod engine;
+mod histogram;
+pub mod report;
+pub mod size;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::bail;
+
+use engine::Limit;
+use report::Results;
+
+/// `dpuctl storage read` as parameters.
+#[derive(Debug, Clone)]
+pub struct ReadParams {
+    /// The block device or file to read.
+    pub path: PathBuf,
+    /// Block size in bytes.
+    pub bs: u64,
+    /// Reads in flight.
+    pub iodepth: u32,
+    /// Bytes to read; default: the whole file (unless `runtime`).
+    pub size: Option<u64>,
+    /// Read for this long instead of a number of bytes.
+    pub runtime: Option<f64>,
+}
+
+/// Parses `--runtime`: positive, finite seconds.
+pub fn parse_runtime(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs < 1e9 => Ok(secs),
+        _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
+}
+
+/// Runs the read and prints the results.
+/// Opens `path` for O_DIRECT reads of `bs`-byte blocks and checks that it can be read so:
+/// the file, its size and its direct-I/O alignment.
+fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, engine::Alignment)> {
+    let shown = path.display();
+    let mut file = engine::open_direct(path)?;
+    let file_size = engine::size_of(&mut file, path)?;
+    if file_size < bs {
+        bail!("{shown} is {file_size} bytes, smaller than --bs {bs} bytes");
+    }
+    let align = engine::dio_alignment(&file);
+    if align.source != "statx" {
+        tracing::warn!(
+            "{shown} does not report its direct-I/O alignment (statx STATX_DIOALIGN); \
+             assuming {} bytes from {}",
+            align.offset,
+            align.source
+        );
+    }
+    if !bs.is_multiple_of(align.offset) {
+        bail!(
+            "--bs {bs} is not a multiple of the {}-byte direct-I/O alignment of {shown}",
+            align.offset
+        );
+    }
+    Ok((file, file_size, align))
+}
+
+/// Reads `size` bytes of `path` (O_DIRECT, io_uring, never writing) for a proof's
+/// workload; no progress display.
+pub fn read_exactly(
+    path: &Path,
+    bs: u64,
+    iodepth: u32,
+    size: u64,
+) -> anyhow::Result<engine::Measured> {
+    let (file, file_size, align) = open_checked(path, bs)?;
+    engine::read_loop(
+        &file,
+        file_size,
+        bs,
+        iodepth,
+        align,
+        Limit::Bytes(size),
+        |_| {},
+    )
+}
+
+/// How far a read has come, for a progress display: bytes read so far, and the total when
+/// the read is for a number of bytes (None when it is for a time).
+pub trait ReadProgress {
+    /// Called when the read starts.
+    fn start(&mut self, total: Option<u64>);
+    /// Called as completions arrive.
+    fn advance(&mut self, bytes_done: u64);
+    /// Called once the loop has ended, successfully or not.
+    fn finish(&mut self);
+}
+
+/// Runs `dpuctl storage read`: the read and its fio-shaped results.
+pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> anyhow::Result<Results> {
+    let path = &args.path;
+    let shown = path.display().to_string();
+    let bs = args.bs;
+    if let Some(size) = args.size {
+        if size < bs {
+            bail!("--size {size} bytes is smaller than --bs {bs} bytes");
+        }
+    }
+    let (file, file_size, align) = open_checked(path, bs)?;
+    let (limit, total) = match (args.size, args.runtime) {
+        (Some(size), _) => (Limit::Bytes(size), Some(size / bs * bs)),
+        (None, Some(secs)) => (Limit::Time(Duration::from_secs_f64(secs)), None),
+        (None, None) => (Limit::Bytes(file_size), Some(file_size / bs * bs)),
+    };
+    progress.start(total);
+    let measured = engine::read_loop(&file, file_size, bs, args.iodepth, align, limit, |n| {
+        progress.advance(n);
+    });
+    progress.finish();
+    let measured = measured?;
+    Ok(Results {
+        path: shown,
+        bs,
+        iodepth: args.iodepth,
+        io_bytes: measured.io_bytes,
+        total_ios: measured.total_ios,
+        runtime: measured.runtime,
+        clat: measured.clat,
+    })
+}
