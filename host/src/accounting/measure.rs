@@ -92,3 +92,113 @@ where
         workload,
     })
 }
+
+/// In-memory measurements for the proofs' tests: each counter is given its value at the
+/// four readings, and [`Scenario::measured`] builds the observations a real run would
+/// have taken (idle window 0 s → 1 s, workload 2 s → 3 s).
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::time::{Duration, SystemTime};
+
+    use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
+
+    use super::{Measured, Observation};
+    use crate::accounting::Side;
+
+    /// One counter's values at quiet start, quiet end, before and after; `None` where the
+    /// reading does not have it.
+    #[derive(Debug, Clone)]
+    struct Row {
+        side: Side,
+        source: Source,
+        object: String,
+        counter: String,
+        unit: Unit,
+        values: [Option<u64>; 4],
+    }
+
+    /// The counters of a proof run, both sides.
+    #[derive(Debug, Clone, Default)]
+    pub(crate) struct Scenario {
+        rows: Vec<Row>,
+    }
+
+    impl Scenario {
+        /// A counter with these values at the four readings (`[None; 4]`: never read);
+        /// replaces what an earlier call gave the same counter.
+        pub(crate) fn row(
+            mut self,
+            side: Side,
+            source: Source,
+            object: &str,
+            counter: &str,
+            unit: Unit,
+            values: [Option<u64>; 4],
+        ) -> Self {
+            self.rows.retain(|r| {
+                (r.side, r.source, r.object.as_str(), r.counter.as_str())
+                    != (side, source, object, counter)
+            });
+            self.rows.push(Row {
+                side,
+                source,
+                object: object.to_owned(),
+                counter: counter.to_owned(),
+                unit,
+                values,
+            });
+            self
+        }
+
+        /// A counter at `start` that is quiet over the idle window and grows by `by`
+        /// over the workload.
+        pub(crate) fn grows(
+            self,
+            side: Side,
+            source: Source,
+            object: &str,
+            counter: &str,
+            unit: Unit,
+            (start, by): (u64, u64),
+        ) -> Self {
+            let values = [Some(start), Some(start), Some(start), Some(start + by)];
+            self.row(side, source, object, counter, unit, values)
+        }
+
+        /// The four observations, with `workload` as the workload's result.
+        pub(crate) fn measured<T>(&self, workload: T) -> Measured<T> {
+            let at = |i: usize| Observation {
+                host: self.snapshot(Side::Host, i),
+                dpu: self.snapshot(Side::Dpu, i),
+            };
+            Measured {
+                quiet_start: at(0),
+                quiet_end: at(1),
+                before: at(2),
+                after: at(3),
+                workload,
+            }
+        }
+
+        fn snapshot(&self, side: Side, i: usize) -> Snapshot {
+            let at = Duration::from_secs(i as u64);
+            Snapshot {
+                taken_at: SystemTime::UNIX_EPOCH + at,
+                monotonic_start: at,
+                monotonic_end: at,
+                boot_id: Some(format!("{side:?}-boot")),
+                samples: self
+                    .rows
+                    .iter()
+                    .filter(|r| r.side == side)
+                    .filter_map(|r| {
+                        let value = r.values[i]?;
+                        let (object, counter) = (r.object.clone(), r.counter.clone());
+                        Some(Sample::cumulative(r.source, object, counter, value, r.unit))
+                    })
+                    .collect(),
+                errors: Vec::new(),
+            }
+        }
+    }
+}

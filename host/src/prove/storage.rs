@@ -19,8 +19,8 @@ use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::Stora
 use tonic::transport::Channel;
 
 use super::report::ProofReport;
-use crate::accounting::measure::{measure, Observation, Observe, Timing};
-use crate::accounting::{evaluate, Expectation, Rule, Select, Side};
+use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
+use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side, Verdict};
 use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
@@ -308,6 +308,22 @@ pub fn expectations(
     (list, notes)
 }
 
+/// Judges a storage measurement: `n` bytes read from `target`, `host_rdma` the RDMA
+/// objects (`rdmaDevices/mlx5_0/ports/1`) that are the host's own. The expectations are
+/// chosen from the counters that exist in `m.before` and evaluated over its workload and
+/// idle windows; returns the verdict, every line, and the notes on what is not accounted.
+pub fn judge<T>(
+    target: &Target,
+    n: u64,
+    m: &Measured<T>,
+    host_rdma: &[String],
+) -> (Verdict, Vec<Line>, Vec<String>) {
+    let (expectations, notes) =
+        expectations(target, n, &m.before, |o| host_rdma.iter().any(|h| h == o));
+    let (verdict, lines) = evaluate(&expectations, &m.evidence());
+    (verdict, lines, notes)
+}
+
 /// RDMA ports bound to one of the host's own netdevs: in a lab where host and DPU share
 /// a kernel, the DPU's ports are visible but are not the host's.
 pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> Vec<String> {
@@ -370,10 +386,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let measured = &m.workload;
 
     let host_rdma = host_rdma_ports(&root, &m.before.host);
-    let (expectations, mut notes) = expectations(&target, measured.io_bytes, &m.before, |o| {
-        host_rdma.iter().any(|h| h == o)
-    });
-    let (verdict, lines) = evaluate(&expectations, &m.evidence());
+    let (verdict, lines, mut notes) = judge(&target, measured.io_bytes, &m, &host_rdma);
     notes.push(format!(
         "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
         measured.io_bytes,
@@ -396,3 +409,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         notes,
     })
 }
+
+#[cfg(test)]
+#[path = "storage_tests.rs"]
+mod tests;

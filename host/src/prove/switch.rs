@@ -18,8 +18,8 @@ use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::Switch
 use tonic::transport::Channel;
 
 use super::report::ProofReport;
-use crate::accounting::measure::{measure, Observation, Observe, Timing};
-use crate::accounting::{evaluate, Expectation, Rule, Select, Side};
+use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
+use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side, Verdict};
 use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
@@ -323,6 +323,60 @@ fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<Off
         .map(|(level, _)| level)
 }
 
+/// Judges a switch measurement: `args.packets` packets sent, with the offload `settings`
+/// read before the run and `flows` datapath flows entering through the representor at the
+/// end. The expectations are chosen from the DPU counters that exist in `m.before` and
+/// evaluated over its workload and idle windows; returns the verdict, every line, and the
+/// notes (the settings, the level the traffic reached, what is not accounted).
+pub fn judge<T>(
+    args: &SwitchProof,
+    m: &Measured<T>,
+    settings: &v1::OffloadSettings,
+    flows: usize,
+) -> (Verdict, Vec<Line>, Vec<String>) {
+    let (dpu_before, dpu_after) = (&m.before.dpu, &m.after.dpu);
+    let (verdict, lines) = evaluate(&expectations(args, dpu_before), &m.evidence());
+    let level = reached(dpu_before, dpu_after, &args.representor);
+    let mut notes = vec![
+        format!(
+            "offload settings: hw-offload={} (active: {}), tc-policy {:?}",
+            settings.hw_offload,
+            settings.offload_active,
+            v1::TcPolicy::try_from(settings.tc_policy).unwrap_or(v1::TcPolicy::Unspecified)
+        ),
+        format!(
+            "the traffic was forwarded at level: {}",
+            level.map_or("none seen", level_name)
+        ),
+        format!(
+            "{flows} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
+            args.representor
+        ),
+    ];
+    if dpu_before
+        .get(
+            Source::NetdevOffload,
+            &format!("netdevs/{}", args.representor),
+            CPU_HIT,
+        )
+        .is_none()
+    {
+        notes.push(format!(
+            "{} reports no {CPU_HIT} (not an mlx5 representor): CPU packets are accounted by \
+             flow level only",
+            args.representor
+        ));
+    }
+    if level == Some(OffloadLevel::Tc) {
+        notes.push(
+            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
+             nothing here was switched in hardware"
+                .to_owned(),
+        );
+    }
+    (verdict, lines, notes)
+}
+
 /// Runs the switch proof: sends `packets` UDP packets and accounts for them per level on
 /// the DPU. One agent channel (the session's) serves every reading; the host side is read
 /// under the session's sys root.
@@ -360,47 +414,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
     let workload = async move { send(peer, packets) };
     let m = measure(&mut sides, timing, warm_up, workload).await?;
     let flows = std::mem::take(&mut sides.flows);
-    let (dpu_before, dpu_after) = (&m.before.dpu, &m.after.dpu);
-    let (verdict, lines) = evaluate(&expectations(args, dpu_before), &m.evidence());
-    let level = reached(dpu_before, dpu_after, &args.representor);
-    let mut notes = vec![
-        format!(
-            "offload settings: hw-offload={} (active: {}), tc-policy {:?}",
-            settings.hw_offload,
-            settings.offload_active,
-            v1::TcPolicy::try_from(settings.tc_policy).unwrap_or(v1::TcPolicy::Unspecified)
-        ),
-        format!(
-            "the traffic was forwarded at level: {}",
-            level.map_or("none seen", level_name)
-        ),
-        format!(
-            "{} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
-            flows.len(),
-            args.representor
-        ),
-    ];
-    if dpu_before
-        .get(
-            Source::NetdevOffload,
-            &format!("netdevs/{}", args.representor),
-            CPU_HIT,
-        )
-        .is_none()
-    {
-        notes.push(format!(
-            "{} reports no {CPU_HIT} (not an mlx5 representor): CPU packets are accounted by \
-             flow level only",
-            args.representor
-        ));
-    }
-    if level == Some(OffloadLevel::Tc) {
-        notes.push(
-            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
-             nothing here was switched in hardware"
-                .to_owned(),
-        );
-    }
+    let (verdict, lines, notes) = judge(args, &m, &settings, flows.len());
     Ok(ProofReport {
         proof: "switch",
         verdict,
@@ -510,3 +524,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "switch_tests.rs"]
+mod judge_tests;

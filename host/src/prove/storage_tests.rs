@@ -1,0 +1,463 @@
+//! The storage proof's verdicts from in-memory counters: the positive case and every
+//! negative control of docs/proofs.md, through [`judge`], the path `prove_storage` takes.
+
+use dpu_probe::snapshot::Unit;
+
+use super::*;
+use crate::accounting::measure::fixture::Scenario;
+use crate::accounting::Outcome;
+
+/// The read: 64 MiB.
+const N: u64 = 64 << 20;
+const VOLUME: &str = "volumes/r0n1";
+/// The DPU's RDMA port towards the remote target (counts bytes).
+const DPU_PORT: &str = "rdmaDevices/mlx5_0/ports/1";
+/// A soft-RoCE port: packet counts only.
+const SOFT_ROCE: &str = "rdmaDevices/rxe0/ports/1";
+/// The host's own RDMA port (bound to one of its netdevs).
+const HOST_PORT: &str = "rdmaDevices/mlx5_2/ports/1";
+/// The host's data NIC.
+const HOST_NIC: &str = "netdevs/ens1f0np0";
+
+const SERVED: &str = "DPU volumes/r0n1 served the read";
+const DPU_RDMA: &str = "DPU RDMA ports received the data";
+const HOST_NICS: &str = "host NICs did not carry the data";
+const HOST_RDMA: &str = "host RDMA ports did not carry the data";
+
+fn target(rdma: bool) -> Target {
+    Target {
+        volume: VOLUME.to_owned(),
+        device: PathBuf::from("/dev/nvme0n1"),
+        rdma,
+    }
+}
+
+/// How much each path carried over the workload.
+#[derive(Debug, Clone, Copy)]
+struct Moved {
+    volume: u64,
+    dpu_rdma: u64,
+    host_nic: u64,
+    host_rdma: u64,
+}
+
+/// What a read through the DPU moves: the volume and the DPU's RDMA port about N, the
+/// host nothing but a little gRPC.
+const THROUGH_THE_DPU: Moved = Moved {
+    volume: N + 8192,
+    dpu_rdma: N + N / 50,
+    host_nic: 0,
+    host_rdma: 0,
+};
+
+/// Nothing moved anywhere.
+const STILL: Moved = Moved {
+    volume: 0,
+    dpu_rdma: 0,
+    host_nic: 0,
+    host_rdma: 0,
+};
+
+/// The host side and the DPU volume, without the DPU's RDMA counters.
+fn base(moved: Moved) -> Scenario {
+    Scenario::default()
+        .grows(
+            Side::Dpu,
+            Source::Volume,
+            VOLUME,
+            "bytes_read",
+            Unit::Bytes,
+            (3 << 30, moved.volume),
+        )
+        // Loopback is not a path to the target: even a busy one is not counted.
+        .grows(
+            Side::Host,
+            Source::Netdev,
+            "netdevs/lo",
+            "rx_bytes",
+            Unit::Bytes,
+            (77, 2 * N),
+        )
+        // The gRPC session to the agent: a few KB.
+        .grows(
+            Side::Host,
+            Source::Netdev,
+            "netdevs/eno1",
+            "rx_bytes",
+            Unit::Bytes,
+            (10_000, 2048),
+        )
+        .grows(
+            Side::Host,
+            Source::Netdev,
+            HOST_NIC,
+            "rx_bytes",
+            Unit::Bytes,
+            (5 << 20, moved.host_nic),
+        )
+        .grows(
+            Side::Host,
+            Source::Rdma,
+            HOST_PORT,
+            "port_rcv_data",
+            Unit::Bytes,
+            (1 << 20, moved.host_rdma),
+        )
+        // The lab: the DPU's soft-RoCE port is visible on the host too, and carries the
+        // read, but is not the host's own.
+        .grows(
+            Side::Host,
+            Source::Rdma,
+            "rdmaDevices/rxe0/ports/1",
+            "port_rcv_data",
+            Unit::Bytes,
+            (0, moved.dpu_rdma),
+        )
+}
+
+/// A DPU whose RDMA port counts bytes.
+fn scenario(moved: Moved) -> Scenario {
+    base(moved).grows(
+        Side::Dpu,
+        Source::Rdma,
+        DPU_PORT,
+        "port_rcv_data",
+        Unit::Bytes,
+        (9 << 30, moved.dpu_rdma),
+    )
+}
+
+fn judged(target: &Target, scenario: &Scenario) -> (Verdict, Vec<Line>, Vec<String>) {
+    judge(target, N, &scenario.measured(()), &[HOST_PORT.to_owned()])
+}
+
+fn names(lines: &[Line]) -> Vec<&str> {
+    lines.iter().map(|l| l.expectation.name.as_str()).collect()
+}
+
+/// The lines not met, with their reasons.
+fn failed(lines: &[Line]) -> Vec<(&str, &str)> {
+    lines
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            Outcome::NotMet(why) => Some((l.expectation.name.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines that could not be judged, with their reasons.
+fn inconclusive(lines: &[Line]) -> Vec<(&str, &str)> {
+    lines
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            Outcome::Inconclusive(why) => Some((l.expectation.name.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of the lines not met.
+fn failed_names(lines: &[Line]) -> Vec<&str> {
+    failed(lines).into_iter().map(|(name, _)| name).collect()
+}
+
+fn line<'a>(lines: &'a [Line], name: &str) -> &'a Line {
+    lines
+        .iter()
+        .find(|l| l.expectation.name == name)
+        .unwrap_or_else(|| panic!("no line {name}: {:?}", names(lines)))
+}
+
+#[test]
+fn a_read_through_the_dpu_is_proven() {
+    let (verdict, lines, notes) = judged(&target(true), &scenario(THROUGH_THE_DPU));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(names(&lines), [SERVED, DPU_RDMA, HOST_NICS, HOST_RDMA]);
+    assert!(notes.is_empty(), "{notes:?}");
+    let served = line(&lines, SERVED);
+    assert_eq!(served.expectation.rule, Rule::Between(N, N + N / 2));
+    assert_eq!(served.delta, Some(N + 8192));
+    assert_eq!(served.background, Some(0));
+    let rdma = line(&lines, DPU_RDMA);
+    assert_eq!(rdma.expectation.select.counter, "port_rcv_data");
+    assert_eq!(rdma.expectation.rule, Rule::AtLeast(N));
+    assert_eq!(rdma.net, Some(N + N / 50));
+    // Every host interface but lo; only the host's own RDMA port.
+    let nics = &line(&lines, HOST_NICS).expectation;
+    assert_eq!(nics.select.objects, ["netdevs/eno1", HOST_NIC]);
+    assert_eq!(nics.rule, Rule::AtMost(N / 20));
+    assert_eq!(line(&lines, HOST_NICS).net, Some(2048));
+    let host_rdma = &line(&lines, HOST_RDMA).expectation;
+    assert_eq!(host_rdma.select.objects, [HOST_PORT]);
+}
+
+#[test]
+fn soft_roce_is_accounted_in_packets() {
+    // rxe counts packets only; the lab measured 65,666 for 64 MiB (1024-byte MTU).
+    let scenario = base(THROUGH_THE_DPU).grows(
+        Side::Dpu,
+        Source::RdmaHw,
+        SOFT_ROCE,
+        "rcvd_pkts",
+        Unit::Packets,
+        (1_000_000, 65_666),
+    );
+    let (verdict, lines, notes) = judged(&target(true), &scenario);
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert!(notes.is_empty(), "{notes:?}");
+    let rdma = line(&lines, DPU_RDMA);
+    assert_eq!(rdma.expectation.select.source, Source::RdmaHw);
+    assert_eq!(rdma.expectation.select.objects, [SOFT_ROCE]);
+    assert_eq!(rdma.expectation.rule, Rule::AtLeast(N / MAX_ROCE_PAYLOAD));
+    assert_eq!(rdma.net, Some(65_666));
+
+    // Fewer packets than N bytes can fill: the data came from somewhere else.
+    let short = base(THROUGH_THE_DPU).grows(
+        Side::Dpu,
+        Source::RdmaHw,
+        SOFT_ROCE,
+        "rcvd_pkts",
+        Unit::Packets,
+        (1_000_000, 100),
+    );
+    let (verdict, lines, _) = judged(&target(true), &short);
+    assert_eq!(verdict, Verdict::NotProven);
+    let [(name, why)] = failed(&lines)[..] else {
+        panic!("{lines:#?}")
+    };
+    assert_eq!(name, DPU_RDMA);
+    assert_eq!(
+        why,
+        format!(
+            "100 is not >= {}: the DPU's RDMA ports did not carry the data: it came from \
+             somewhere else (a cache, another path)",
+            N / MAX_ROCE_PAYLOAD
+        )
+    );
+}
+
+#[test]
+fn the_host_reading_the_target_directly_is_not_proven() {
+    // NVMe/RDMA from the host itself: its own RDMA port carried N, the DPU nothing.
+    let direct = Moved {
+        host_rdma: N + N / 50,
+        ..STILL
+    };
+    let (verdict, lines, _) = judged(&target(true), &scenario(direct));
+    assert_eq!(verdict, Verdict::NotProven);
+    let why = failed(&lines);
+    assert_eq!(failed_names(&lines), [SERVED, DPU_RDMA, HOST_RDMA]);
+    assert_eq!(
+        why[2].1,
+        format!(
+            "{} is not <= {}: bytes arrived on the host's own RDMA port: the host read the \
+             target directly",
+            N + N / 50,
+            N / 20
+        )
+    );
+    assert_eq!(
+        why[0].1,
+        format!(
+            "0 is not {N}..{}: the DPU volume did not serve these bytes: the read did not go \
+             through the emulated controller",
+            N + N / 2
+        )
+    );
+    assert_eq!(line(&lines, HOST_NICS).outcome, Outcome::Met);
+}
+
+#[test]
+fn the_tcp_path_over_the_host_nic_is_not_proven() {
+    // The same file over NVMe/TCP through the host's own network.
+    let tcp = Moved {
+        host_nic: N + N / 30,
+        ..STILL
+    };
+    let (verdict, lines, _) = judged(&target(true), &scenario(tcp));
+    assert_eq!(verdict, Verdict::NotProven);
+    let why = failed(&lines);
+    assert_eq!(failed_names(&lines), [SERVED, DPU_RDMA, HOST_NICS]);
+    // The gRPC session's 2 KB are part of the sum.
+    assert_eq!(
+        why[2].1,
+        format!(
+            "{} is not <= {}: bytes crossed the host's own NIC: the read did not go through \
+             the emulated controller",
+            N + N / 30 + 2048,
+            N / 20
+        )
+    );
+    assert_eq!(line(&lines, HOST_RDMA).outcome, Outcome::Met);
+}
+
+#[test]
+fn a_read_that_missed_the_emulated_controller_is_not_proven() {
+    // Offload off, or the wrong device (a local disk, the page cache): the DPU volume is
+    // still and so is every path.
+    let (verdict, lines, _) = judged(&target(true), &scenario(STILL));
+    assert_eq!(verdict, Verdict::NotProven);
+    let why = failed(&lines);
+    assert_eq!(failed_names(&lines), [SERVED, DPU_RDMA]);
+    assert!(
+        why[0]
+            .1
+            .ends_with("the read did not go through the emulated controller"),
+        "{}",
+        why[0].1
+    );
+    // Even with the DPU link busy with someone else's N bytes, the volume decides.
+    let busy_link = Moved {
+        dpu_rdma: N,
+        ..STILL
+    };
+    let (verdict, lines, _) = judged(&target(true), &scenario(busy_link));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(failed_names(&lines), [SERVED]);
+    // Twice the bytes (another reader) is not "about N" either.
+    let twice = Moved {
+        volume: 2 * N,
+        ..THROUGH_THE_DPU
+    };
+    let (verdict, lines, _) = judged(&target(true), &scenario(twice));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(failed_names(&lines), [SERVED]);
+}
+
+#[test]
+fn a_counter_reset_mid_run_is_inconclusive() {
+    // The backend restarted: bytes_read went from 3 GiB down to N / 2.
+    let scenario = scenario(THROUGH_THE_DPU).row(
+        Side::Dpu,
+        Source::Volume,
+        VOLUME,
+        "bytes_read",
+        Unit::Bytes,
+        [Some(3 << 30), Some(3 << 30), Some(3 << 30), Some(N / 2)],
+    );
+    let (verdict, lines, _) = judged(&target(true), &scenario);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            SERVED,
+            "volume:volumes/r0n1/bytes_read reset during the proof"
+        )]
+    );
+    assert_eq!(line(&lines, SERVED).delta, None);
+    assert!(failed(&lines).is_empty());
+}
+
+#[test]
+fn a_counter_missing_after_or_before_is_inconclusive() {
+    // The DPU's RDMA port vanished (driver reload) before the after-reading.
+    let vanished = base(THROUGH_THE_DPU).row(
+        Side::Dpu,
+        Source::Rdma,
+        DPU_PORT,
+        "port_rcv_data",
+        Unit::Bytes,
+        [Some(9 << 30), Some(9 << 30), Some(9 << 30), None],
+    );
+    let (verdict, lines, _) = judged(&target(true), &vanished);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            DPU_RDMA,
+            "rdma:rdmaDevices/mlx5_0/ports/1/port_rcv_data vanished during the proof"
+        )]
+    );
+
+    // The volume's counter only exists after the read (the volume was attached late).
+    let appeared = scenario(THROUGH_THE_DPU).row(
+        Side::Dpu,
+        Source::Volume,
+        VOLUME,
+        "bytes_read",
+        Unit::Bytes,
+        [None, None, None, Some(N)],
+    );
+    let (verdict, lines, _) = judged(&target(true), &appeared);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            SERVED,
+            "volume:volumes/r0n1/bytes_read appeared during the proof"
+        )]
+    );
+
+    // Never there at all: missing, never read as zero.
+    let missing = scenario(THROUGH_THE_DPU).row(
+        Side::Dpu,
+        Source::Volume,
+        VOLUME,
+        "bytes_read",
+        Unit::Bytes,
+        [None; 4],
+    );
+    let (verdict, lines, _) = judged(&target(true), &missing);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            SERVED,
+            "counter bytes_read of volumes/r0n1 is missing on the DPU side"
+        )]
+    );
+}
+
+#[test]
+fn background_traffic_too_high_in_the_idle_window_is_inconclusive() {
+    // Another job reads the volume: N in the 1 s idle window, 2 N during the 1 s read.
+    let busy = scenario(THROUGH_THE_DPU).row(
+        Side::Dpu,
+        Source::Volume,
+        VOLUME,
+        "bytes_read",
+        Unit::Bytes,
+        [Some(0), Some(N), Some(2 * N), Some(4 * N)],
+    );
+    let (verdict, lines, _) = judged(&target(true), &busy);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            SERVED,
+            format!(
+                "background traffic ({N}) is too large next to the workload ({N}): use a \
+                 larger workload or a quieter machine"
+            )
+            .as_str()
+        )]
+    );
+    let served = line(&lines, SERVED);
+    assert_eq!(served.delta, Some(2 * N));
+    assert_eq!(served.background, Some(N));
+}
+
+#[test]
+fn a_remote_over_nvme_tcp_says_the_uplink_is_not_accounted() {
+    // The DPU reaches the target over TCP: its RDMA counters are not a line.
+    let (verdict, lines, notes) = judged(&target(false), &scenario(THROUGH_THE_DPU));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(names(&lines), [SERVED, HOST_NICS, HOST_RDMA]);
+    assert!(!lines
+        .iter()
+        .any(|l| l.expectation.select.side == Side::Dpu
+            && l.expectation.select.source == Source::Rdma));
+    assert_eq!(
+        notes,
+        ["the remote controller uses NVMe/TCP: the DPU uplink is not accounted"]
+    );
+    // And an RDMA remote on a DPU without RDMA counters says so too.
+    let (verdict, lines, notes) = judged(&target(true), &base(THROUGH_THE_DPU));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(names(&lines), [SERVED, HOST_NICS, HOST_RDMA]);
+    assert_eq!(
+        notes,
+        ["the DPU reports no RDMA port counters; uplink not accounted"]
+    );
+}

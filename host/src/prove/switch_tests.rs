@@ -1,0 +1,359 @@
+//! The switch proof's verdicts from in-memory counters: the positive case and every
+//! negative control of docs/proofs.md, through [`judge`], the path `prove_switch` takes.
+
+use super::*;
+use crate::accounting::measure::fixture::Scenario;
+use crate::accounting::Outcome;
+
+/// Packets sent.
+const K: u64 = 400;
+const HOST_IF: &str = "netdevs/ens1f0np0";
+const REPRESENTOR: &str = "netdevs/pf0hpf";
+
+const SENT: &str = "host ens1f0np0 sent the packets";
+const CPU: &str = "pf0hpf cpu_hit stayed within the first packets";
+const SLOWER: &str = "slower paths did not carry the flow";
+
+fn at_level(level: &str) -> String {
+    format!("flows from pf0hpf forwarded at level {level} or better")
+}
+
+fn args(require: OffloadLevel) -> SwitchProof {
+    SwitchProof {
+        interface: "ens1f0np0".to_owned(),
+        peer: Ipv4Addr::new(192, 0, 2, 20),
+        representor: "pf0hpf".to_owned(),
+        packets: K,
+        require,
+        idle: Duration::from_secs(1),
+    }
+}
+
+fn settings(hw_offload: bool) -> v1::OffloadSettings {
+    v1::OffloadSettings {
+        hw_offload,
+        offload_active: hw_offload,
+        tc_policy: v1::TcPolicy::None as i32,
+        ..Default::default()
+    }
+}
+
+/// What each counter moved over the workload; `cpu_hit` is None on a representor without
+/// the mlx5 xstat (the lab's veth).
+#[derive(Debug, Clone, Copy)]
+struct Moved {
+    host: u64,
+    hardware: u64,
+    tc: u64,
+    datapath: u64,
+    cpu_hit: Option<u64>,
+}
+
+/// A BlueField with the offload on: the eSwitch carried everything but the first packets.
+const IN_HARDWARE: Moved = Moved {
+    host: K + 2,
+    hardware: K - 3,
+    tc: 0,
+    datapath: 3,
+    cpu_hit: Some(3),
+};
+
+fn flow_level(level: &str) -> String {
+    format!("flows/in_port=pf0hpf/{level}")
+}
+
+fn scenario(moved: Moved) -> Scenario {
+    let flows = [
+        ("hardware", moved.hardware),
+        ("tc-software", moved.tc),
+        ("datapath", moved.datapath),
+    ];
+    let mut scenario = Scenario::default().grows(
+        Side::Host,
+        Source::Netdev,
+        HOST_IF,
+        "tx_packets",
+        Unit::Packets,
+        (90_000, moved.host),
+    );
+    for (level, by) in flows {
+        // The warm-up's packets are already counted before the window.
+        scenario = scenario.grows(
+            Side::Dpu,
+            Source::OvsFlow,
+            &flow_level(level),
+            "packets",
+            Unit::Packets,
+            (3, by),
+        );
+    }
+    if let Some(by) = moved.cpu_hit {
+        scenario = scenario.grows(
+            Side::Dpu,
+            Source::NetdevOffload,
+            REPRESENTOR,
+            CPU_HIT,
+            Unit::Packets,
+            (1_200, by),
+        );
+    }
+    scenario
+}
+
+fn judged(
+    require: OffloadLevel,
+    hw_offload: bool,
+    scenario: &Scenario,
+) -> (Verdict, Vec<Line>, Vec<String>) {
+    judge(
+        &args(require),
+        &scenario.measured(()),
+        &settings(hw_offload),
+        2,
+    )
+}
+
+fn names(lines: &[Line]) -> Vec<&str> {
+    lines.iter().map(|l| l.expectation.name.as_str()).collect()
+}
+
+/// The lines not met, with their reasons.
+fn failed(lines: &[Line]) -> Vec<(&str, &str)> {
+    lines
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            Outcome::NotMet(why) => Some((l.expectation.name.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines that could not be judged, with their reasons.
+fn inconclusive(lines: &[Line]) -> Vec<(&str, &str)> {
+    lines
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            Outcome::Inconclusive(why) => Some((l.expectation.name.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+const NOT_AT_LEVEL: &str = "the packets were not forwarded at the required level: the \
+                            offload is off, not applied (restart ovs-vswitchd), or the flows \
+                            stayed in a slower path";
+const SLOW_PATH: &str = "the Arm CPU switched these packets: the traffic took the slow path";
+
+#[test]
+fn packets_switched_in_hardware_are_proven() {
+    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &scenario(IN_HARDWARE));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(
+        names(&lines),
+        [SENT, at_level("hardware").as_str(), CPU, SLOWER]
+    );
+    assert_eq!(
+        lines[1].expectation.select.objects,
+        [flow_level("hardware")]
+    );
+    assert_eq!(lines[1].net, Some(K - 3));
+    assert_eq!(
+        lines[3].expectation.select.objects,
+        [flow_level("tc-software"), flow_level("datapath")]
+    );
+    assert_eq!(lines[3].net, Some(3));
+    // The report's notes, word for word.
+    assert_eq!(
+        notes,
+        [
+            "offload settings: hw-offload=true (active: true), tc-policy None",
+            "the traffic was forwarded at level: hardware",
+            "2 datapath flows enter through pf0hpf; allowance for first packets and ARP: 8",
+        ]
+    );
+}
+
+#[test]
+fn offload_off_is_not_proven_when_hardware_is_required() {
+    // hw-offload=false: every packet in the OVS datapath on the Arm cores.
+    let off = Moved {
+        hardware: 0,
+        datapath: K,
+        cpu_hit: None,
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, false, &scenario(off));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(
+        failed(&lines),
+        [
+            (
+                at_level("hardware").as_str(),
+                format!("0 is not >= {}: {NOT_AT_LEVEL}", K - FIRST_PACKETS).as_str()
+            ),
+            (
+                SLOWER,
+                format!("{K} is not <= {FIRST_PACKETS}: {SLOW_PATH}").as_str()
+            ),
+        ]
+    );
+    assert_eq!(notes[1], "the traffic was forwarded at level: datapath");
+    assert_eq!(
+        notes[3],
+        "pf0hpf reports no cpu_hit_rx_packets (not an mlx5 representor): CPU packets are \
+         accounted by flow level only"
+    );
+}
+
+#[test]
+fn tc_in_software_is_not_hardware_but_meets_require_tc() {
+    // The lab: hw-offload=true without a NIC, the flows stay in TC in software.
+    let tc = Moved {
+        hardware: 0,
+        tc: K - 3,
+        cpu_hit: None,
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &scenario(tc));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(
+        failed(&lines),
+        [
+            (
+                at_level("hardware").as_str(),
+                format!("0 is not >= {}: {NOT_AT_LEVEL}", K - FIRST_PACKETS).as_str()
+            ),
+            (
+                SLOWER,
+                format!("{K} is not <= {FIRST_PACKETS}: {SLOW_PATH}").as_str()
+            ),
+        ]
+    );
+    assert!(notes
+        .last()
+        .is_some_and(|n| n.starts_with("TC in software")));
+
+    let (verdict, lines, notes) = judged(OffloadLevel::Tc, true, &scenario(tc));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(
+        names(&lines),
+        [SENT, at_level("tc-software").as_str(), SLOWER]
+    );
+    // TC or better: the hardware level counts too; only the datapath is slower.
+    assert_eq!(
+        lines[1].expectation.select.objects,
+        [flow_level("hardware"), flow_level("tc-software")]
+    );
+    assert_eq!(
+        lines[2].expectation.select.objects,
+        [flow_level("datapath")]
+    );
+    assert_eq!(notes[1], "the traffic was forwarded at level: tc-software");
+    assert_eq!(
+        notes.last().map(String::as_str),
+        Some(
+            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
+             nothing here was switched in hardware"
+        )
+    );
+}
+
+#[test]
+fn the_arm_cpu_handling_the_packets_is_not_proven() {
+    // The flows claim in_hw, but the representor's cpu_hit counted every packet.
+    let cpu = Moved {
+        cpu_hit: Some(K),
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(cpu));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(
+        failed(&lines),
+        [(
+            CPU,
+            format!(
+                "{K} is not <= {FIRST_PACKETS}: the Arm CPU handled the packets: the offload \
+                 did not take them"
+            )
+            .as_str()
+        )]
+    );
+    // The first packets' upcalls are allowed.
+    let first = Moved {
+        cpu_hit: Some(FIRST_PACKETS),
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(first));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+}
+
+#[test]
+fn a_host_interface_that_did_not_send_is_not_proven() {
+    // The flows moved (another sender), but not from this interface: the route is wrong.
+    let elsewhere = Moved {
+        host: 0,
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(elsewhere));
+    assert_eq!(verdict, Verdict::NotProven);
+    assert_eq!(
+        failed(&lines),
+        [(
+            SENT,
+            format!(
+                "0 is not >= {}: the packets did not leave through this interface: check \
+                 the route to the peer",
+                K - FIRST_PACKETS
+            )
+            .as_str()
+        )]
+    );
+}
+
+#[test]
+fn an_ovs_restart_mid_run_is_inconclusive() {
+    // ovs-vswitchd restarted: the hardware flows' sum dropped from 5,000 to 50.
+    let restarted = scenario(IN_HARDWARE).row(
+        Side::Dpu,
+        Source::OvsFlow,
+        &flow_level("hardware"),
+        "packets",
+        Unit::Packets,
+        [Some(5_000), Some(5_000), Some(5_000), Some(50)],
+    );
+    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &restarted);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            at_level("hardware").as_str(),
+            "ovs_flow:flows/in_port=pf0hpf/hardware/packets reset during the proof"
+        )]
+    );
+    assert!(failed(&lines).is_empty());
+    // A reset level is not a level the traffic reached.
+    assert_eq!(notes[1], "the traffic was forwarded at level: datapath");
+}
+
+#[test]
+fn a_vanished_host_counter_is_inconclusive() {
+    // The host interface went away (link recreated) before the after-reading.
+    let vanished = scenario(IN_HARDWARE).row(
+        Side::Host,
+        Source::Netdev,
+        HOST_IF,
+        "tx_packets",
+        Unit::Packets,
+        [Some(90_000), Some(90_000), Some(90_000), None],
+    );
+    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &vanished);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert_eq!(
+        inconclusive(&lines),
+        [(
+            SENT,
+            "netdev:netdevs/ens1f0np0/tx_packets vanished during the proof"
+        )]
+    );
+    assert!(failed(&lines).is_empty());
+}
