@@ -2,10 +2,10 @@
 //!
 //! The agent starts whatever is missing: each check connects (or reconnects) on demand,
 //! so a SNAP or ovsdb-server that appears or restarts later is picked up without an agent
-//! restart. The OVS checks ask the Switch service's own clients ([`OvsBackend`]), so they
-//! see the connection the service uses; SNAP is asked over a client of its own here,
-//! because only this check reads SNAP's version (the storage engine keeps its client to
-//! itself), and `spdk_get_version` is the cheapest call SNAP answers.
+//! restart. Every check asks the backend's owner for its client, so it sees the
+//! connection the service uses and opens no second one: the OVS checks use the Switch
+//! service's clients ([`OvsBackend`]), the SNAP check the storage engine's
+//! ([`StorageEngine::snap_client`]; `spdk_get_version` is the cheapest call SNAP answers).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -17,6 +17,7 @@ use dpu_proto::v1::{BackendState, BackendStatus};
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
 use crate::ovs::{OvsBackend, OvsClients};
+use crate::storage::StorageEngine;
 
 /// How long a status check may take; `GetSystem` waits for all checks concurrently.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -56,18 +57,13 @@ struct OvsdbBackend {
 }
 
 impl Backends {
-    /// `ovs` is the Switch service's backend, whose clients the OVS checks share.
-    pub(crate) fn new(config: &Config, ovs: &OvsBackend) -> Self {
+    /// `ovs` is the Switch service's backend and `storage` the storage engine: the checks
+    /// share their clients.
+    pub(crate) fn new(config: &Config, ovs: &OvsBackend, storage: &StorageEngine) -> Self {
         let kernel = config.storage.backend == StorageBackendKind::Kernel;
-        let snap = (config.snap.enabled && !kernel).then(|| SnapBackend {
+        let snap = storage.snap_client().map(|client| SnapBackend {
             socket: config.snap.socket.clone(),
-            client: SnapClient::with_client(dpu_jsonrpc::Client::new(
-                &config.snap.socket,
-                dpu_jsonrpc::ClientOptions {
-                    call_timeout: config.snap.call_timeout,
-                    ..dpu_jsonrpc::ClientOptions::v2()
-                },
-            )),
+            client,
         });
         let ovsdb = match ovs.clients() {
             Ok(clients) => OvsdbState::Ready(OvsdbBackend {
@@ -199,13 +195,7 @@ impl Backends {
             OvsdbState::Unusable(reason) => return unusable("ovsdb", reason),
         };
         let endpoint = format!("unix:{}", ovsdb.clients.ovsdb.socket().display());
-        let call = ovsdb
-            .clients
-            .ovsdb
-            .client()
-            .request("list_dbs")
-            .params(serde_json::json!([]))
-            .execute::<Vec<String>>();
+        let call = ovsdb.clients.ovsdb.list_dbs();
         match tokio::time::timeout(CHECK_TIMEOUT, call).await {
             Ok(Ok(dbs)) if dbs.iter().any(|db| db == "Open_vSwitch") => {
                 status("ovsdb", BackendState::Ready, endpoint, "", String::new())

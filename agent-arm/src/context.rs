@@ -28,12 +28,13 @@ impl AgentContext {
     /// state would make the agent forget (and later undo) what the host was given.
     pub(crate) fn new(config: &Config) -> Result<Self, StoreError> {
         let ovs = OvsBackend::new(config);
+        let storage = Arc::new(StorageEngine::open(config)?);
         Ok(Self {
             root: SysRoot::new(&config.sys_root),
             started: Instant::now(),
-            backends: Backends::new(config, &ovs),
+            backends: Backends::new(config, &ovs, &storage),
             ovs,
-            storage: Arc::new(StorageEngine::open(config)?),
+            storage,
         })
     }
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dpu_probe::counters::Sampler;
+use dpu_probe::snapshot::wire::sample_to_wire;
+use dpu_probe::snapshot::{Sample, Source, Unit};
 use dpu_proto::v1::{self, counters_server::Counters};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -133,21 +135,22 @@ async fn volume_counters(
         let object = format!("volumes/{id}");
         match storage.volume_io(&id).await {
             Ok(io) => {
-                let sample = |counter: &str, value: u64, unit: v1::CounterUnit| v1::CounterSample {
-                    source: dpu_probe::snapshot::Source::Volume.as_str().to_owned(),
-                    object: object.clone(),
-                    counter: counter.to_owned(),
-                    value,
-                    unit: unit.into(),
-                    kind: v1::CounterKind::Cumulative.into(),
-                    width_bits: 64,
-                    scale: 1,
+                // Through the probe's model and its one wire mapping, like every other
+                // sample of the snapshot.
+                let sample = |counter: &'static str, value: u64, unit: Unit| {
+                    sample_to_wire(&Sample::cumulative(
+                        Source::Volume,
+                        object.clone(),
+                        counter,
+                        value,
+                        unit,
+                    ))
                 };
                 samples.extend([
-                    sample("bytes_read", io.bytes_read, v1::CounterUnit::Bytes),
-                    sample("read_ops", io.read_ops, v1::CounterUnit::Operations),
-                    sample("bytes_written", io.bytes_written, v1::CounterUnit::Bytes),
-                    sample("write_ops", io.write_ops, v1::CounterUnit::Operations),
+                    sample("bytes_read", io.bytes_read, Unit::Bytes),
+                    sample("read_ops", io.read_ops, Unit::Operations),
+                    sample("bytes_written", io.bytes_written, Unit::Bytes),
+                    sample("write_ops", io.write_ops, Unit::Operations),
                 ]);
             }
             Err(e) => errors.push(v1::SourceError {

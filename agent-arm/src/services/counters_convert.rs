@@ -1,11 +1,9 @@
 //! Wire mapping for counters: `dpu.v1` selectors to the probe's selectors (validating
-//! every name), and probe snapshots to `dpu.v1.CounterSnapshot`.
-
-use std::time::UNIX_EPOCH;
+//! every name: the agent owns the status codes), and probe snapshots to
+//! `dpu.v1.CounterSnapshot` (the one mapping in `dpu_probe::snapshot::wire`, which dpuctl
+//! decodes with).
 
 use dpu_probe::counters::CounterSelector;
-use dpu_probe::snapshot::{Kind, Snapshot, Source, Unit};
-use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{self, counter_selector::Selector};
 use tonic::Status;
 
@@ -122,99 +120,8 @@ fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelec
         .collect()
 }
 
-fn unit(unit: Unit) -> v1::CounterUnit {
-    match unit {
-        Unit::Bytes => v1::CounterUnit::Bytes,
-        Unit::Packets => v1::CounterUnit::Packets,
-        Unit::Operations => v1::CounterUnit::Operations,
-        Unit::Events => v1::CounterUnit::Events,
-        Unit::Milliseconds => v1::CounterUnit::Milliseconds,
-        Unit::Ticks => v1::CounterUnit::Ticks,
-        _ => v1::CounterUnit::Unspecified,
-    }
-}
-
-fn kind(kind: Kind) -> v1::CounterKind {
-    match kind {
-        Kind::Cumulative => v1::CounterKind::Cumulative,
-        Kind::Gauge => v1::CounterKind::Gauge,
-    }
-}
-
-/// The selector a source error is reported under, so a client can match it to its
-/// request.
-fn error_selector(source: Source, object: &str) -> v1::CounterSelector {
-    let last = object.rsplit('/').next().unwrap_or(object).to_owned();
-    let selector = match source {
-        Source::Rdma | Source::RdmaHw => Selector::Rdma(v1::RdmaSelector {
-            device: object
-                .strip_prefix("rdmaDevices/")
-                .and_then(|rest| rest.split('/').next())
-                .unwrap_or_default()
-                .to_owned(),
-            port: 0,
-        }),
-        Source::Tc => Selector::Tc(v1::TcSelector {
-            ifname: object
-                .strip_prefix("netdevs/")
-                .and_then(|rest| rest.split('/').next())
-                .unwrap_or_default()
-                .to_owned(),
-        }),
-        Source::Block => Selector::Block(v1::BlockSelector { device: last }),
-        _ => Selector::Netdev(v1::NetdevSelector {
-            ifname: object
-                .strip_prefix("netdevs/")
-                .and_then(|rest| rest.split('/').next())
-                .unwrap_or_default()
-                .to_owned(),
-        }),
-    };
-    v1::CounterSelector {
-        selector: Some(selector),
-    }
-}
-
-/// A probe snapshot on the wire.
-pub(crate) fn snapshot_to_wire(snapshot: &Snapshot) -> v1::CounterSnapshot {
-    let taken_at = snapshot
-        .taken_at
-        .duration_since(UNIX_EPOCH)
-        .ok()
-        .map(|d| Timestamp {
-            seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
-        });
-    let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    v1::CounterSnapshot {
-        taken_at,
-        monotonic_start_ns: nanos(snapshot.monotonic_start),
-        monotonic_end_ns: nanos(snapshot.monotonic_end),
-        boot_id: snapshot.boot_id.clone().unwrap_or_default(),
-        samples: snapshot
-            .samples
-            .iter()
-            .map(|s| v1::CounterSample {
-                source: s.key.source.as_str().to_owned(),
-                object: s.key.object.clone(),
-                counter: s.key.counter.to_string(),
-                value: s.value,
-                unit: unit(s.unit).into(),
-                kind: kind(s.kind).into(),
-                width_bits: s.width_bits,
-                scale: s.scale,
-            })
-            .collect(),
-        errors: snapshot
-            .errors
-            .iter()
-            .map(|e| v1::SourceError {
-                selector: Some(error_selector(e.source, &e.object)),
-                message: format!("{} {}: {}", e.source, e.object, e.message),
-            })
-            .collect(),
-    }
-}
+/// A probe snapshot on the wire: the one mapping, shared with dpuctl.
+pub(crate) use dpu_probe::snapshot::wire::snapshot_to_wire;
 
 #[cfg(test)]
 mod tests {

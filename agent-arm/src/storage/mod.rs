@@ -131,6 +131,15 @@ impl StorageEngine {
             .clone()
     }
 
+    /// The SNAP backend's own client (a clone sharing its connection), for the health
+    /// checks; None with the kernel backend.
+    pub(crate) fn snap_client(&self) -> Option<dpu_nvmeof::snap::SnapClient> {
+        match &self.backend {
+            Backend::Snap(snap) => Some(snap.client().clone()),
+            Backend::Kernel(_) => None,
+        }
+    }
+
     /// The volumes the backend has now (attached remote namespaces and any others).
     pub(crate) async fn volumes(&self) -> Result<Vec<VolumeInfo>, BackendError> {
         let remotes = self.remotes();

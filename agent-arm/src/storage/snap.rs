@@ -214,6 +214,11 @@ impl SnapBackend {
         }
     }
 
+    /// The client, shared (clones share one connection) with the health checks.
+    pub(crate) fn client(&self) -> &SnapClient {
+        &self.client
+    }
+
     async fn dialect(&self) -> Result<SnapDialect, BackendError> {
         if let Some(dialect) = self.configured {
             return Ok(dialect);

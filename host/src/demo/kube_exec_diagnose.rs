@@ -11,18 +11,18 @@ use k8s_openapi::api::core::v1::Pod;
 use super::plan::TrainingApi;
 
 /// PyTorchJob pod label with the job name (training-operator v1).
-pub const PYTORCH_JOB_LABEL: &str = "training.kubeflow.org/job-name";
+pub(crate) const PYTORCH_JOB_LABEL: &str = "training.kubeflow.org/job-name";
 /// PyTorchJob pod label with the lower-case replica type (`master`/`worker`).
 const PYTORCH_REPLICA_LABEL: &str = "training.kubeflow.org/replica-type";
 /// JobSet pod label with the TrainJob name (Trainer v2 runs a JobSet of that name).
-pub const JOBSET_NAME_LABEL: &str = "jobset.sigs.k8s.io/jobset-name";
+pub(crate) const JOBSET_NAME_LABEL: &str = "jobset.sigs.k8s.io/jobset-name";
 /// Trainer v2 label naming the step; initializer pods are not training nodes.
 const TRAINJOB_STEP_LABEL: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
 /// Index of the pod inside its indexed Job; node 0 is the rendezvous master.
 const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
 /// The label selector of a training job's pods.
-pub fn pod_selector(kind: TrainingApi, name: &str) -> String {
+pub(crate) fn pod_selector(kind: TrainingApi, name: &str) -> String {
     match kind {
         TrainingApi::PyTorchJob => format!("{PYTORCH_JOB_LABEL}={name}"),
         TrainingApi::TrainJob => format!("{JOBSET_NAME_LABEL}={name}"),
@@ -30,7 +30,7 @@ pub fn pod_selector(kind: TrainingApi, name: &str) -> String {
 }
 
 /// The training container, whose log carries the NCCL lines.
-pub fn training_container(kind: TrainingApi) -> &'static str {
+pub(crate) fn training_container(kind: TrainingApi) -> &'static str {
     match kind {
         TrainingApi::PyTorchJob => super::k8s_objects::PYTORCH_CONTAINER,
         TrainingApi::TrainJob => "node",
@@ -43,7 +43,7 @@ fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 }
 
 /// The pod's name, for messages.
-pub fn pod_name(pod: &Pod) -> &str {
+pub(crate) fn pod_name(pod: &Pod) -> &str {
     pod.metadata.name.as_deref().unwrap_or("?")
 }
 
@@ -59,7 +59,7 @@ fn is_training_pod(kind: TrainingApi, pod: &Pod) -> bool {
 
 /// Whether the pod is the master: the PyTorchJob `master` replica, or TrainJob node 0
 /// (rank 0 hosts the rendezvous, so it is the one that fails when workers are late).
-pub fn is_master(kind: TrainingApi, pod: &Pod) -> bool {
+pub(crate) fn is_master(kind: TrainingApi, pod: &Pod) -> bool {
     match kind {
         TrainingApi::PyTorchJob => label(pod, PYTORCH_REPLICA_LABEL) == Some("master"),
         TrainingApi::TrainJob => {
@@ -70,7 +70,7 @@ pub fn is_master(kind: TrainingApi, pod: &Pod) -> bool {
 }
 
 /// The master among a job's pods; the lowest name wins if a restart left two.
-pub fn master_pod(kind: TrainingApi, pods: &[Pod]) -> Option<&Pod> {
+pub(crate) fn master_pod(kind: TrainingApi, pods: &[Pod]) -> Option<&Pod> {
     pods.iter()
         .filter(|pod| is_master(kind, pod))
         .min_by(|a, b| pod_name(a).cmp(pod_name(b)))
@@ -109,7 +109,7 @@ fn failure(pod: &Pod) -> Option<String> {
 
 /// The `Insufficient <resource>` names in a scheduler message such as
 /// `0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 3 Insufficient rdma/hca.`
-pub fn insufficient_resources(message: &str) -> Vec<String> {
+pub(crate) fn insufficient_resources(message: &str) -> Vec<String> {
     let mut found = Vec::new();
     for part in message.split("Insufficient ").skip(1) {
         let resource: String = part
@@ -142,7 +142,7 @@ fn unschedulable_message(pod: &Pod) -> Option<&str> {
 /// (a pod that was Pending and then scheduled is not a problem); the launcher finding
 /// is kept once seen, because the restart that follows erases the evidence.
 #[derive(Debug, Default)]
-pub struct Findings {
+pub(crate) struct Findings {
     /// Resource → (Pending pods, the scheduler's last message).
     insufficient: BTreeMap<String, (BTreeSet<String>, String)>,
     /// Pending pods that are unschedulable for other reasons, with the message.
@@ -154,7 +154,7 @@ pub struct Findings {
 impl Findings {
     /// Replaces the Pending findings with those of `pods` and records a master that
     /// failed while workers were not Ready yet.
-    pub fn observe(&mut self, kind: TrainingApi, pods: &[Pod]) {
+    pub(crate) fn observe(&mut self, kind: TrainingApi, pods: &[Pod]) {
         self.insufficient.clear();
         self.unschedulable.clear();
         for pod in pods {
@@ -178,7 +178,7 @@ impl Findings {
     }
 
     /// The findings as report lines, most actionable first.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for (resource, (pods, message)) in &self.insufficient {
             let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
@@ -212,7 +212,7 @@ fn resource_hint(resource: &str) -> &'static str {
 /// "Launcher before workers": the master failed while at least one worker had not
 /// started (Pending), the signature of a rendezvous that timed out because workers were still
 /// pulling images or waiting to be scheduled.
-pub fn launcher_before_workers(kind: TrainingApi, pods: &[Pod]) -> Option<String> {
+pub(crate) fn launcher_before_workers(kind: TrainingApi, pods: &[Pod]) -> Option<String> {
     let master = master_pod(kind, pods)?;
     let how = failure(master)?;
     let waiting: Vec<&str> = pods

@@ -24,7 +24,7 @@ use crate::roce::nccl_corroborate::snapshot;
 const SERVING_READY: Duration = Duration::from_secs(1800);
 
 /// Runs the plan on the cluster.
-pub async fn run(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> anyhow::Result<DemoReport> {
+pub(crate) async fn run(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> anyhow::Result<DemoReport> {
     let dir = RunDir::for_plan(plan, run_id.as_str())?;
     let kube = KubeExecutor::connect(&plan.cluster).await?;
     let root = cx.session.sys_root();

@@ -117,7 +117,12 @@ impl CounterSelector {
     }
 }
 
-/// Linux interface names: 1..=15 bytes, no `/`, no whitespace, not `.` or `..`.
+/// Linux interface names, by the project's one rule (the same as
+/// `dpu_proto::names::check_ifname`, pinned by a test with the `wire` feature): 1..=15 bytes
+/// of `[A-Za-z0-9_.@-]`, not `.` or `..`, not starting with `-`. Within what the kernel's
+/// `dev_valid_name` accepts (no `/`, whitespace or the `:` of aliases), and never read as
+/// an option by the tools the names reach (`ip`, `ovs-vsctl`) or acted on by a shell when
+/// an operator pastes one from a log.
 fn check_ifname(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 15 {
         return Err(format!("interface name {name:?} must be 1 to 15 bytes"));
@@ -125,15 +130,57 @@ fn check_ifname(name: &str) -> Result<(), String> {
     if name == "." || name == ".." {
         return Err(format!("{name:?} is not an interface name"));
     }
-    // What Linux refuses (`/`, whitespace), `:` (aliases are not devices), and anything a
-    // shell would act on: names reach logs and operators' terminals.
+    if name.starts_with('-') {
+        return Err(format!(
+            "interface name {name:?} must not start with '-' (tools would read it as an option)"
+        ));
+    }
     if let Some(c) = name
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@' | '+')))
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@')))
     {
         return Err(format!("interface name contains {c:?}"));
     }
     Ok(())
+}
+
+/// One rule, two crates: the probe's check (which has no `dpu-proto` without `wire`) and the
+/// API's accept and refuse exactly the same names.
+#[cfg(all(test, feature = "wire"))]
+#[test]
+fn the_probe_and_the_api_share_one_interface_name_rule() {
+    let names = [
+        "eth0",
+        "ens1f0np0",
+        "pf0hpf",
+        "p0",
+        "br-int",
+        "vlan.100",
+        "a@b",
+        "x_y",
+        "a",
+        "eth+1",
+        "-rf",
+        "",
+        ".",
+        "..",
+        "a/b",
+        "a b",
+        "a:1",
+        "eth0\n",
+        "sixteen_chars_xx",
+        "fifteen_chars_x",
+        "ünï",
+        "a;b",
+        "$(x)",
+    ];
+    for name in names {
+        assert_eq!(
+            check_ifname(name).is_ok(),
+            dpu_proto::names::check_ifname("ifname", name).is_ok(),
+            "{name:?}"
+        );
+    }
 }
 
 impl fmt::Display for CounterSelector {

@@ -9,6 +9,8 @@
 mod collect;
 mod diff;
 mod model;
+#[cfg(feature = "wire")]
+pub mod wire;
 
 pub use collect::{monotonic_now, read_boot_id, Collector};
 pub use diff::{diff, Change, CounterDelta, SnapshotDiff};

@@ -1,0 +1,250 @@
+//! The one mapping between the probe's snapshot model and `dpu.v1` (feature `wire`): the
+//! agent encodes with it, dpuctl decodes with it, and one table of units and kinds serves
+//! both, so the two halves cannot drift apart. Validation of what a client sends stays
+//! with the agent's service (it owns the status codes).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use dpu_proto::pbjson_types::Timestamp;
+use dpu_proto::v1::{self, counter_selector::Selector};
+
+use super::model::{CounterKey, Kind, Sample, Snapshot, Source, SourceError, Unit};
+use crate::counters::CounterSelector;
+
+/// Every unit with its wire value: the one table both directions read.
+const UNITS: [(Unit, v1::CounterUnit); 7] = [
+    (Unit::Unspecified, v1::CounterUnit::Unspecified),
+    (Unit::Bytes, v1::CounterUnit::Bytes),
+    (Unit::Packets, v1::CounterUnit::Packets),
+    (Unit::Operations, v1::CounterUnit::Operations),
+    (Unit::Events, v1::CounterUnit::Events),
+    (Unit::Milliseconds, v1::CounterUnit::Milliseconds),
+    (Unit::Ticks, v1::CounterUnit::Ticks),
+];
+
+/// A unit on the wire.
+pub fn unit_to_wire(unit: Unit) -> v1::CounterUnit {
+    UNITS
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map_or(v1::CounterUnit::Unspecified, |(_, w)| *w)
+}
+
+/// A wire unit in the model; an unknown value (a newer agent) is `Unspecified`.
+pub fn unit_from_wire(wire: i32) -> Unit {
+    UNITS
+        .iter()
+        .find(|(_, w)| *w as i32 == wire)
+        .map_or(Unit::Unspecified, |(u, _)| *u)
+}
+
+/// A kind on the wire.
+pub fn kind_to_wire(kind: Kind) -> v1::CounterKind {
+    match kind {
+        Kind::Cumulative => v1::CounterKind::Cumulative,
+        Kind::Gauge => v1::CounterKind::Gauge,
+    }
+}
+
+/// A wire kind in the model: only an explicit gauge is a gauge (deltas of a gauge are
+/// never computed, so guessing "gauge" would hide growth).
+pub fn kind_from_wire(wire: i32) -> Kind {
+    if wire == v1::CounterKind::Gauge as i32 {
+        Kind::Gauge
+    } else {
+        Kind::Cumulative
+    }
+}
+
+/// One sample on the wire.
+pub fn sample_to_wire(s: &Sample) -> v1::CounterSample {
+    v1::CounterSample {
+        source: s.key.source.as_str().to_owned(),
+        object: s.key.object.clone(),
+        counter: s.key.counter.to_string(),
+        value: s.value,
+        unit: unit_to_wire(s.unit).into(),
+        kind: kind_to_wire(s.kind).into(),
+        width_bits: s.width_bits,
+        scale: s.scale,
+    }
+}
+
+/// A probe selector as the agent's request carries it.
+pub fn selector_to_wire(selector: &CounterSelector) -> v1::CounterSelector {
+    let selector = match selector {
+        CounterSelector::Rdma { device, port } => Selector::Rdma(v1::RdmaSelector {
+            device: device.clone().unwrap_or_default(),
+            port: port.unwrap_or(0),
+        }),
+        CounterSelector::Netdev { ifname } => Selector::Netdev(v1::NetdevSelector {
+            ifname: ifname.clone().unwrap_or_default(),
+        }),
+        CounterSelector::Tc { ifname } => Selector::Tc(v1::TcSelector {
+            ifname: ifname.clone(),
+        }),
+        CounterSelector::Block { device } => Selector::Block(v1::BlockSelector {
+            device: device.clone().unwrap_or_default(),
+        }),
+    };
+    v1::CounterSelector {
+        selector: Some(selector),
+    }
+}
+
+/// The selector a source error is reported under, so a client can match it to its
+/// request.
+pub fn error_selector(source: Source, object: &str) -> v1::CounterSelector {
+    let last = object.rsplit('/').next().unwrap_or(object).to_owned();
+    let ifname = || {
+        object
+            .strip_prefix("netdevs/")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let selector = match source {
+        Source::Rdma | Source::RdmaHw => Selector::Rdma(v1::RdmaSelector {
+            device: object
+                .strip_prefix("rdmaDevices/")
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or_default()
+                .to_owned(),
+            port: 0,
+        }),
+        Source::Tc => Selector::Tc(v1::TcSelector { ifname: ifname() }),
+        Source::Block => Selector::Block(v1::BlockSelector { device: last }),
+        Source::Volume => Selector::Volumes(v1::VolumeSelector {
+            volume: object.to_owned(),
+        }),
+        _ => Selector::Netdev(v1::NetdevSelector { ifname: ifname() }),
+    };
+    v1::CounterSelector {
+        selector: Some(selector),
+    }
+}
+
+/// A probe snapshot on the wire.
+pub fn snapshot_to_wire(snapshot: &Snapshot) -> v1::CounterSnapshot {
+    let taken_at = snapshot
+        .taken_at
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|d| Timestamp {
+            seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+        });
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    v1::CounterSnapshot {
+        taken_at,
+        monotonic_start_ns: nanos(snapshot.monotonic_start),
+        monotonic_end_ns: nanos(snapshot.monotonic_end),
+        boot_id: snapshot.boot_id.clone().unwrap_or_default(),
+        samples: snapshot.samples.iter().map(sample_to_wire).collect(),
+        errors: snapshot
+            .errors
+            .iter()
+            .map(|e| v1::SourceError {
+                selector: Some(error_selector(e.source, &e.object)),
+                message: format!("{} {}: {}", e.source, e.object, e.message),
+            })
+            .collect(),
+    }
+}
+
+/// The agent's snapshot in the probe's model. Samples from a source this build does not
+/// know (a newer agent) are kept as errors rather than dropped, so nothing vanishes
+/// silently.
+pub fn snapshot_from_wire(wire: &v1::CounterSnapshot) -> Snapshot {
+    let taken_at = wire
+        .taken_at
+        .as_ref()
+        .and_then(|t| {
+            let secs = u64::try_from(t.seconds).ok()?;
+            let nanos = u32::try_from(t.nanos).ok()?;
+            UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+        })
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut samples = Vec::with_capacity(wire.samples.len());
+    let mut errors: Vec<SourceError> = Vec::new();
+    for s in &wire.samples {
+        let Some(source) = Source::from_wire(&s.source) else {
+            errors.push(SourceError {
+                source: Source::Netdev,
+                object: s.object.clone(),
+                message: format!("unknown counter source {:?} from the agent", s.source),
+            });
+            continue;
+        };
+        samples.push(Sample {
+            key: CounterKey {
+                source,
+                object: s.object.clone(),
+                counter: s.counter.clone().into(),
+            },
+            value: s.value,
+            unit: unit_from_wire(s.unit),
+            kind: kind_from_wire(s.kind),
+            width_bits: s.width_bits,
+            scale: s.scale.max(1),
+        });
+    }
+    Snapshot {
+        taken_at,
+        monotonic_start: Duration::from_nanos(wire.monotonic_start_ns),
+        monotonic_end: Duration::from_nanos(wire.monotonic_end_ns),
+        boot_id: (!wire.boot_id.is_empty()).then(|| wire.boot_id.clone()),
+        samples,
+        errors,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_and_kind_survives_the_round_trip() {
+        for (unit, _) in UNITS {
+            assert_eq!(unit_from_wire(unit_to_wire(unit) as i32), unit);
+        }
+        for kind in [Kind::Cumulative, Kind::Gauge] {
+            assert_eq!(kind_from_wire(kind_to_wire(kind) as i32), kind);
+        }
+        assert_eq!(unit_from_wire(9999), Unit::Unspecified);
+    }
+
+    #[test]
+    fn a_snapshot_survives_the_round_trip_and_unknown_sources_are_errors() {
+        let snapshot = Snapshot {
+            taken_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            monotonic_start: Duration::from_nanos(5),
+            monotonic_end: Duration::from_nanos(9),
+            boot_id: Some("b".to_owned()),
+            samples: vec![
+                Sample::cumulative(
+                    Source::Rdma,
+                    "rdmaDevices/mlx5_0/ports/1",
+                    "port_rcv_data",
+                    40,
+                    Unit::Bytes,
+                )
+                .with_width(32)
+                .scaled(4),
+                Sample::gauge(Source::Netdev, "netdevs/p0", "mtu", 9000, Unit::Unspecified),
+                Sample::cumulative(Source::Volume, "volumes/r0n1", "bytes_read", 7, Unit::Bytes),
+            ],
+            errors: Vec::new(),
+        };
+        let mut wire = snapshot_to_wire(&snapshot);
+        assert_eq!(snapshot_from_wire(&wire), snapshot);
+        wire.samples.push(v1::CounterSample {
+            source: "quantum".into(),
+            ..Default::default()
+        });
+        let back = snapshot_from_wire(&wire);
+        assert_eq!(back.samples.len(), 3);
+        assert_eq!(back.errors.len(), 1, "unknown source reported, not dropped");
+        assert_eq!(back.skew(), Duration::from_nanos(4));
+    }
+}
