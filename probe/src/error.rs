@@ -72,3 +72,18 @@ impl ProbeError {
         }
     }
 }
+
+/// Formats an error with its sources on one line, "cannot read /sys/x: Permission denied",
+/// so a remote reader (a snapshot's source error, a gRPC status, a log line) sees the
+/// errno and not only the outer context. The workspace's one such helper: the agent uses
+/// it too.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -21,5 +21,5 @@ mod root;
 pub mod snapshot;
 pub mod system;
 
-pub use error::ProbeError;
+pub use error::{error_chain, ProbeError};
 pub use root::SysRoot;

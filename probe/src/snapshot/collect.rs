@@ -3,6 +3,7 @@ use std::time::{Duration, SystemTime};
 use nix::time::{clock_gettime, ClockId};
 
 use super::model::{Sample, Snapshot, Source, SourceError};
+use crate::error::error_chain;
 use crate::root::read_optional_attr;
 use crate::SysRoot;
 
@@ -83,18 +84,6 @@ impl Collector {
         self.snapshot.monotonic_end = monotonic_now();
         self.snapshot
     }
-}
-
-/// An error and its sources on one line, so a remote reader sees the errno too.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod counters;
 mod demo_serving;
 mod errors;
 mod health;
+mod host_session;
 mod lifecycle;
 mod load;
 mod pci;
