@@ -232,6 +232,15 @@ cmd_run() {
   cat "$q/$id.err" >&2 2>/dev/null || true
   rc=$(cat "$q/$id.rc")
   rm -f "$q/$id".*
+  # 127: the guest's shell found no such command. The project's binaries are in the image
+  # only when `lab up` installed them (dpuctl lab up does by default; lab.sh needs --bin-dir).
+  if [ "$rc" = 127 ]; then
+    case "$1" in
+      dpuctl|dpu-agent|dpuctl\ *|dpu-agent\ *)
+        msg "run: this lab has no $1 inside: bring it up with the binaries (dpuctl lab up from a build of both, or lab.sh up --bin-dir DIR)" ;;
+      *) msg "run: the command was not found in the $vm VM" ;;
+    esac
+  fi
   return "$rc"
 }
 

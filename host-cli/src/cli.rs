@@ -656,13 +656,17 @@ pub(crate) struct LabArgs {
 pub(crate) enum LabCommand {
     /// Build (if needed) and boot the lab VMs, and wait until the agent answers.
     #[command(
-        after_help = "Examples:\n  dpuctl lab up                          # image without the project's binaries\n  dpuctl lab up --bin-dir target/debug   # with this checkout's dpu-agent and dpuctl"
+        after_help = "Examples:\n  dpuctl lab up                          # with this dpuctl and the dpu-agent beside it\n  dpuctl lab up --bin-dir target/release # with the binaries of another build\n  dpuctl lab up --no-bin                 # an image without the project's binaries"
     )]
     Up {
         /// Directory with x86 `dpu-agent` and `dpuctl` to install in the image; the agent
-        /// then starts on the DPU side with the kernel storage backend.
-        #[arg(long, value_name = "DIR")]
+        /// then starts on the DPU side with the kernel storage backend. Default: this
+        /// dpuctl's own directory, when a `dpu-agent` is beside it (a cargo build of both).
+        #[arg(long, value_name = "DIR", conflicts_with = "no_bin")]
         bin_dir: Option<PathBuf>,
+        /// Install no project binaries (the image's bare kernel paths only).
+        #[arg(long)]
+        no_bin: bool,
         /// Fail instead of building when the image is not cached.
         #[arg(long)]
         no_build: bool,

@@ -46,11 +46,46 @@ fn lab_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// The binaries `lab up` installs: `--bin-dir`, else this dpuctl's own directory when a
+/// `dpu-agent` is beside it (the same cargo build), else none. Says which on stderr: the
+/// image is rebuilt when they change, and a lab without them cannot run `dpuctl`.
+fn bin_dir_for_up(bin_dir: Option<&Path>, no_bin: bool) -> Option<PathBuf> {
+    if no_bin {
+        eprintln!("dpuctl: lab: installing no project binaries (--no-bin)");
+        return None;
+    }
+    if let Some(dir) = bin_dir {
+        return Some(dir.to_path_buf());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.to_path_buf();
+    if dir.join("dpu-agent").is_file() {
+        eprintln!(
+            "dpuctl: lab: installing {} and {} (this dpuctl's build; --bin-dir DIR for others)",
+            exe.display(),
+            dir.join("dpu-agent").display()
+        );
+        Some(dir)
+    } else {
+        eprintln!(
+            "dpuctl: lab: no dpu-agent beside {}: the lab will have neither dpuctl nor the \
+             agent inside. Build both (`cargo build -p dpu-agent -p dpuctl`) and run that \
+             dpuctl, or pass --bin-dir DIR",
+            exe.display()
+        );
+        None
+    }
+}
+
 fn lab_args(cmd: &LabCommand) -> Vec<String> {
     match cmd {
-        LabCommand::Up { bin_dir, no_build } => {
+        LabCommand::Up {
+            bin_dir,
+            no_bin,
+            no_build,
+        } => {
             let mut args = vec!["up".to_owned()];
-            if let Some(dir) = bin_dir {
+            if let Some(dir) = bin_dir_for_up(bin_dir.as_deref(), *no_bin) {
                 args.extend(["--bin-dir".to_owned(), dir.display().to_string()]);
             }
             if *no_build {
@@ -114,6 +149,21 @@ pub(crate) fn run(args: &LabArgs) -> anyhow::Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn up_installs_the_given_binaries_this_build_or_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            bin_dir_for_up(Some(dir.path()), false).as_deref(),
+            Some(dir.path())
+        );
+        assert_eq!(bin_dir_for_up(None, true), None);
+        // The test binary lives in target/*/deps, where cargo puts no dpu-agent.
+        let beside = std::env::current_exe()
+            .expect("exe")
+            .with_file_name("dpu-agent");
+        assert_eq!(bin_dir_for_up(None, false).is_some(), beside.is_file());
+    }
 
     #[test]
     fn run_passes_the_command_as_separate_arguments_after_the_options() {
