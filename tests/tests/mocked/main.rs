@@ -13,6 +13,7 @@ mod lifecycle;
 mod load;
 mod pci;
 mod reflection;
+mod reset_mid_run;
 mod security;
 mod storage_kernel;
 mod storage_read;
