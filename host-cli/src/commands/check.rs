@@ -1,7 +1,9 @@
 //! `dpuctl check`: flags to the checklist's parameters, the checks (dpu-host), and the
-//! results as a table or JSON. Exit code 1 when any check fails.
+//! results as a table or JSON. Exit code 1 when any check fails. `--env`: the fabric's
+//! NCCL/UCX/perftest settings instead (dpu-host computes them; this prints them).
 
 use dpu_host::check::catalog::CHECKS;
+use dpu_host::check::env::{fabric_env, DEPENDS_ON};
 use dpu_host::check::rules::Status;
 use dpu_host::check::{self, CheckParams, CheckResult};
 
@@ -20,6 +22,9 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
         no_agent: args.no_agent,
     };
     let results = check::run(&env.session, &params).await?;
+    if args.env {
+        return print_env(env, &results);
+    }
     if env.json() {
         output::json(&results)?;
     } else {
@@ -30,6 +35,40 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     } else {
         Outcome::Success
     })
+}
+
+/// `--env`: the settings on stdout, or nothing there and why on stderr (exit 1). Other
+/// failed checks do not change the settings; they are mentioned on stderr.
+fn print_env(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outcome> {
+    let settings = match fabric_env(results) {
+        Ok(settings) => settings,
+        Err(refused) => {
+            eprintln!("dpuctl: {refused}");
+            for unmet in &refused.unmet {
+                eprintln!("  {unmet}");
+            }
+            return Ok(Outcome::Failed);
+        }
+    };
+    for r in results
+        .iter()
+        .filter(|r| r.status == Status::Fail && !DEPENDS_ON.contains(&r.id))
+    {
+        eprintln!(
+            "dpuctl: note: {} failed ({}); the settings do not depend on it",
+            r.id, r.detail
+        );
+    }
+    if env.json() {
+        output::json(&settings)?;
+    } else {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        out.write_all(settings.exports().as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| anyhow::anyhow!("cannot write output: {e}"))?;
+    }
+    Ok(Outcome::Success)
 }
 
 fn label(status: Status) -> &'static str {

@@ -1,8 +1,13 @@
 //! `dpuctl check`: the host-side lab checklist. Facts are gathered once (sysfs under
 //! `--sys-root`, then the agent), every rule judges them, and the results print as a table
 //! or JSON. Exit code 1 when any check fails; skips are shown as skips, never as passes.
+//! Each result also carries the facts it judged as typed values ([`rules::Facts`]), from
+//! which [`env::fabric_env`] derives the NCCL/UCX/perftest settings (`check --env`).
 
 pub mod catalog;
+pub mod env;
+#[cfg(test)]
+mod env_tests;
 pub mod facts;
 pub mod rules;
 #[cfg(test)]
@@ -13,7 +18,7 @@ use serde::Serialize;
 use crate::session::Session;
 use catalog::spec;
 use facts::{AgentFacts, HostFacts};
-use rules::{judge, Expectations, Status};
+use rules::{judge, Expectations, Facts, Status, Verdict};
 
 /// `dpuctl check` as parameters.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +40,9 @@ pub struct CheckResult {
     pub status: Status,
     /// What was found.
     pub detail: String,
+    /// What was found, as typed values by name (`gid_index` is a number); `{}` when
+    /// nothing was (keys per check: `docs/check.md`).
+    pub facts: Facts,
     /// What it verifies.
     pub verifies: &'static str,
     /// Why it matters.
@@ -57,7 +65,12 @@ pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<Ch
         interface: args.interface.clone(),
         mtu: args.mtu,
     };
-    Ok(judge(&host, &agent, &expect)
+    Ok(describe(judge(&host, &agent, &expect)))
+}
+
+/// Verdicts (as [`judge`] returns them) with their catalog entries: the results as printed.
+pub fn describe(judged: Vec<(&'static str, Verdict)>) -> Vec<CheckResult> {
+    judged
         .into_iter()
         .map(|(id, verdict)| {
             let spec = spec(id);
@@ -65,12 +78,13 @@ pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<Ch
                 id,
                 status: verdict.status,
                 detail: verdict.detail,
+                facts: verdict.facts,
                 verifies: spec.verifies,
                 why: spec.why,
                 fix: spec.fix,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Whether any result failed (exit 1).

@@ -1,10 +1,14 @@
 //! The judgements: each check is a function from the gathered facts to a verdict with a
-//! one-line detail that names what was seen. Nothing here reads the machine.
+//! one-line detail that names what was seen, and the same facts as typed values
+//! ([`Facts`]) for scripts. Nothing here reads the machine.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use dpu_probe::pci::PciFunctionKind;
-use dpu_probe::rdma::{perftest_default_gid_index, roce_path_mtu, GidEntry};
+use dpu_probe::rdma::{
+    perftest_default_gid_index, roce_path_mtu, GidEntry, RdmaDeviceInfo, RdmaPortInfo,
+};
 use dpu_proto::v1;
 use serde::Serialize;
 
@@ -24,38 +28,129 @@ pub enum Status {
     Skip,
 }
 
+/// The facts a check judged, by name (`interface`, `gid_index`, ...): what `detail` says
+/// in words, as values a script can read. Keys are listed per check in `docs/check.md`;
+/// a fact that was not found is absent, never a placeholder.
+pub type Facts = BTreeMap<&'static str, FactValue>;
+
+/// One fact's value; serialized as the plain JSON value (number, string, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FactValue {
+    /// A yes/no fact (`carrier`, `serving`).
+    Bool(bool),
+    /// A count, index, number or size (`gid_index`, `rdma_port`, `mtu`, `width`).
+    Int(u64),
+    /// A measured quantity with a fraction (`speed_gts`).
+    Float(f64),
+    /// A name or text (`interface`, `rdma_device`, `gid`, `link_layer`).
+    Text(String),
+    /// Several values (`host_models`, one record per PCI function).
+    List(Vec<FactValue>),
+    /// A group of facts about one thing (a PCI function, a DPU netdev).
+    Record(Facts),
+}
+
+impl FactValue {
+    /// The text, if this is [`FactValue::Text`].
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The number, if this is [`FactValue::Int`].
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Self::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+impl From<bool> for FactValue {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+impl From<u32> for FactValue {
+    fn from(value: u32) -> Self {
+        Self::Int(value.into())
+    }
+}
+impl From<u64> for FactValue {
+    fn from(value: u64) -> Self {
+        Self::Int(value)
+    }
+}
+impl From<f64> for FactValue {
+    fn from(value: f64) -> Self {
+        Self::Float(value)
+    }
+}
+impl From<&str> for FactValue {
+    fn from(value: &str) -> Self {
+        Self::Text(value.to_owned())
+    }
+}
+impl From<String> for FactValue {
+    fn from(value: String) -> Self {
+        Self::Text(value)
+    }
+}
+impl From<&String> for FactValue {
+    fn from(value: &String) -> Self {
+        Self::Text(value.clone())
+    }
+}
+impl From<Facts> for FactValue {
+    fn from(value: Facts) -> Self {
+        Self::Record(value)
+    }
+}
+impl<T: Into<FactValue>> From<Vec<T>> for FactValue {
+    fn from(value: Vec<T>) -> Self {
+        Self::List(value.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Records a fact when it is known (`None` leaves the key out).
+fn put(facts: &mut Facts, key: &'static str, value: Option<impl Into<FactValue>>) {
+    if let Some(value) = value {
+        facts.insert(key, value.into());
+    }
+}
+
 /// A verdict and what it is based on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// Pass, warn, fail or skip.
     pub status: Status,
     /// What was found.
     pub detail: String,
+    /// What was found, as typed values (may be empty; partial when the check stopped early).
+    pub facts: Facts,
 }
 
-fn pass(detail: impl Into<String>) -> Verdict {
+fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
     Verdict {
-        status: Status::Pass,
+        status,
         detail: detail.into(),
+        facts: Facts::new(),
     }
+}
+fn pass(detail: impl Into<String>) -> Verdict {
+    verdict(Status::Pass, detail)
 }
 fn warn(detail: impl Into<String>) -> Verdict {
-    Verdict {
-        status: Status::Warn,
-        detail: detail.into(),
-    }
+    verdict(Status::Warn, detail)
 }
 fn fail(detail: impl Into<String>) -> Verdict {
-    Verdict {
-        status: Status::Fail,
-        detail: detail.into(),
-    }
+    verdict(Status::Fail, detail)
 }
 fn skip(detail: impl Into<String>) -> Verdict {
-    Verdict {
-        status: Status::Skip,
-        detail: detail.into(),
-    }
+    verdict(Status::Skip, detail)
 }
 
 /// User choices that change what "right" means.
@@ -74,25 +169,49 @@ pub fn judge(
     expect: &Expectations,
 ) -> Vec<(&'static str, Verdict)> {
     let data = host.data_interface(expect.interface.as_deref());
+    let data = data.as_ref();
+    let rule = |id, check: &dyn Fn(&mut Facts) -> Verdict| {
+        let mut facts = Facts::new();
+        let mut verdict = check(&mut facts);
+        verdict.facts = facts;
+        (id, verdict)
+    };
     vec![
-        ("pcie.bluefield", pcie_bluefield(host)),
-        ("pcie.link", pcie_link(host)),
-        ("netdev.up", netdev_up(host, data.as_ref())),
-        ("netdev.mtu", netdev_mtu(host, data.as_ref(), expect.mtu)),
-        ("rdma.bound", rdma_bound(host, data.as_ref())),
-        ("rdma.port", rdma_port(host, data.as_ref())),
-        ("rdma.link-layer", rdma_link_layer(host, data.as_ref())),
-        ("rdma.gid", rdma_gid(host, data.as_ref())),
-        ("rdma.mtu", rdma_mtu(host, data.as_ref())),
-        ("agent.reachable", agent_reachable(agent)),
-        ("agent.consistent", agent_consistent(host, agent)),
-        ("agent.mtu", agent_mtu(host, agent, data.as_ref())),
+        rule("pcie.bluefield", &|f| pcie_bluefield(host, f)),
+        rule("pcie.link", &|f| pcie_link(host, f)),
+        rule("netdev.up", &|f| netdev_up(host, data, f)),
+        rule("netdev.mtu", &|f| netdev_mtu(host, data, expect.mtu, f)),
+        rule("rdma.bound", &|f| rdma_bound(host, data, f)),
+        rule("rdma.port", &|f| rdma_port(host, data, f)),
+        rule("rdma.link-layer", &|f| rdma_link_layer(host, data, f)),
+        rule("rdma.gid", &|f| rdma_gid(host, data, f)),
+        rule("rdma.mtu", &|f| rdma_mtu(host, data, f)),
+        rule("agent.reachable", &|f| agent_reachable(agent, f)),
+        rule("agent.consistent", &|f| agent_consistent(host, agent, f)),
+        rule("agent.mtu", &|f| agent_mtu(host, agent, data, f)),
     ]
+}
+
+/// The data interface's name as a fact.
+fn put_interface(f: &mut Facts, data: &DataInterface) {
+    f.insert("interface", (&data.ifname).into());
+}
+
+/// The RDMA device and port as facts.
+fn put_port(f: &mut Facts, device: &RdmaDeviceInfo, port: &RdmaPortInfo) {
+    f.insert("rdma_device", (&device.ibdev).into());
+    f.insert("rdma_port", port.port.into());
+}
+
+/// A netdev's MTU and the RoCE path MTU it implies, as facts.
+fn put_mtu(f: &mut Facts, mtu: u32) {
+    f.insert("mtu", mtu.into());
+    put(f, "path_mtu", roce_path_mtu(mtu));
 }
 
 const NO_INTERFACE: &str = "no BlueField data interface found on this host; pass --interface IF";
 
-fn pcie_bluefield(host: &HostFacts) -> Verdict {
+fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
     let functions = match &host.pci {
         Ok(functions) => functions,
         Err(e) => return skip(format!("cannot list PCI functions: {e}")),
@@ -102,13 +221,26 @@ fn pcie_bluefield(host: &HostFacts) -> Verdict {
         .filter(|f| f.kind == PciFunctionKind::FlashRecovery)
         .map(|f| f.address.as_str())
         .collect();
+    let nics = host.bluefield_nics();
+    let records: Vec<Facts> = nics
+        .iter()
+        .map(|f| {
+            let mut r = Facts::new();
+            r.insert("address", (&f.address).into());
+            put(&mut r, "model", f.model());
+            put(&mut r, "driver", f.driver.as_deref());
+            put(&mut r, "firmware_version", f.firmware_version.as_deref());
+            r
+        })
+        .collect();
+    facts.insert("functions", records.into());
     if !recovery.is_empty() {
+        facts.insert("flash_recovery", recovery.clone().into());
         return fail(format!(
             "{} in flash recovery (livefish): the card booted without usable firmware",
             recovery.join(", ")
         ));
     }
-    let nics = host.bluefield_nics();
     if nics.is_empty() {
         return fail("no BlueField NIC function (15b3:a2d2/a2d6/a2d9/a2dc/a2df) on PCIe");
     }
@@ -133,14 +265,23 @@ fn pcie_bluefield(host: &HostFacts) -> Verdict {
     pass(names.join(", "))
 }
 
-fn pcie_link(host: &HostFacts) -> Verdict {
+fn pcie_link(host: &HostFacts, facts: &mut Facts) -> Verdict {
     let nics = host.bluefield_nics();
     if nics.is_empty() {
         return skip("no BlueField NIC function to check");
     }
     let mut findings = Vec::new();
     let mut seen = Vec::new();
+    let mut records = Vec::new();
     for f in &nics {
+        let mut r = Facts::new();
+        r.insert("address", (&f.address).into());
+        put(&mut r, "width", f.current_link.width);
+        put(&mut r, "speed_gts", f.current_link.speed_gts);
+        put(&mut r, "max_width", f.max_link.width);
+        put(&mut r, "max_speed_gts", f.max_link.speed_gts);
+        put(&mut r, "degraded", f.link_degraded());
+        records.push(r);
         match f.link_degraded() {
             Some(true) => findings.push(format!(
                 "{}: {}",
@@ -156,6 +297,7 @@ fn pcie_link(host: &HostFacts) -> Verdict {
             None => {}
         }
     }
+    facts.insert("functions", records.into());
     if !findings.is_empty() {
         fail(findings.join("; "))
     } else if seen.is_empty() {
@@ -165,13 +307,17 @@ fn pcie_link(host: &HostFacts) -> Verdict {
     }
 }
 
-fn netdev_up(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+fn netdev_up(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
+    f.insert("chosen_because", (&data.chosen_because).into());
     let Some(n) = host.netdev(&data.ifname) else {
         return fail(format!("interface {} does not exist", data.ifname));
     };
+    f.insert("operstate", (&n.operstate).into());
+    put(f, "carrier", n.carrier);
     match (n.operstate.as_str(), n.carrier) {
         ("up", Some(true)) => pass(format!(
             "{} up with carrier ({})",
@@ -182,13 +328,21 @@ fn netdev_up(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
     }
 }
 
-fn netdev_mtu(host: &HostFacts, data: Option<&DataInterface>, expected: Option<u32>) -> Verdict {
+fn netdev_mtu(
+    host: &HostFacts,
+    data: Option<&DataInterface>,
+    expected: Option<u32>,
+    f: &mut Facts,
+) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
+    put(f, "expected_mtu", expected);
     let Some(n) = host.netdev(&data.ifname) else {
         return skip(format!("interface {} does not exist", data.ifname));
     };
+    put_mtu(f, n.mtu);
     let roce = roce_path_mtu(n.mtu).map_or("too small for RoCE".to_owned(), |m| {
         format!("RoCE path MTU {m}")
     });
@@ -205,29 +359,38 @@ fn netdev_mtu(host: &HostFacts, data: Option<&DataInterface>, expected: Option<u
     }
 }
 
-fn rdma_bound(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+fn rdma_bound(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
     if let Err(e) = &host.rdma {
         return skip(format!("cannot list RDMA devices: {e}"));
     }
     match host.rdma_port_for(&data.ifname) {
-        Some((device, port)) => pass(format!(
-            "{} port {} on {}",
-            device.ibdev, port.port, data.ifname
-        )),
+        Some((device, port)) => {
+            put_port(f, device, port);
+            pass(format!(
+                "{} port {} on {}",
+                device.ibdev, port.port, data.ifname
+            ))
+        }
         None => fail(format!("no RDMA device is bound to {}", data.ifname)),
     }
 }
 
-fn rdma_port(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+fn rdma_port(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
     let Some((device, port)) = host.rdma_port_for(&data.ifname) else {
         return skip(format!("no RDMA port bound to {}", data.ifname));
     };
+    put_port(f, device, port);
+    f.insert("port_state", port.state.into());
+    f.insert("port_state_text", (&port.state_text).into());
+    f.insert("phys_state", (&port.phys_state).into());
     let active = port.state == 4;
     let link_up = port.phys_state.contains("LinkUp");
     let carrier = host.netdev(&data.ifname).and_then(|n| n.carrier) == Some(true);
@@ -245,13 +408,16 @@ fn rdma_port(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
     }
 }
 
-fn rdma_link_layer(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+fn rdma_link_layer(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
     let Some((device, port)) = host.rdma_port_for(&data.ifname) else {
         return skip(format!("no RDMA port bound to {}", data.ifname));
     };
+    put_port(f, device, port);
+    f.insert("link_layer", (&port.link_layer).into());
     match port.link_layer.as_str() {
         "Ethernet" => pass(format!("{}/{} Ethernet: RoCE", device.ibdev, port.port)),
         "InfiniBand" => pass(format!("{}/{} InfiniBand", device.ibdev, port.port)),
@@ -268,13 +434,24 @@ fn is_roce_v2_ipv4(g: &GidEntry, ifname: &str) -> bool {
         && matches!(g.ip, Some(IpAddr::V4(_)))
 }
 
-fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+/// A GID table entry as facts: `gid_index` (a number), `gid`, `gid_type`, `gid_ip`.
+fn gid_facts(f: &mut Facts, g: &GidEntry) {
+    f.insert("gid_index", g.index.into());
+    f.insert("gid", (&g.gid).into());
+    put(f, "gid_type", g.gid_type.as_deref());
+    put(f, "gid_ip", g.ip.map(|ip| ip.to_string()));
+}
+
+fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
     let Some((device, port)) = host.rdma_port_for(&data.ifname) else {
         return skip(format!("no RDMA port bound to {}", data.ifname));
     };
+    put_port(f, device, port);
+    f.insert("link_layer", (&port.link_layer).into());
     if port.link_layer == "InfiniBand" {
         return skip("InfiniBand port: GID index selection is a RoCE concern");
     }
@@ -283,6 +460,17 @@ fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
         .iter()
         .filter(|g| is_roce_v2_ipv4(g, &data.ifname))
         .collect();
+    let candidates: Vec<Facts> = v2
+        .iter()
+        .map(|g| {
+            let mut r = Facts::new();
+            gid_facts(&mut r, g);
+            r
+        })
+        .collect();
+    f.insert("candidates", candidates.into());
+    let perftest = perftest_default_gid_index(&port.gids);
+    put(f, "perftest_default_gid_index", perftest);
     let Some(first) = v2.first() else {
         return fail(format!(
             "no RoCE v2 IPv4 GID for {} on {}/{}: the interface has no IPv4 address, or RoCE v2 is off",
@@ -306,9 +494,10 @@ fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
             all.join(", ")
         ));
     }
+    // Exactly one candidate: the index to use.
+    gid_facts(f, first);
     // What tools pick when not told: perftest master scores the table, older perftest
     // and many tools take index 0. Either differing from the right index is a trap.
-    let perftest = perftest_default_gid_index(&port.gids);
     let mut traps = Vec::new();
     if perftest != Some(first.index) {
         traps.push(format!(
@@ -332,16 +521,19 @@ fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
     }
 }
 
-fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
+fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
+    put_interface(f, data);
     let Some(n) = host.netdev(&data.ifname) else {
         return skip(format!("interface {} does not exist", data.ifname));
     };
+    put_mtu(f, n.mtu);
     let Some((device, port)) = host.rdma_port_for(&data.ifname) else {
         return skip(format!("no RDMA port bound to {}", data.ifname));
     };
+    put_port(f, device, port);
     // The netdevs the port's RoCE v2 GIDs belong to: the data interface itself, or VLAN
     // and bond interfaces on top of it.
     let mut others = Vec::new();
@@ -362,6 +554,16 @@ fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
             }
         }
     }
+    let mismatched: Vec<Facts> = others
+        .iter()
+        .map(|(name, mtu)| {
+            let mut r = Facts::new();
+            r.insert("interface", name.into());
+            put_mtu(&mut r, *mtu);
+            r
+        })
+        .collect();
+    f.insert("mismatched", mismatched.into());
     if others.is_empty() {
         return pass(format!(
             "{}/{} uses {} at MTU {}",
@@ -382,7 +584,10 @@ fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>) -> Verdict {
     ))
 }
 
-fn agent_reachable(agent: &AgentFacts) -> Verdict {
+fn agent_reachable(agent: &AgentFacts, f: &mut Facts) -> Verdict {
+    if let AgentFacts::Reached { serving, .. } = agent {
+        f.insert("serving", (*serving).into());
+    }
     match agent {
         AgentFacts::NotAsked => skip("--no-agent"),
         AgentFacts::Unreachable(e) => fail(e.clone()),
@@ -393,7 +598,7 @@ fn agent_reachable(agent: &AgentFacts) -> Verdict {
     }
 }
 
-fn agent_consistent(host: &HostFacts, agent: &AgentFacts) -> Verdict {
+fn agent_consistent(host: &HostFacts, agent: &AgentFacts, f: &mut Facts) -> Verdict {
     let system = match agent {
         AgentFacts::NotAsked => return skip("--no-agent"),
         AgentFacts::Unreachable(_) => return skip("agent not reachable"),
@@ -402,12 +607,17 @@ fn agent_consistent(host: &HostFacts, agent: &AgentFacts) -> Verdict {
             Err(e) => return fail(format!("Inventory.GetSystem: {e}")),
         },
     };
+    let mode = v1::DpuMode::try_from(system.dpu_mode).unwrap_or(v1::DpuMode::Unspecified);
+    f.insert("agent_model", (&system.model).into());
+    f.insert("agent_firmware", (&system.firmware_version).into());
+    f.insert("agent_mode", mode.as_str_name().into());
     let nics = host.bluefield_nics();
     if nics.is_empty() {
         return skip("no BlueField on this host to compare with");
     }
     let mut problems = Vec::new();
-    let host_models: Vec<&str> = nics.iter().filter_map(|f| f.model()).collect();
+    let host_models: Vec<&str> = nics.iter().filter_map(|n| n.model()).collect();
+    f.insert("host_models", host_models.clone().into());
     if !system.model.is_empty() && !host_models.iter().any(|m| *m == system.model) {
         problems.push(format!(
             "the agent runs on a {} but this host has {}",
@@ -417,8 +627,9 @@ fn agent_consistent(host: &HostFacts, agent: &AgentFacts) -> Verdict {
     }
     let host_fw: Vec<&str> = nics
         .iter()
-        .filter_map(|f| f.firmware_version.as_deref())
+        .filter_map(|n| n.firmware_version.as_deref())
         .collect();
+    f.insert("host_firmware", host_fw.clone().into());
     if !system.firmware_version.is_empty()
         && !host_fw.is_empty()
         && !host_fw.contains(&system.firmware_version.as_str())
@@ -429,7 +640,6 @@ fn agent_consistent(host: &HostFacts, agent: &AgentFacts) -> Verdict {
             host_fw.join(", ")
         ));
     }
-    let mode = v1::DpuMode::try_from(system.dpu_mode).unwrap_or(v1::DpuMode::Unspecified);
     if mode != v1::DpuMode::Dpu {
         problems.push(format!(
             "the agent reports {} (no uplink and host-PF representors): offload needs DPU mode",
@@ -446,7 +656,12 @@ fn agent_consistent(host: &HostFacts, agent: &AgentFacts) -> Verdict {
     }
 }
 
-fn agent_mtu(host: &HostFacts, agent: &AgentFacts, data: Option<&DataInterface>) -> Verdict {
+fn agent_mtu(
+    host: &HostFacts,
+    agent: &AgentFacts,
+    data: Option<&DataInterface>,
+    f: &mut Facts,
+) -> Verdict {
     let netdevs = match agent {
         AgentFacts::NotAsked => return skip("--no-agent"),
         AgentFacts::Unreachable(_) => return skip("agent not reachable"),
@@ -458,6 +673,8 @@ fn agent_mtu(host: &HostFacts, agent: &AgentFacts, data: Option<&DataInterface>)
     let Some(host_netdev) = data.and_then(|d| host.netdev(&d.ifname)) else {
         return skip(NO_INTERFACE);
     };
+    f.insert("interface", (&host_netdev.ifname).into());
+    f.insert("mtu", host_netdev.mtu.into());
     let path: Vec<&v1::Netdev> = netdevs
         .iter()
         .filter(|n| {
@@ -470,6 +687,18 @@ fn agent_mtu(host: &HostFacts, agent: &AgentFacts, data: Option<&DataInterface>)
     if path.is_empty() {
         return skip("the agent shows no uplink or host-PF representor");
     }
+    let dpu: Vec<Facts> = path
+        .iter()
+        .map(|n| {
+            let mut r = Facts::new();
+            r.insert("interface", (&n.ifname).into());
+            let role = v1::NetdevRole::try_from(n.role).unwrap_or(v1::NetdevRole::Unspecified);
+            r.insert("role", role.as_str_name().into());
+            r.insert("mtu", n.mtu.into());
+            r
+        })
+        .collect();
+    f.insert("dpu_netdevs", dpu.into());
     let small: Vec<_> = path
         .iter()
         .filter(|n| n.mtu < host_netdev.mtu)

@@ -10,7 +10,7 @@ use dpu_proto::v1;
 use super::facts::{AgentFacts, HostFacts};
 use super::rules::{judge, Expectations, Status, Verdict};
 
-fn nic(address: &str, width: u32) -> PciFunction {
+pub(super) fn nic(address: &str, width: u32) -> PciFunction {
     let (kind, generation) = classify(0x15b3, 0xa2dc, Some(0x020000));
     PciFunction {
         address: address.to_owned(),
@@ -34,7 +34,7 @@ fn nic(address: &str, width: u32) -> PciFunction {
     }
 }
 
-fn netdev(ifname: &str, mtu: u32, carrier: bool) -> NetdevInfo {
+pub(super) fn netdev(ifname: &str, mtu: u32, carrier: bool) -> NetdevInfo {
     NetdevInfo {
         ifname: ifname.to_owned(),
         mtu,
@@ -45,7 +45,7 @@ fn netdev(ifname: &str, mtu: u32, carrier: bool) -> NetdevInfo {
     }
 }
 
-fn gid(index: u32, kind: &str, ndev: &str, ip: Option<IpAddr>) -> GidEntry {
+pub(super) fn gid(index: u32, kind: &str, ndev: &str, ip: Option<IpAddr>) -> GidEntry {
     GidEntry {
         index,
         gid: String::new(),
@@ -55,11 +55,11 @@ fn gid(index: u32, kind: &str, ndev: &str, ip: Option<IpAddr>) -> GidEntry {
     }
 }
 
-fn v4() -> Option<IpAddr> {
+pub(super) fn v4() -> Option<IpAddr> {
     Some(IpAddr::V4(Ipv4Addr::new(192, 168, 100, 1)))
 }
 
-fn port(state: u32, phys: &str, gids: Vec<GidEntry>) -> RdmaPortInfo {
+pub(super) fn port(state: u32, phys: &str, gids: Vec<GidEntry>) -> RdmaPortInfo {
     RdmaPortInfo {
         port: 1,
         state,
@@ -71,7 +71,7 @@ fn port(state: u32, phys: &str, gids: Vec<GidEntry>) -> RdmaPortInfo {
     }
 }
 
-fn healthy_gids() -> Vec<GidEntry> {
+pub(super) fn healthy_gids() -> Vec<GidEntry> {
     vec![
         gid(0, "IB/RoCE v1", "ens1f0np0", None),
         gid(1, "RoCE v2", "ens1f0np0", None),
@@ -80,7 +80,12 @@ fn healthy_gids() -> Vec<GidEntry> {
     ]
 }
 
-fn host(width: u32, carrier: bool, port: RdmaPortInfo, extra: Vec<NetdevInfo>) -> HostFacts {
+pub(super) fn host(
+    width: u32,
+    carrier: bool,
+    port: RdmaPortInfo,
+    extra: Vec<NetdevInfo>,
+) -> HostFacts {
     let mut netdevs = vec![netdev("ens1f0np0", 9000, carrier)];
     netdevs.extend(extra);
     HostFacts {
@@ -95,7 +100,7 @@ fn host(width: u32, carrier: bool, port: RdmaPortInfo, extra: Vec<NetdevInfo>) -
     }
 }
 
-fn verdict(results: &[(&'static str, Verdict)], id: &str) -> Verdict {
+pub(super) fn verdict(results: &[(&'static str, Verdict)], id: &str) -> Verdict {
     results
         .iter()
         .find(|(i, _)| *i == id)
@@ -103,7 +108,7 @@ fn verdict(results: &[(&'static str, Verdict)], id: &str) -> Verdict {
         .unwrap_or_else(|| panic!("no result for {id}"))
 }
 
-fn agent(model: &str, fw: &str, mode: v1::DpuMode, uplink_mtu: u32) -> AgentFacts {
+pub(super) fn agent(model: &str, fw: &str, mode: v1::DpuMode, uplink_mtu: u32) -> AgentFacts {
     let rep = |ifname: &str, role: v1::NetdevRole, mtu| v1::Netdev {
         ifname: ifname.to_owned(),
         role: role as i32,
@@ -265,5 +270,53 @@ fn nothing_to_check_is_skipped_not_passed() {
     for (id, v) in results.iter().skip(1) {
         assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
         assert!(!v.detail.is_empty(), "{id} says why");
+    }
+}
+
+#[test]
+fn the_facts_judged_are_typed_values_in_the_json() {
+    let h = host(8, true, port(4, "5: LinkUp", healthy_gids()), vec![]);
+    let a = agent("BlueField-3", "32.41.1000", v1::DpuMode::Dpu, 9216);
+    let results = super::describe(judge(&h, &a, &Expectations::default()));
+    let json = serde_json::to_value(&results).expect("results serialize");
+    let facts = |id: &str| {
+        json.as_array()
+            .and_then(|all| all.iter().find(|r| r["id"] == id))
+            .map(|r| r["facts"].clone())
+            .unwrap_or_else(|| panic!("no result {id}"))
+    };
+    let gid = facts("rdma.gid");
+    assert_eq!(gid["gid_index"], serde_json::json!(3), "a number: {gid}");
+    assert!(gid["gid_index"].is_u64());
+    assert_eq!(gid["gid_type"], "RoCE v2");
+    assert_eq!(gid["gid_ip"], "192.168.100.1");
+    assert_eq!(gid["interface"], "ens1f0np0");
+    assert_eq!(gid["rdma_device"], "mlx5_0");
+    assert_eq!(gid["rdma_port"], serde_json::json!(1));
+    assert_eq!(gid["candidates"].as_array().map(Vec::len), Some(1));
+    assert_eq!(facts("rdma.link-layer")["link_layer"], "Ethernet");
+    let mtu = facts("netdev.mtu");
+    assert_eq!(mtu["mtu"], serde_json::json!(9000));
+    assert_eq!(mtu["path_mtu"], serde_json::json!(4096));
+    assert!(mtu.get("expected_mtu").is_none(), "absent, not null: {mtu}");
+    let link = &facts("pcie.link")["functions"][0];
+    assert_eq!(link["width"], serde_json::json!(8));
+    assert_eq!(link["max_width"], serde_json::json!(16));
+    assert_eq!(link["speed_gts"], serde_json::json!(32.0));
+    assert_eq!(link["degraded"], serde_json::json!(true));
+    let agent = facts("agent.consistent");
+    assert_eq!(agent["agent_model"], "BlueField-3");
+    assert_eq!(agent["agent_firmware"], "32.41.1000");
+    assert_eq!(agent["agent_mode"], "DPU_MODE_DPU");
+    assert_eq!(
+        facts("agent.mtu")["dpu_netdevs"][0]["mtu"],
+        serde_json::json!(9216)
+    );
+    // The existing fields are still there.
+    for r in json.as_array().into_iter().flatten() {
+        for field in ["id", "status", "detail", "verifies", "why", "fix"] {
+            assert!(r[field].is_string(), "{field}: {r}");
+        }
+        assert!(r["facts"].is_object(), "{r}");
     }
 }

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod check;
+mod check_env;
 mod cli;
 mod counters;
 mod demo_serving;

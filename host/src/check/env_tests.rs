@@ -1,0 +1,162 @@
+//! `check --env` from judged facts: the settings of a ready fabric, refusals that name the
+//! checks, and quoting that survives a hostile interface name.
+
+use std::process::Command;
+
+use dpu_probe::rdma::RdmaPortInfo;
+
+use super::env::{fabric_env, shell_quote, EnvRefused, FabricEnv};
+use super::facts::{AgentFacts, HostFacts};
+use super::rules::{judge, Expectations, Status};
+use super::rules_tests::{gid, healthy_gids, host, netdev, port, v4};
+use super::{describe, CheckResult};
+
+fn results(h: &HostFacts) -> Vec<CheckResult> {
+    describe(judge(h, &AgentFacts::NotAsked, &Expectations::default()))
+}
+
+fn env_of(h: &HostFacts) -> Result<FabricEnv, EnvRefused> {
+    fabric_env(&results(h))
+}
+
+fn ready() -> HostFacts {
+    // A x8 link: a failed check the settings do not depend on.
+    host(8, true, port(4, "5: LinkUp", healthy_gids()), vec![])
+}
+
+/// What `sh` makes of `script` followed by `tail`, as stdout.
+fn sh(script: &str, tail: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{script}{tail}"))
+        .output()
+        .expect("run sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn a_ready_fabric_gives_nccl_ucx_and_perftest_settings() {
+    let env = env_of(&ready()).expect("settings");
+    assert_eq!(
+        env.exports(),
+        "export NCCL_IB_HCA=mlx5_0:1\n\
+         export NCCL_IB_GID_INDEX=3\n\
+         export NCCL_SOCKET_IFNAME=ens1f0np0\n\
+         export UCX_NET_DEVICES=mlx5_0:1\n\
+         export UCX_IB_GID_INDEX=3\n\
+         export PERFTEST_FLAGS='-d mlx5_0 -i 1 -x 3'\n"
+    );
+    let json = serde_json::to_value(&env).expect("serialize");
+    assert_eq!(json["NCCL_IB_GID_INDEX"], "3");
+    assert_eq!(
+        sh(
+            &env.exports(),
+            "echo \"$NCCL_IB_GID_INDEX|$PERFTEST_FLAGS\""
+        ),
+        "3|-d mlx5_0 -i 1 -x 3\n"
+    );
+}
+
+#[test]
+fn no_roce_v2_gid_is_refused_naming_the_check() {
+    let gids = vec![
+        gid(0, "IB/RoCE v1", "ens1f0np0", None),
+        gid(1, "RoCE v2", "ens1f0np0", None),
+    ];
+    let h = host(16, true, port(4, "5: LinkUp", gids), vec![]);
+    let refused = env_of(&h).expect_err("refused");
+    let ids: Vec<_> = refused.unmet.iter().map(|u| u.id).collect();
+    assert_eq!(ids, ["rdma.gid"]);
+    assert_eq!(refused.unmet[0].status, Status::Fail);
+    assert!(refused.to_string().contains("rdma.gid"), "{refused}");
+}
+
+#[test]
+fn a_port_that_is_not_active_or_a_missing_interface_is_refused() {
+    let h = host(16, true, port(1, "5: LinkUp", healthy_gids()), vec![]);
+    let refused = env_of(&h).expect_err("refused");
+    assert_eq!(refused.unmet[0].id, "rdma.port");
+
+    let none = HostFacts {
+        pci: Ok(vec![]),
+        netdevs: Ok(vec![]),
+        rdma: Ok(vec![]),
+    };
+    let refused = env_of(&none).expect_err("refused");
+    let ids: Vec<_> = refused.unmet.iter().map(|u| u.id).collect();
+    assert_eq!(ids, ["netdev.up", "rdma.bound"], "{refused}");
+    assert!(refused.unmet.iter().all(|u| u.status == Status::Skip));
+}
+
+#[test]
+fn several_roce_v2_gids_are_refused_rather_than_guessed() {
+    let mut gids = healthy_gids();
+    gids.push(gid(5, "RoCE v2", "ens1f0np0", v4()));
+    let h = host(16, true, port(4, "5: LinkUp", gids), vec![]);
+    let refused = env_of(&h).expect_err("refused");
+    assert_eq!(refused.unmet.len(), 1);
+    assert_eq!(refused.unmet[0].id, "rdma.gid");
+    assert_eq!(refused.unmet[0].status, Status::Warn);
+    assert!(refused.unmet[0].detail.contains("no gid_index"));
+}
+
+#[test]
+fn infiniband_needs_no_gid_index() {
+    let p = RdmaPortInfo {
+        link_layer: "InfiniBand".to_owned(),
+        ..port(4, "5: LinkUp", healthy_gids())
+    };
+    let env = env_of(&host(16, true, p, vec![])).expect("settings");
+    assert_eq!(env.get("NCCL_IB_GID_INDEX"), None);
+    assert_eq!(env.get("UCX_IB_GID_INDEX"), None);
+    assert_eq!(env.get("PERFTEST_FLAGS"), Some("-d mlx5_0 -i 1"));
+}
+
+#[test]
+fn a_hostile_interface_name_stays_one_literal_value() {
+    let evil = "x';touch \"$MARK\";echo '$(id)`id`";
+    let mut gids = healthy_gids();
+    for g in &mut gids {
+        g.netdev = Some(evil.to_owned());
+    }
+    let mut h = host(
+        16,
+        true,
+        port(4, "5: LinkUp", gids),
+        vec![netdev(evil, 9000, true)],
+    );
+    if let (Ok(pci), Ok(netdevs)) = (&mut h.pci, &mut h.netdevs) {
+        pci[0].netdevs = vec![evil.to_owned()];
+        netdevs.remove(0);
+    }
+    let env = env_of(&h).expect("settings");
+    assert_eq!(env.get("NCCL_SOCKET_IFNAME"), Some(evil));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mark = dir.path().join("injected");
+    let script = format!(
+        "MARK={}\n{}",
+        shell_quote(mark.to_str().expect("utf-8")),
+        env.exports()
+    );
+    assert_eq!(
+        sh(&script, "printf %s \"$NCCL_SOCKET_IFNAME\""),
+        evil,
+        "the value round-trips"
+    );
+    assert!(!mark.exists(), "nothing in the value ran");
+}
+
+#[test]
+fn shell_quote_leaves_plain_words_and_single_quotes_the_rest() {
+    assert_eq!(shell_quote("mlx5_0:1"), "mlx5_0:1");
+    assert_eq!(shell_quote(""), "''");
+    assert_eq!(shell_quote("a b"), "'a b'");
+    assert_eq!(shell_quote("~x"), "'~x'");
+    assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    assert_eq!(shell_quote("$(id)"), "'$(id)'");
+}
