@@ -82,6 +82,21 @@ pub(crate) struct Args {
     /// for Kubernetes exec checks (e.g. `--health-check dpu.v1.Storage dpu.v1.Switch`).
     #[arg(long, value_name = "SERVICE", num_args = 0..)]
     pub(crate) health_check: Option<Vec<String>>,
+
+    /// Print the man page (roff, section 8) to stdout and exit. Hidden: the package
+    /// carries the page (scripts/gen-shell-assets.sh).
+    #[arg(long, hide = true)]
+    pub(crate) print_man: bool,
+}
+
+/// The agent's man page in roff: section 8, a daemon. Generated from these flags, so it
+/// never drifts from `--help`.
+pub(crate) fn man_page() -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(<Args as clap::CommandFactory>::command())
+        .section("8")
+        .render(&mut out)?;
+    Ok(out)
 }
 
 impl Args {
@@ -148,5 +163,21 @@ mod tests {
         assert_eq!(config.listen, args.listen);
         assert_eq!(config.snap.socket, PathBuf::from("/tmp/s.sock"));
         assert_eq!(config.sys_root, PathBuf::from("/fixture"));
+    }
+
+    #[test]
+    fn man_page_is_roff_in_section_8_without_the_hidden_flag() {
+        let page = String::from_utf8(man_page().expect("render")).expect("utf-8");
+        // After clap_mangen's preamble (the apostrophe string: `.ie`, `.el`), the header.
+        let header = page
+            .lines()
+            .find(|l| !l.starts_with(".ie ") && !l.starts_with(".el "));
+        assert!(
+            header.is_some_and(|l| l.starts_with(".TH dpu-agent 8 ")),
+            "{page}"
+        );
+        assert!(page.contains("\\-\\-check\\-config"), "{page}");
+        assert!(!page.contains("print\\-man"), "{page}");
+        assert!(Args::parse_from(["dpu-agent", "--print-man"]).print_man);
     }
 }

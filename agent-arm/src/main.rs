@@ -25,6 +25,7 @@ mod services;
 mod storage;
 mod version;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -32,6 +33,16 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
+    if args.print_man {
+        // Before the config: printing the page needs no config file.
+        return match cli::man_page().and_then(|page| std::io::stdout().write_all(&page)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("dpu-agent: error: cannot print the man page: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match real_main(&args) {
         Ok(code) => code,
         Err(e) => {

@@ -20,11 +20,35 @@ pub(crate) fn init(log: &LogConfig) -> anyhow::Result<()> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, never into journald or a file.
-        .with_ansi(std::io::stderr().is_terminal());
+        .with_ansi(ansi_wanted(
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::io::stderr().is_terminal(),
+        ));
     match log.format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     }
     .map_err(|e| anyhow::anyhow!("cannot install log subscriber: {e}"))
+}
+
+/// Colour codes only for a person at a terminal who has not set `NO_COLOR` (no-color.org:
+/// any non-empty value), never into journald or a file. An explicit `with_ansi(true)`
+/// would override tracing-subscriber's own `NO_COLOR` check, so it is made here.
+fn ansi_wanted(no_color: Option<&std::ffi::OsStr>, stderr_is_terminal: bool) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::ansi_wanted;
+
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        assert!(ansi_wanted(None, true));
+        assert!(ansi_wanted(Some(OsStr::new("")), true));
+        assert!(!ansi_wanted(Some(OsStr::new("1")), true));
+        assert!(!ansi_wanted(None, false));
+    }
 }

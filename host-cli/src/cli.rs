@@ -115,6 +115,35 @@ pub(crate) enum Command {
     Demo(DemoCommand),
     /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
     Lab(LabArgs),
+    /// Print a shell completion script to stdout.
+    #[command(
+        after_help = "Examples:\n  dpuctl completions bash > ~/.local/share/bash-completion/completions/dpuctl\n  dpuctl completions zsh > ~/.zfunc/_dpuctl      # with fpath+=(~/.zfunc) in ~/.zshrc\n  dpuctl completions fish > ~/.config/fish/completions/dpuctl.fish\n\nThe packages install these for every user already."
+    )]
+    Completions(CompletionsArgs),
+    /// Print a man page (roff) to stdout: dpuctl's, or a subcommand's (`dpuctl man dpu
+    /// info`). Hidden: the packages carry the pages (scripts/gen-shell-assets.sh).
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+/// `completions` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// `man` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The subcommand whose page to print, e.g. `dpu info`; none: dpuctl's own page.
+    #[arg(value_name = "SUBCOMMAND")]
+    pub(crate) subcommand: Vec<String>,
+    /// Write every page (dpuctl.1, dpuctl-check.1, dpuctl-dpu-info.1, ...) into DIR
+    /// instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    pub(crate) out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,6 +13,7 @@ mod demo_args;
 mod outcome;
 mod output;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -54,5 +55,32 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi_wanted(
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::io::stderr().is_terminal(),
+        ))
         .try_init();
+}
+
+/// Colour codes only for a person at a terminal who has not set `NO_COLOR` (no-color.org:
+/// any non-empty value), never into a file or a pipe. clap's help and errors and
+/// indicatif's bars follow `NO_COLOR` by themselves; tables are never coloured.
+fn ansi_wanted(no_color: Option<&std::ffi::OsStr>, stderr_is_terminal: bool) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::ansi_wanted;
+
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        assert!(ansi_wanted(None, true));
+        assert!(ansi_wanted(Some(OsStr::new("")), true));
+        assert!(!ansi_wanted(Some(OsStr::new("1")), true));
+        assert!(!ansi_wanted(None, false));
+        assert!(!ansi_wanted(Some(OsStr::new("")), false));
+    }
 }

@@ -23,11 +23,10 @@ def message_class(pool, full_name):
 
 
 def main(target):
-    # For unix: targets grpc-python sends the socket path as :authority, which the
-    # server's HTTP/2 stack (hyper, under tonic) rejects as an invalid authority with
-    # RST_STREAM PROTOCOL_ERROR. Any valid authority works; gRPC ignores it.
-    options = [("grpc.default_authority", "localhost")] if target.startswith("unix:") else []
-    with grpc.insecure_channel(target, options=options) as channel:
+    # Default channel options on purpose: for unix: targets grpc-python sends the
+    # percent-encoded socket path as :authority, which the agent must accept (its h2 is
+    # patched for that, vendor/README.md). No ("grpc.default_authority", ...) needed.
+    with grpc.insecure_channel(target) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         database = ProtoReflectionDescriptorDatabase(channel)
         pool = descriptor_pool.DescriptorPool(database)

@@ -11,6 +11,7 @@ mod read;
 mod roce;
 mod roce_dcb;
 mod roce_perf;
+mod shell;
 mod storage;
 mod switch;
 
@@ -42,5 +43,8 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Prove(cmd) => prove::run(&env, cmd).await,
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Lab(args) => lab::run(args),
+        // Neither contacts the agent (the session dials on first use only).
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
     }
 }

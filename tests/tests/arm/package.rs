@@ -1,5 +1,5 @@
-//! The `.deb` packages made by `cargo deb` (`DPU_TEST_DEB_DIR`): architectures, files,
-//! conffiles, the systemd unit, maintainer scripts, and the packaged config checked by
+//! The `.deb` packages made by `cargo deb` (`DPU_TEST_DEB_DIR`): architectures, files (the
+//! man pages and shell completions of scripts/gen-shell-assets.sh among them), conffiles, the systemd unit, maintainer scripts, and the packaged config checked by
 //! the packaged aarch64 agent itself.
 
 use std::path::{Path, PathBuf};
@@ -9,6 +9,17 @@ use dpu_tests::arm;
 
 const UNIT: &str = "lib/systemd/system/dpu-agent.service";
 const EXEC_START: &str = "/usr/bin/dpu-agent --config /etc/dpu-agent/config.toml";
+/// The agent's man page (scripts/gen-shell-assets.sh; cargo-deb gzips it).
+const AGENT_MAN: &str = "usr/share/man/man8/dpu-agent.8.gz";
+/// What scripts/gen-shell-assets.sh adds to the dpuctl packages: man pages (gzipped by
+/// cargo-deb) and the completions, where each shell looks for them.
+const DPUCTL_MAN: &str = "usr/share/man/man1/dpuctl.1.gz";
+const DPUCTL_SUBCOMMAND_MAN: &str = "usr/share/man/man1/dpuctl-prove-storage.1.gz";
+const DPUCTL_COMPLETIONS: [&str; 3] = [
+    "usr/share/bash-completion/completions/dpuctl",
+    "usr/share/zsh/vendor-completions/_dpuctl",
+    "usr/share/fish/vendor_completions.d/dpuctl.fish",
+];
 
 fn deb_dir() -> Result<PathBuf, String> {
     let dir = arm::deb_dir().ok_or_else(|| {
@@ -46,6 +57,35 @@ fn field(deb: &Path, name: &str) -> String {
         .to_owned()
 }
 
+/// A gzipped man page's roff, through `gzip -dc`.
+fn gunzip(path: &Path) -> String {
+    let out = Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .expect("run gzip");
+    assert!(
+        out.status.success(),
+        "gzip -dc {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The page's header (after clap_mangen's `.ie`/`.el` preamble) names it and its section.
+fn assert_man_page(path: &Path, header: &str) {
+    let page = gunzip(path);
+    let first = page
+        .lines()
+        .find(|l| !l.starts_with(".ie ") && !l.starts_with(".el "));
+    assert!(
+        first.is_some_and(|l| l.starts_with(header)),
+        "{}: no `{header}` header:\n{page}",
+        path.display()
+    );
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -77,6 +117,7 @@ fn agent_deb_is_arm64_with_binary_conffile_unit_and_a_config_the_agent_accepts()
         "./etc/dpu-agent/config.toml",
         &format!("./{UNIT}"),
         "./usr/share/doc/dpu-agent/deploy.md",
+        &format!("./{AGENT_MAN}"),
     ] {
         assert!(
             listing.lines().any(|l| l.ends_with(path)),
@@ -90,6 +131,8 @@ fn agent_deb_is_arm64_with_binary_conffile_unit_and_a_config_the_agent_accepts()
     let control = tmp.path().join("control");
     dpkg_deb(&["-x"], &deb, Some(&root));
     dpkg_deb(&["-e"], &deb, Some(&control));
+
+    assert_man_page(&root.join(AGENT_MAN), ".TH dpu-agent 8 ");
 
     // The binary is the Arm build and stays within the glibc floor.
     let agent = root.join("usr/bin/dpu-agent");
@@ -239,4 +282,49 @@ fn dpuctl_deb_is_a_host_build() {
         .expect("run packaged dpuctl");
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("dpuctl "));
+}
+
+#[test]
+fn dpuctl_debs_carry_man_pages_and_completions() {
+    let dir = match deb_dir() {
+        Ok(dir) => dir,
+        Err(reason) => dpu_tests::skip!("{reason}"),
+    };
+    // The host build and the Arm build (.ci/run packages both).
+    let mut arches = vec![host_deb_arch(), "arm64"];
+    arches.dedup();
+    for arch in arches {
+        let deb = arm::find_deb(&dir, "dpuctl", arch);
+        let listing = dpkg_deb(&["-c"], &deb, None);
+        for path in [DPUCTL_MAN, DPUCTL_SUBCOMMAND_MAN]
+            .into_iter()
+            .chain(DPUCTL_COMPLETIONS)
+        {
+            assert!(
+                listing.lines().any(|l| l.ends_with(&format!("./{path}"))),
+                "{path} missing from {}:\n{listing}",
+                deb.display()
+            );
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        dpkg_deb(&["-x"], &deb, Some(tmp.path()));
+        assert_man_page(&tmp.path().join(DPUCTL_MAN), ".TH dpuctl 1 ");
+        assert_man_page(
+            &tmp.path().join(DPUCTL_SUBCOMMAND_MAN),
+            ".TH dpuctl-prove-storage 1 ",
+        );
+        // No page for the hidden `man` command or clap's `help`.
+        let man1 = tmp.path().join("usr/share/man/man1");
+        for hidden in ["dpuctl-man.1.gz", "dpuctl-help.1.gz"] {
+            assert!(!man1.join(hidden).exists(), "{hidden} is packaged");
+        }
+        for path in DPUCTL_COMPLETIONS {
+            let script = read(&tmp.path().join(path));
+            assert!(
+                script.contains("dpuctl") && script.contains("prove"),
+                "{path} of {} does not complete dpuctl's subcommands:\n{script}",
+                deb.display()
+            );
+        }
+    }
 }

@@ -16,8 +16,10 @@ mod pci;
 mod reflection;
 mod reset_mid_run;
 mod security;
+mod shell_assets;
 mod storage_kernel;
 mod storage_read;
+mod unix_authority;
 
 use dpu_tests::fake_snap::FakeSnap;
 use dpu_tests::fixture;

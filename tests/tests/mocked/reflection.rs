@@ -60,7 +60,9 @@ async fn both_reflection_versions_list_every_service() {
 }
 
 /// An independent client: Python grpcio with grpcio-reflection resolves the services from
-/// the server alone and calls Inventory.GetSystem and the health check.
+/// the server alone and calls Inventory.GetSystem and the health check, with DEFAULT
+/// channel options (on `unix:` grpcio sends the socket path as `:authority`; see
+/// unix_authority.rs).
 #[test]
 fn python_grpc_client_lists_and_calls_services_through_reflection() {
     let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
