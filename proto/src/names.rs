@@ -22,7 +22,7 @@ pub enum NameError {
     /// The name does not match the collection pattern.
     #[error("resource name {name} does not match {expected}")]
     Pattern {
-        /// The offending name, quoted and cut by [`crate::echo`].
+        /// The offending name, quoted and cut by [`crate::echo()`].
         name: String,
         /// The expected pattern.
         expected: &'static str,
@@ -32,7 +32,7 @@ pub enum NameError {
     Id {
         /// Which id (e.g. "nsid", "ifname").
         what: &'static str,
-        /// The offending value, quoted and cut by [`crate::echo`].
+        /// The offending value, quoted and cut by [`crate::echo()`].
         value: String,
         /// What is wrong with it.
         reason: String,

@@ -3,6 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
+use std::net::IpAddr;
 use std::path::Path;
 
 use super::configfs::present;
@@ -270,10 +271,7 @@ impl<D: FabricsDevice> Fabrics<D> {
         spec: &ConnectSpec,
     ) -> Result<Option<FabricsController>, KernelError> {
         spec.options()?;
-        Ok(self
-            .controllers()?
-            .into_iter()
-            .find(|c| sysfs::matches(c, spec)))
+        Ok(self.controllers()?.into_iter().find(|c| matches(c, spec)))
     }
 
     /// Deletes controller `device` (`nvme<N>`) by writing `delete_controller`; unchanged
@@ -302,4 +300,39 @@ impl<D: FabricsDevice> Fabrics<D> {
     pub fn io_stats(&self, disk: &str) -> Result<DiskIoStats, KernelError> {
         sysfs::io_stats(&self.paths.sys, disk)
     }
+}
+
+/// Whether `ctrl` is a usable controller connected as `spec` describes.
+fn matches(ctrl: &FabricsController, spec: &ConnectSpec) -> bool {
+    if ctrl.transport != spec.transport.as_str()
+        || ctrl.subsysnqn != spec.subnqn
+        || ctrl.state.starts_with("deleting")
+        || ctrl.state == "dead"
+    {
+        return false;
+    }
+    let same_ip = |have: &Option<String>, want: &str| {
+        have.as_deref().and_then(|h| h.parse::<IpAddr>().ok()) == want.parse::<IpAddr>().ok()
+    };
+    if spec.transport != Transport::Loop {
+        let (Some(traddr), Some(port)) = (&spec.traddr, spec.trsvcid) else {
+            return false;
+        };
+        if !same_ip(&ctrl.traddr, traddr)
+            || ctrl.trsvcid.as_deref().and_then(|p| p.parse::<u16>().ok()) != Some(port)
+        {
+            return false;
+        }
+    }
+    if let (Some(want), Some(have)) = (&spec.hostnqn, &ctrl.hostnqn) {
+        if want != have {
+            return false;
+        }
+    }
+    if let (Some(want), Some(_)) = (&spec.host_traddr, &ctrl.host_traddr) {
+        if !same_ip(&ctrl.host_traddr, want) {
+            return false;
+        }
+    }
+    true
 }

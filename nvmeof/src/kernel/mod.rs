@@ -31,15 +31,16 @@
 //! ([`ConfigFs`] and [`FabricsDevice`] are the seams); the real path is exercised in the
 //! QEMU lab.
 
-use std::path::{Path, PathBuf};
-
+mod change;
 mod configfs;
 mod error;
 mod fabrics;
 mod nvmet;
 mod nvmet_list;
 mod nvmet_spec;
+mod paths;
 mod sysfs;
+mod transport;
 mod validate;
 
 #[cfg(test)]
@@ -49,6 +50,7 @@ mod tests_fabrics;
 #[cfg(test)]
 mod tests_nvmet;
 
+pub use change::Change;
 pub use configfs::{ConfigFs, KernelConfigFs};
 pub use error::{KernelError, KernelErrorKind};
 pub use fabrics::{ConnectSpec, ConnectedController, Fabrics, FabricsDevice, KernelFabricsDevice};
@@ -57,104 +59,6 @@ pub use nvmet_list::{NamespaceState, NvmetState, PortState, SubsystemState};
 pub use nvmet_spec::{
     NamespaceSpec, PortAddress, PortEndpoint, PortEndpointError, PortSpec, SubsystemSpec,
 };
+pub use paths::KernelPaths;
 pub use sysfs::{DiskIoStats, FabricsController, KernelNamespace};
-
-/// Where the kernel interfaces live; everything is relative to these so tests (and a
-/// chroot'ed agent) can point the backend at another tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelPaths {
-    /// The nvmet configfs root, `/sys/kernel/config/nvmet`.
-    pub configfs_nvmet: PathBuf,
-    /// The sysfs mount, `/sys`.
-    pub sys: PathBuf,
-    /// The fabrics control device, `/dev/nvme-fabrics`.
-    pub fabrics_device: PathBuf,
-}
-
-impl KernelPaths {
-    /// The paths of the running system.
-    pub fn host() -> Self {
-        Self::under(Path::new("/"))
-    }
-
-    /// The same layout below `root` (a test fixture or a mounted image).
-    pub fn under(root: &Path) -> Self {
-        Self {
-            configfs_nvmet: root.join("sys/kernel/config/nvmet"),
-            sys: root.join("sys"),
-            fabrics_device: root.join("dev/nvme-fabrics"),
-        }
-    }
-}
-
-/// A fabrics transport both sides support here; spelled as nvmet's `addr_trtype` and the
-/// fabrics `transport=` option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transport {
-    /// NVMe/TCP (`nvmet-tcp`, `nvme-tcp`).
-    Tcp,
-    /// NVMe/RDMA (`nvmet-rdma`, `nvme-rdma`).
-    Rdma,
-    /// The in-kernel loop transport (`nvme-loop`): no network, for tests and labs.
-    Loop,
-}
-
-impl Transport {
-    /// The kernel's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tcp => "tcp",
-            Self::Rdma => "rdma",
-            Self::Loop => "loop",
-        }
-    }
-}
-
-impl std::fmt::Display for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Whether an idempotent operation had to change anything, so callers can log and report
-/// "created" versus "already there".
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// The kernel state already matched; nothing was written.
-    Unchanged,
-    /// Something was created, written or removed.
-    Changed,
-}
-
-impl Change {
-    /// True for [`Change::Changed`].
-    pub fn is_changed(self) -> bool {
-        self == Self::Changed
-    }
-
-    pub(crate) fn from_bool(changed: bool) -> Self {
-        if changed {
-            Self::Changed
-        } else {
-            Self::Unchanged
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_under_a_root() {
-        let p = KernelPaths::under(Path::new("/r"));
-        assert_eq!(p.configfs_nvmet, Path::new("/r/sys/kernel/config/nvmet"));
-        assert_eq!(p.sys, Path::new("/r/sys"));
-        assert_eq!(p.fabrics_device, Path::new("/r/dev/nvme-fabrics"));
-        assert_eq!(
-            KernelPaths::host().configfs_nvmet,
-            Path::new("/sys/kernel/config/nvmet")
-        );
-    }
-}
+pub use transport::Transport;

@@ -17,13 +17,12 @@
 //! comes from the disk's `nsid` attribute; only if that is absent is it taken from the
 //! `n<H>` suffix, which is the head instance and usually, not always, the NSID.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use dpu_probe::block::{parse_block_stat, BlockStat, SECTOR_BYTES};
 
 use super::configfs::{list_names, present, read_attr, read_optional};
-use super::{ConnectSpec, KernelError, Transport};
+use super::KernelError;
 
 /// A fabrics controller as sysfs shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,41 +214,6 @@ fn read_namespace(dir: &Path, disk: String, suffix: u32) -> Result<KernelNamespa
         wwid: read_optional(&dir.join("wwid"))?,
         disk,
     })
-}
-
-/// Whether `ctrl` is a usable controller connected as `spec` describes.
-pub(crate) fn matches(ctrl: &FabricsController, spec: &ConnectSpec) -> bool {
-    if ctrl.transport != spec.transport.as_str()
-        || ctrl.subsysnqn != spec.subnqn
-        || ctrl.state.starts_with("deleting")
-        || ctrl.state == "dead"
-    {
-        return false;
-    }
-    let same_ip = |have: &Option<String>, want: &str| {
-        have.as_deref().and_then(|h| h.parse::<IpAddr>().ok()) == want.parse::<IpAddr>().ok()
-    };
-    if spec.transport != Transport::Loop {
-        let (Some(traddr), Some(port)) = (&spec.traddr, spec.trsvcid) else {
-            return false;
-        };
-        if !same_ip(&ctrl.traddr, traddr)
-            || ctrl.trsvcid.as_deref().and_then(|p| p.parse::<u16>().ok()) != Some(port)
-        {
-            return false;
-        }
-    }
-    if let (Some(want), Some(have)) = (&spec.hostnqn, &ctrl.hostnqn) {
-        if want != have {
-            return false;
-        }
-    }
-    if let (Some(want), Some(_)) = (&spec.host_traddr, &ctrl.host_traddr) {
-        if !same_ip(&ctrl.host_traddr, want) {
-            return false;
-        }
-    }
-    true
 }
 
 pub(crate) fn io_stats(sys: &Path, disk: &str) -> Result<DiskIoStats, KernelError> {

@@ -1,9 +1,11 @@
 //! Standard SPDK bdev methods SNAP accepts: attaching the remote NVMe-oF controller as a
-//! bdev, listing bdevs and reading their 64-bit I/O counters (storage.md §3.2).
+//! bdev, listing bdevs and reading their 64-bit I/O counters (storage.md §3.2). The types
+//! of `bdev_get_iostat` are here; the call itself, which picks its param form, is in
+//! `iostat.rs`.
 
 use serde::{Deserialize, Serialize};
 
-use super::{IostatCall, SnapCall, SnapClient};
+use super::{SnapCall, SnapClient};
 
 /// `trtype` of `bdev_nvme_attach_controller`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -224,15 +226,6 @@ impl SnapClient {
         match name {
             Some(name) => self.call("bdev_get_bdevs", ByName { name }),
             None => self.call_bare("bdev_get_bdevs"),
-        }
-    }
-
-    /// `bdev_get_iostat` for `name` (or every bdev), in whichever param form the peer takes.
-    pub fn bdev_get_iostat(&self, name: Option<&str>) -> IostatCall {
-        IostatCall {
-            client: self.clone(),
-            name: name.map(str::to_owned),
-            timeout: None,
         }
     }
 }

@@ -10,32 +10,33 @@
 //! [`NvmeEmulation`] dispatching between the two. Keys the reference marks UNVERIFIED live in
 //! [`unverified`]. Errors keep SNAP's code and message ([`SnapError::kind`] classifies them).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use dpu_jsonrpc::{Client, ClientOptions};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-
 mod bdev;
 mod call;
+mod client;
+mod dialect;
 mod emulation;
 mod error;
+mod iostat;
+mod iostat_form;
 mod snap3;
 mod snap4;
 pub mod unverified;
+mod version;
 
 pub use bdev::{
     AddressFamilyParam, AttachController, BdevInfo, BdevIostat, Iostat, NvmeController,
     NvmeControllerPath, PathHost, TransportId, TransportType,
 };
-pub use call::{IostatCall, IostatForm, SnapCall};
+pub use call::SnapCall;
+pub use client::SnapClient;
+pub use dialect::SnapDialect;
 pub use emulation::{
     default_serial, ControllerParams, ControllerRef, EmulatedFunction, NamespaceIds, NvmeEmulation,
     SubsystemParams, DEFAULT_MODEL_NUMBER,
 };
 pub use error::{SnapError, SnapErrorKind};
+pub use iostat::IostatCall;
+pub use iostat_form::IostatForm;
 pub use snap3::{
     Snap3ControllerCreate, Snap3ControllerCreated, Snap3ControllerInfo, Snap3EmulationManager,
     Snap3NamespaceAttach, Snap3Subsystem, Snap3SubsystemInfo,
@@ -45,166 +46,10 @@ pub use snap4::{
     NamespaceCreate, NamespaceInfo, SubsystemController, SubsystemInfo,
 };
 pub use unverified::{ControllerInfo, SubsystemCreate, STATE_STARTED};
+pub use version::{SpdkVersion, SpdkVersionFields};
 
 /// Where SNAP and SPDK listen unless told otherwise (`SPDK_DEFAULT_RPC_ADDR`).
 pub const DEFAULT_SNAP_SOCKET: &str = "/var/tmp/spdk.sock";
-
-/// `snap_rpc.py`'s default call timeout; emulation calls can legitimately take seconds.
-const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Which method family the peer implements, decided from its method list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SnapDialect {
-    /// DOCA SNAP 4: `nvme_subsystem_create`, `nvme_controller_create`, ...
-    Snap4,
-    /// mlnx_snap 3: `subsystem_nvme_create`, `controller_nvme_create`, ...
-    Snap3,
-    /// SPDK without SNAP's NVMe emulation (a lab target or a plain `spdk_tgt`).
-    PlainSpdk,
-}
-
-impl SnapDialect {
-    /// Decides the dialect from `rpc_get_methods`' answer.
-    pub fn from_methods<S: AsRef<str>>(methods: &[S]) -> Self {
-        let has = |name: &str| methods.iter().any(|m| m.as_ref() == name);
-        if has("nvme_subsystem_create") {
-            Self::Snap4
-        } else if has("subsystem_nvme_create") {
-            Self::Snap3
-        } else {
-            Self::PlainSpdk
-        }
-    }
-}
-
-/// `spdk_get_version`'s answer: the human-readable version and, since SPDK v19.10, its
-/// parts (`lib/rpc/rpc.c`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SpdkVersion {
-    /// E.g. `SPDK v24.01` or `SPDK v24.01.1-pre git sha1 …`, as SNAP reports it.
-    pub version: String,
-    /// The numeric parts, when the peer sends them.
-    #[serde(default)]
-    pub fields: Option<SpdkVersionFields>,
-}
-
-/// The `fields` object of `spdk_get_version`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub struct SpdkVersionFields {
-    /// Year of the release, e.g. 24.
-    pub major: u32,
-    /// Month of the release, e.g. 1.
-    #[serde(default)]
-    pub minor: u32,
-}
-
-impl SpdkVersion {
-    /// The release as (year, month), from `fields` or else parsed from the text; request
-    /// forms that changed between releases are chosen from it (see [`IostatForm`]).
-    pub fn release(&self) -> Option<(u32, u32)> {
-        if let Some(fields) = self.fields {
-            return Some((fields.major, fields.minor));
-        }
-        let text = self
-            .version
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix('v'))?;
-        let mut parts = text.split(['.', '-']);
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
-        Some((major, minor))
-    }
-}
-
-/// Talks to SNAP or SPDK over its JSON-RPC 2.0 socket; cheap to clone, shares one connection
-/// and what it learnt about the peer (the `bdev_get_iostat` form it accepts).
-#[derive(Debug, Clone)]
-pub struct SnapClient {
-    rpc: Client,
-    iostat_form: Arc<Mutex<Option<IostatForm>>>,
-}
-
-impl SnapClient {
-    /// A client for the socket at `socket` (usually [`DEFAULT_SNAP_SOCKET`]); connects lazily.
-    pub fn new(socket: impl Into<PathBuf>) -> Self {
-        let options = ClientOptions {
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            ..ClientOptions::v2()
-        };
-        Self::with_client(Client::new(socket, options))
-    }
-
-    /// Wraps an existing JSON-RPC client (custom timeouts or frame limits).
-    pub fn with_client(rpc: Client) -> Self {
-        Self {
-            rpc,
-            iostat_form: Arc::new(Mutex::new(None)),
-        }
-    }
-
-    /// The socket this client talks to.
-    pub fn socket(&self) -> &Path {
-        self.rpc.path()
-    }
-
-    /// `spdk_get_version`: which SPDK the peer is built on (also a cheap liveness probe).
-    pub async fn spdk_get_version(&self) -> Result<SpdkVersion, SnapError> {
-        self.rpc
-            .request("spdk_get_version")
-            .execute()
-            .await
-            .map_err(|e| self.error(e))
-    }
-
-    /// `rpc_get_methods`: every method the peer currently accepts.
-    pub async fn rpc_get_methods(&self) -> Result<Vec<String>, SnapError> {
-        self.rpc
-            .request("rpc_get_methods")
-            .execute()
-            .await
-            .map_err(|e| self.error(e))
-    }
-
-    /// Asks the peer for its methods and decides which SNAP dialect it speaks.
-    pub async fn dialect(&self) -> Result<SnapDialect, SnapError> {
-        let methods = self.rpc_get_methods().await?;
-        let dialect = SnapDialect::from_methods(&methods);
-        tracing::debug!(?dialect, methods = methods.len(), "detected SNAP dialect");
-        Ok(dialect)
-    }
-
-    /// The `bdev_get_iostat` form this peer was found to take, once known.
-    pub fn iostat_form(&self) -> Option<IostatForm> {
-        *self
-            .iostat_form
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn remember_iostat_form(&self, form: IostatForm) {
-        *self
-            .iostat_form
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(form);
-    }
-
-    fn error(&self, source: dpu_jsonrpc::Error) -> SnapError {
-        SnapError::Rpc {
-            socket: self.socket().to_owned(),
-            source,
-        }
-    }
-
-    /// Starts a typed call of `method` with `params`; the result decodes into `T`.
-    fn call<T: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> SnapCall<T> {
-        SnapCall::new(self.rpc.request(method).params(params), self.socket())
-    }
-
-    /// Starts a typed call of `method` without params.
-    fn call_bare<T: DeserializeOwned>(&self, method: &str) -> SnapCall<T> {
-        SnapCall::new(self.rpc.request(method), self.socket())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -27,8 +27,8 @@ pub struct Snap3Subsystem {
 pub struct Snap3ControllerCreate {
     /// Subsystem NQN.
     pub nqn: String,
-    /// RDMA device managing the emulation, e.g.
-    /// [`DEFAULT_EMULATION_MANAGER`](super::unverified::DEFAULT_EMULATION_MANAGER).
+    /// RDMA device managing the emulation, e.g. `mlx5_0` (SNAP 3 has no default; list the
+    /// candidates with `emulation_managers_list`).
     pub emulation_manager: String,
     /// PF index.
     #[serde(skip_serializing_if = "Option::is_none")]

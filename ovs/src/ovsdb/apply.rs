@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::database::not_initialized;
+use super::error::Error;
+use super::handle::Ovsdb;
 use super::model::OPEN_VSWITCH;
 use super::txn::{Condition, Mutation, OpResult, Operation};
-use super::{not_initialized, Error, Ovsdb};
 
 /// Slack on top of the server-side wait for the JSON-RPC deadline, so the server's own
 /// `timed out` answer (which names the cause) arrives before our call gives up.

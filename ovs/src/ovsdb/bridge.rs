@@ -7,10 +7,20 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::apply::{Applied, WaitPolicy};
+use super::database::not_initialized;
 use super::datum::{named_uuid, set, string_map};
+use super::error::Error;
+use super::handle::Ovsdb;
 use super::model::{Bridge, Tables, BRIDGE, INTERFACE, OPEN_VSWITCH, PORT};
+use super::names::validate_name;
 use super::txn::{Condition, Mutation, Operation};
-use super::{not_initialized, validate_name, Error, Ovsdb};
+
+impl Ovsdb {
+    /// Bridges: list, add, delete.
+    pub fn bridges(&self) -> BridgeHandle {
+        BridgeHandle::new(self.clone())
+    }
+}
 
 /// Bridge operations on one database.
 #[derive(Debug, Clone)]

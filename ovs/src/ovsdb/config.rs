@@ -10,10 +10,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::apply::{Applied, WaitPolicy};
+use super::database::not_initialized;
 use super::datum::{set, str_map};
+use super::error::Error;
+use super::handle::Ovsdb;
 use super::model::OPEN_VSWITCH;
 use super::txn::{Mutation, Operation};
-use super::{not_initialized, Error, Ovsdb};
 
 /// Keys ovs-vswitchd reads only at start-up (or only once), with the evidence: a change
 /// is stored and acknowledged (`cur_cfg` advances) but has no effect until ovs-vswitchd
@@ -105,6 +107,13 @@ fn validate(key: &str, value: &str) -> Result<(), Error> {
         value: value.to_owned(),
         reason: format!("expected {reason}"),
     })
+}
+
+impl Ovsdb {
+    /// Global knobs in `Open_vSwitch.other_config` (`hw-offload`, `tc-policy`, ...).
+    pub fn other_config(&self) -> OtherConfigHandle {
+        OtherConfigHandle::new(self.clone())
+    }
 }
 
 /// `Open_vSwitch.other_config` operations on one database.

@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+use super::error::Error;
+use super::handle::Ovsdb;
 use super::model::{Bridge, OpenVswitch, Tables, COLUMNS};
-use super::{Error, Ovsdb};
 
 /// Backoff bounds between attempts to (re-)establish the monitor.
 const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -52,6 +53,14 @@ impl CachedView {
     /// The root row.
     pub fn open_vswitch(&self) -> Option<OpenVswitch> {
         self.tables.open_vswitch()
+    }
+}
+
+impl Ovsdb {
+    /// Starts a cache that follows the database (see [`OvsdbCache`]); must be called inside
+    /// a Tokio runtime. It keeps retrying while ovsdb-server is away.
+    pub fn monitor(&self) -> OvsdbCache {
+        OvsdbCache::spawn(self.clone())
     }
 }
 

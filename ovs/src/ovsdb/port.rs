@@ -10,9 +10,11 @@ use serde_json::json;
 use super::apply::{Applied, WaitPolicy};
 use super::bridge::name_owner;
 use super::datum::{named_uuid, set, string_map};
+use super::error::Error;
+use super::handle::Ovsdb;
 use super::model::{Bridge, INTERFACE, PORT};
+use super::names::validate_name;
 use super::txn::{Condition, Mutation, Operation};
-use super::{validate_name, Error, Ovsdb};
 
 /// An interface's `type` column. The common ones are named; anything else ovs-vswitchd
 /// lists in `Open_vSwitch.iface_types` goes through [`InterfaceType::Other`].
@@ -75,6 +77,13 @@ impl fmt::Display for InterfaceType {
         } else {
             self.as_str()
         })
+    }
+}
+
+impl Ovsdb {
+    /// Ports and their interfaces: add, delete.
+    pub fn ports(&self) -> PortHandle {
+        PortHandle::new(self.clone())
     }
 }
 

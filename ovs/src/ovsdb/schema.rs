@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::database::DATABASE;
 use super::model::COLUMNS;
 use super::Error;
 
@@ -98,13 +99,9 @@ impl Schema {
     /// column this client uses, so a mismatch is one clear error at connect time instead of
     /// `unknown column` failures later.
     pub fn check_open_vswitch(&self) -> Result<(), Error> {
-        if self.name != super::DATABASE {
+        if self.name != DATABASE {
             return Err(Error::Schema {
-                detail: format!(
-                    "database is {:?}, expected {:?}",
-                    self.name,
-                    super::DATABASE
-                ),
+                detail: format!("database is {:?}, expected {:?}", self.name, DATABASE),
             });
         }
         if self.version.major != MIN_SCHEMA.major || self.version < MIN_SCHEMA {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::datum::{Row, Uuid};
-use super::{Error, Ovsdb};
+use super::error::Error;
+use super::handle::Ovsdb;
 
 /// One operation of a transaction, already in wire form.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +160,13 @@ impl OpResult {
     /// The raw result object.
     pub fn as_json(&self) -> &Value {
         &self.0
+    }
+}
+
+impl Ovsdb {
+    /// Starts a raw transaction on the Open_vSwitch database.
+    pub fn transact(&self) -> Transaction {
+        Transaction::new(self.clone())
     }
 }
 

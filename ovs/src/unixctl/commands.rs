@@ -1,8 +1,22 @@
 //! Typed helpers for the commands the agent uses; their output is returned as text (the
 //! crate's flow-dump parser reads `dpctl/dump-flows`).
 
-use super::{Command, Error};
+use super::error::Error;
+use super::handle::{Command, Unixctl};
 use crate::flow::DumpType;
+
+impl Unixctl {
+    /// `dpctl/dump-flows`, the datapath flows with their stats and offload state.
+    pub fn dump_flows(&self) -> DumpFlows {
+        DumpFlows::new(self.command("dpctl/dump-flows"))
+    }
+
+    /// `list-commands`, parsed: what this daemon version supports.
+    pub async fn list_commands(&self) -> Result<Vec<CommandInfo>, Error> {
+        let text = self.command("list-commands").execute().await?;
+        Ok(parse_list_commands(&text))
+    }
+}
 
 /// A `dpctl/dump-flows` call being built.
 #[derive(Debug)]

@@ -7,35 +7,16 @@
 //! dump for every link) and from `sys/class/net/*/statistics` when a `--sys-root` fixture
 //! or mounted image is inspected, where netlink cannot see anything.
 
+mod netdev_source;
 mod read;
 mod selector;
 
+pub use netdev_source::NetdevSource;
 pub use selector::{CounterSelector, SelectorError};
 
 use crate::netlink::RouteStats;
 use crate::snapshot::{Collector, Snapshot};
 use crate::SysRoot;
-
-/// Where netdev and tc counters come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NetdevSource {
-    /// `sys/class/net/*/statistics` under the root: fixtures and mounted images. tc
-    /// filters are not visible this way and are reported as a source error.
-    Sysfs,
-    /// Netlink in the caller's network namespace: the live system.
-    Netlink,
-}
-
-impl NetdevSource {
-    /// Netlink when the root is the live `/`, sysfs otherwise.
-    pub fn for_root(root: &SysRoot) -> Self {
-        if root.path() == std::path::Path::new("/") {
-            Self::Netlink
-        } else {
-            Self::Sysfs
-        }
-    }
-}
 
 /// Takes snapshots. Holds what is worth keeping between snapshots of a `Watch` (the
 /// netlink sockets and interface names, the open RDMA counter files), so a stream does

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::{CounterSelector, NetdevSource};
+use super::netdev_source::NetdevSource;
+use super::selector::CounterSelector;
 use crate::counter_file::FileCache;
 use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,

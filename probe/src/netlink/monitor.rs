@@ -12,8 +12,8 @@ use std::io;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 use nix::libc::{ENOBUFS, MSG_DONTWAIT, MSG_TRUNC};
 
-use super::names::LinkEvents;
-use super::NetlinkError;
+use super::error::NetlinkError;
+use super::link_events::LinkEvents;
 
 /// `RTNLGRP_LINK`: link added, removed, renamed or changed (`RTMGRP_LINK` as a bind mask).
 const RTNLGRP_LINK: u32 = 1;

@@ -10,24 +10,11 @@
 
 use std::collections::HashMap;
 
+use super::error::NetlinkError;
 use super::link::LinkStats;
+use super::link_events::LinkEvents;
+use super::route_stats::RouteStats;
 use super::stats::LinkCounterReading;
-use super::{NetlinkError, RouteStats};
-
-/// What [`RouteStats::link_events`] saw since it was last asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkEvents {
-    /// Watching, and no link was added, removed, renamed or changed.
-    Quiet,
-    /// Link notifications arrived: a link was added, removed, renamed or changed state.
-    Changed,
-    /// Notifications were lost (the queue overflowed, `ENOBUFS`): anything may have
-    /// changed.
-    Overflowed,
-    /// Nobody can tell: the reader does not watch link changes (the trait's default), or
-    /// the watch has only just started.
-    Unknown,
-}
 
 /// The ifindex → interface name map of one namespace, kept across snapshots and refreshed
 /// from [`RouteStats::links`] only when it may be stale.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use nix::sched::{setns, CloneFlags};
 
-use super::{NetlinkError, RouteSocket};
+use super::error::NetlinkError;
 
 /// Where `ip netns add NAME` bind-mounts named namespaces.
 pub const NETNS_RUN_DIR: &str = "/run/netns";
@@ -45,8 +45,14 @@ pub fn netns_path(name: &str) -> Result<PathBuf, NetlinkError> {
     }
 }
 
-/// Creates a socket inside the namespace at `path` on a helper thread.
-pub(crate) fn open_in(path: PathBuf) -> Result<RouteSocket, NetlinkError> {
+/// Runs `create` inside the namespace at `path` on a helper thread and hands back what it
+/// made: [`RouteSocket::open_in_netns`](super::RouteSocket::open_in_netns) passes the
+/// socket constructor, so this file needs no socket type of its own.
+pub(crate) fn open_in<T, F>(path: PathBuf, create: F) -> Result<T, NetlinkError>
+where
+    T: Send + 'static,
+    F: FnOnce(PathBuf) -> Result<T, NetlinkError> + Send + 'static,
+{
     let inner = path.clone();
     let handle = std::thread::Builder::new()
         .name("netns-socket".to_owned())
@@ -59,7 +65,7 @@ pub(crate) fn open_in(path: PathBuf) -> Result<RouteSocket, NetlinkError> {
                 path: inner.clone(),
                 source,
             })?;
-            RouteSocket::create(Some(inner))
+            create(inner)
         })
         .map_err(|source| NetlinkError::NetnsThread {
             path: path.clone(),
@@ -73,6 +79,7 @@ pub(crate) fn open_in(path: PathBuf) -> Result<RouteSocket, NetlinkError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netlink::RouteSocket;
 
     #[test]
     fn names_become_run_netns_paths() {

@@ -20,14 +20,16 @@ use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
 use nix::sys::time::{TimeVal, TimeValLike};
 
 use super::dump::{route_message, Decoder, DumpCollector};
+use super::error::NetlinkError;
 use super::link::{link_from_message, LinkStats};
+use super::link_events::LinkEvents;
 use super::monitor::LinkMonitor;
-use super::names::LinkEvents;
+use super::netns;
 use super::offload::{offload_from_message, offload_request, OffloadStats};
+use super::route_stats::RouteStats;
 use super::stats::{counters_request, reading_from_message, LinkCounterReading};
 use super::tc::{filter_request, TcFilter, TcParent};
 use super::tc_decode::filter_from_message;
-use super::{netns, NetlinkError, RouteStats};
 
 /// How long one `recv` may wait. The kernel answers at once; this only bounds a hang
 /// caused by a bug, so a snapshot fails with a message instead of blocking forever.
@@ -68,7 +70,9 @@ impl RouteSocket {
     /// Opens a socket in the namespace at `path` (`/run/netns/NAME`, `/proc/PID/ns/net`)
     /// without moving the calling thread: see the `netns` module. Needs CAP_SYS_ADMIN.
     pub fn open_in_netns(path: impl AsRef<Path>) -> Result<Self, NetlinkError> {
-        netns::open_in(path.as_ref().to_path_buf())
+        netns::open_in(path.as_ref().to_path_buf(), |netns| {
+            Self::create(Some(netns))
+        })
     }
 
     /// Opens a socket in the named namespace `/run/netns/{name}`, validating the name

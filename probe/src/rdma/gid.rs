@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{list_rdma_devices, GidEntry};
+use super::devices::{list_rdma_devices, GidEntry};
 use crate::{ProbeError, SysRoot};
 
 /// The RoCE version of a GID entry: v1 entries are link-layer only, v2 entries are routable
