@@ -7,10 +7,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Per-phase wall times, printed at the end (the README quotes them).
+phases=()
+phase_start=$(date +%s)
+job_start=$phase_start
+phase_done() {
+    local now
+    now=$(date +%s)
+    phases+=("$1: $((now - phase_start)) s")
+    phase_start=$now
+}
+report_phases() {
+    printf '\n== main job phases (%s, %s cores)\n' "$(uname -n)" "$(nproc)"
+    printf '   %s\n' "${phases[@]}"
+    echo "   total: $(($(date +%s) - job_start)) s"
+}
+
 cargo build --release --locked -p dpu-agent -p dpuctl
+phase_done "release build"
 dpuctl=./target/release/dpuctl
-trap '"$dpuctl" lab down >/dev/null 2>&1 || true' EXIT
+trap '"$dpuctl" lab down >/dev/null 2>&1 || true; report_phases' EXIT
 "$dpuctl" lab up --bin-dir target/release
+phase_done "lab up (image build when not cached, boot)"
 
 # The target's file, whose checksum the read below must reproduce.
 "$dpuctl" lab run --vm target --ns none -- 'echo "target file: $NVME_BACKING, $(grep backing_sha256 /lab/share/ready)"'
@@ -43,6 +61,8 @@ step dpuctl storage detach remoteControllers/r0
 printf "\n# RoCE: TCP baseline against RDMA to the target, servers started over ssh; the\n# RDMA port counters decide the path of every run\n"
 step dpuctl roce perf --peer target
 step dpuctl roce dcb --interface pf0 --duration 1 || echo "(exit $?: a veth has no PFC/ECN counters, as reported)"'
+phase_done "storage, switch and RoCE workflows in the lab"
 
 # The demo's plan and every Kubernetes object it would create (no cluster here).
 "$dpuctl" demo training-storage --plan host/src/demo/example_plan.toml --dry-run | tail -n 25
+phase_done "demo dry run"
