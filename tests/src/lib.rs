@@ -7,6 +7,7 @@
 
 pub mod arm;
 pub mod command;
+pub mod docs;
 pub mod fake_snap;
 pub mod fixture;
 pub mod harness;

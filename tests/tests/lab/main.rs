@@ -9,12 +9,17 @@
 //! `not_in_hw`) joined to their tc filters, detaching removes the disk, and `roce perf`
 //! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters.
 //!
+//! `runnable_docs` runs the docs' ```` ```sh lab ```` examples as written (`tests/README.md`).
+//!
 //! Boots two TCG VMs (about 1 minute from the image cache, 2-3 from nothing), so it runs
-//! only with `DPU_TEST_LAB=1` (CI sets it) and as root.
+//! only with `DPU_TEST_LAB=1` (CI sets it) and as root; the tests take turns on the one lab.
+
+mod runnable_docs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dpu_tests::harness::bin_dir;
 use dpu_tests::skip;
@@ -27,12 +32,46 @@ fn lab_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab")
 }
 
+/// There is one lab per machine (fixed ports, one run directory): the tests of this tier
+/// take turns even when cargo runs them on parallel threads.
+fn one_lab_at_a_time() -> MutexGuard<'static, ()> {
+    static LAB: Mutex<()> = Mutex::new(());
+    LAB.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes the lab down when dropped (printing the serial logs first when the test
+/// failed), then lets the next test of the tier have it.
+struct LabDown {
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl LabDown {
+    fn new() -> Self {
+        Self {
+            _turn: one_lab_at_a_time(),
+        }
+    }
+}
+
+impl Drop for LabDown {
+    fn drop(&mut self) {
+        let script = lab_dir().join("lab.sh");
+        if std::thread::panicking() {
+            let _ = Command::new("bash").arg(&script).arg("logs").status();
+        }
+        let _ = Command::new("bash").arg(&script).arg("down").status();
+    }
+}
+
 /// Boots the lab for one test and always takes it down, printing the serial logs when
 /// the test failed.
-struct Lab;
+struct Lab {
+    _down: LabDown,
+}
 
 impl Lab {
     fn up() -> Self {
+        let down = LabDown::new();
         let status = Command::new("bash")
             .arg(lab_dir().join("lab.sh"))
             .arg("up")
@@ -40,7 +79,7 @@ impl Lab {
             .arg(bin_dir())
             .status()
             .expect("run lab.sh up");
-        let lab = Self;
+        let lab = Self { _down: down };
         assert!(status.success(), "lab.sh up failed ({status})");
         lab
     }
@@ -93,16 +132,6 @@ impl Lab {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let script = lab_dir().join("lab.sh");
-        if std::thread::panicking() {
-            let _ = Command::new("bash").arg(&script).arg("logs").status();
-        }
-        let _ = Command::new("bash").arg(&script).arg("down").status();
     }
 }
 

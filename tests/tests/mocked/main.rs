@@ -15,6 +15,7 @@ mod load;
 mod pci;
 mod reflection;
 mod reset_mid_run;
+mod runnable_docs;
 mod security;
 mod shell_assets;
 mod storage_kernel;
