@@ -3,7 +3,7 @@
 //! and its stderr.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// A program on `PATH`, or in `/usr/sbin` or `/sbin` (where Debian puts daemons and `ip`)
 /// when `PATH` lacks them.
@@ -32,4 +32,20 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ))
     }
+}
+
+/// A finished process as one readable block (exit code, stdout, stderr), for assertion
+/// messages.
+pub fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The process's stdout as JSON; panics with [`describe`] when it is not JSON.
+pub fn stdout_json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON ({e}): {}", describe(out)))
 }

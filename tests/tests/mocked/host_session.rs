@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use dpu_proto::v1::{self, counters_client::CountersClient};
+use dpu_tests::command::{describe, stdout_json as json};
 use dpu_tests::fixture;
 use dpu_tests::harness::{dpuctl, unix_channel};
 use dpu_tests::skip;
@@ -86,19 +87,6 @@ async fn dpuctl_async(args: &[&str]) -> Output {
     })
     .await
     .expect("the dpuctl thread")
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON ({e}): {}", describe(out)))
 }
 
 fn utf8(path: &Path) -> &str {

@@ -18,6 +18,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use dpu_tests::command::{describe, stdout_json as json};
 use dpu_tests::fake_snap::{FakeDialect, FakeSnap};
 use dpu_tests::fixture;
 use dpu_tests::harness::{bin_dir, free_tcp_port, AgentOptions, AgentProcess};
@@ -29,19 +30,6 @@ const COUNTERS: &str = "sys/class/infiniband/mlx5_0/ports/1/counters";
 /// [`fixture::single_rdma_port`]'s packet counters.
 const XMIT_AT_START: u64 = 5_000;
 const RCV_AT_START: u64 = 7_000;
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON ({e}): {}", describe(out)))
-}
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
