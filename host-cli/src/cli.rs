@@ -186,6 +186,10 @@ pub(crate) struct CheckArgs {
     /// depend on failed.
     #[arg(long, conflicts_with = "list")]
     pub(crate) env: bool,
+    /// Also write the verdict and key numbers as Prometheus metrics to FILE.prom (for
+    /// node_exporter's textfile collector; replaced atomically).
+    #[arg(long, value_name = "FILE.prom")]
+    pub(crate) metrics_file: Option<PathBuf>,
 }
 
 /// `dpu counters` arguments.
@@ -569,6 +573,10 @@ pub(crate) struct PerfArgs {
     /// Also write a self-contained HTML report with charts.
     #[arg(long)]
     pub(crate) report: Option<PathBuf>,
+    /// Also write the verdict and key numbers as Prometheus metrics to FILE.prom (for
+    /// node_exporter's textfile collector; replaced atomically).
+    #[arg(long, value_name = "FILE.prom")]
+    pub(crate) metrics_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -628,6 +636,10 @@ pub(crate) struct ProveSwitchArgs {
     /// Also write a self-contained HTML report.
     #[arg(long, value_name = "FILE.html")]
     pub(crate) report: Option<PathBuf>,
+    /// Also write the verdict and key numbers as Prometheus metrics to FILE.prom (for
+    /// node_exporter's textfile collector; replaced atomically).
+    #[arg(long, value_name = "FILE.prom")]
+    pub(crate) metrics_file: Option<PathBuf>,
 }
 
 /// `prove storage` arguments; in the lab every one has a default.
@@ -656,6 +668,10 @@ pub(crate) struct ProveStorageArgs {
     /// Also write a self-contained HTML report.
     #[arg(long, value_name = "FILE.html")]
     pub(crate) report: Option<PathBuf>,
+    /// Also write the verdict and key numbers as Prometheus metrics to FILE.prom (for
+    /// node_exporter's textfile collector; replaced atomically).
+    #[arg(long, value_name = "FILE.prom")]
+    pub(crate) metrics_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

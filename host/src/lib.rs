@@ -3,7 +3,8 @@
 //! Owns: the agent [`session`] (one channel per run), the before/after counter accounting
 //! engine ([`accounting`]) and the proofs built on it ([`prove`]), the host checklist
 //! ([`check`]), the RoCE benchmark runs and their tool-output parsers ([`roce`]), the
-//! NVMe-oF read engine ([`storage_read`]) and the training-storage demo ([`demo`]).
+//! NVMe-oF read engine ([`storage_read`]), the training-storage demo ([`demo`]), and the
+//! textfile metrics of a run ([`textfile`]).
 //!
 //! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
 //! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
@@ -19,3 +20,4 @@ pub mod roce;
 pub mod session;
 pub mod snapshot_wire;
 pub mod storage_read;
+pub mod textfile;

@@ -22,15 +22,26 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
         no_agent: args.no_agent,
     };
     let results = check::run(&env.session, &params).await?;
-    if args.env {
-        return print_env(env, &results);
+    let outcome = if args.env {
+        print_env(env, &results)?
+    } else {
+        print_results(env, &results)?
+    };
+    // After the results are out: a file that cannot be written is then exit 2 with the
+    // results still shown.
+    if let Some(path) = &args.metrics_file {
+        dpu_host::textfile::checks(&results, std::time::SystemTime::now()).write_atomic(path)?;
     }
+    Ok(outcome)
+}
+
+fn print_results(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outcome> {
     if env.json() {
         output::json(&results)?;
     } else {
-        print(&results)?;
+        print(results)?;
     }
-    Ok(if check::any_failed(&results) {
+    Ok(if check::any_failed(results) {
         Outcome::Failed
     } else {
         Outcome::Success

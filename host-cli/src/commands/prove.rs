@@ -14,17 +14,25 @@ use crate::outcome::Outcome;
 use crate::output;
 
 pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Outcome> {
-    let (report, html) = match cmd {
+    let (report, html, metrics) = match cmd {
         ProveCommand::Storage(args) => (
             prove::prove_storage(&env.session, &storage_proof(args)?).await?,
             args.report.as_deref(),
+            args.metrics_file.as_deref(),
         ),
         ProveCommand::Switch(args) => (
             prove::prove_switch(&env.session, &switch_proof(args)?).await?,
             args.report.as_deref(),
+            args.metrics_file.as_deref(),
         ),
     };
-    finish(env, &report, html)
+    let outcome = finish(env, &report, html)?;
+    // After the report is out: a file that cannot be written is then exit 2 with the
+    // results still shown.
+    if let Some(path) = metrics {
+        dpu_host::textfile::proof(&report, std::time::SystemTime::now()).write_atomic(path)?;
+    }
+    Ok(outcome)
 }
 
 fn idle(seconds: f64) -> anyhow::Result<Duration> {

@@ -69,6 +69,11 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
     } else {
         print_table(&report)?;
     }
+    // After the report is out: a file that cannot be written is then exit 2 with the
+    // results still shown.
+    if let Some(path) = &args.metrics_file {
+        dpu_host::textfile::perf(&report, std::time::SystemTime::now()).write_atomic(path)?;
+    }
     Ok(match report.verdict {
         "ok" => Outcome::Success,
         "flagged" => Outcome::Failed,

@@ -12,6 +12,7 @@ mod health;
 mod host_session;
 mod lifecycle;
 mod load;
+mod metrics_file;
 mod pci;
 mod reflection;
 mod reset_mid_run;
