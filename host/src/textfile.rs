@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::accounting::{Outcome, Verdict};
 use crate::check::rules::Status;
@@ -80,17 +80,9 @@ impl Textfile {
         labels: &[(&str, &str)],
         value: f64,
     ) {
-        let registry = &mut self.registry;
-        let family = self.families.entry(name).or_insert_with(|| {
-            let family = GaugeFamily::default();
-            registry.register(name, help, family.clone());
-            family
-        });
-        let labels: Labels = labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        family.get_or_create(&labels).set(value);
+        registered(&mut self.registry, &mut self.families, name, help)
+            .get_or_create(&owned(labels))
+            .set(value);
     }
 
     /// Sets whole-number gauge `name{labels}` (a state, a count) to `value`; the first use
@@ -102,17 +94,9 @@ impl Textfile {
         labels: &[(&str, &str)],
         value: i64,
     ) {
-        let registry = &mut self.registry;
-        let family = self.counts.entry(name).or_insert_with(|| {
-            let family = CountFamily::default();
-            registry.register(name, help, family.clone());
-            family
-        });
-        let labels: Labels = labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        family.get_or_create(&labels).set(value);
+        registered(&mut self.registry, &mut self.counts, name, help)
+            .get_or_create(&owned(labels))
+            .set(value);
     }
 
     /// One series per state of a state set, 1 for `current`, 0 for the others.
@@ -166,6 +150,31 @@ impl Textfile {
             write_err(path)(e)
         })
     }
+}
+
+/// The family `name` of `families`, registered with `help` on first use.
+fn registered<'a, M>(
+    registry: &mut Registry,
+    families: &'a mut BTreeMap<&'static str, Family<Labels, M>>,
+    name: &'static str,
+    help: &'static str,
+) -> &'a Family<Labels, M>
+where
+    M: Default,
+    Family<Labels, M>: Metric + Clone,
+{
+    families.entry(name).or_insert_with(|| {
+        let family = Family::default();
+        registry.register(name, help, family.clone());
+        family
+    })
+}
+
+fn owned(labels: &[(&str, &str)]) -> Labels {
+    labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 fn seconds_since_epoch(at: SystemTime) -> f64 {
