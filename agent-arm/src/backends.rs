@@ -8,6 +8,7 @@
 //! ([`StorageEngine::snap_client`]; `spdk_get_version` is the cheapest call SNAP answers).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use dpu_nvmeof::snap::SnapClient;
@@ -16,6 +17,7 @@ use dpu_proto::v1::{BackendState, BackendStatus};
 
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
+use crate::metrics::AgentMetrics;
 use crate::ovs::{OvsBackend, OvsClients};
 use crate::storage::StorageEngine;
 
@@ -30,6 +32,8 @@ pub(crate) struct Backends {
     kernel_root: Option<PathBuf>,
     ovsdb: OvsdbState,
     sys_root: PathBuf,
+    /// Every check's result is recorded here (`dpu_agent_backend_up`), whoever asked.
+    metrics: Arc<AgentMetrics>,
 }
 
 /// The OVS checks' view of the Switch service's clients.
@@ -58,8 +62,13 @@ struct OvsdbBackend {
 
 impl Backends {
     /// `ovs` is the Switch service's backend and `storage` the storage engine: the checks
-    /// share their clients.
-    pub(crate) fn new(config: &Config, ovs: &OvsBackend, storage: &StorageEngine) -> Self {
+    /// share their clients; `metrics` records every check.
+    pub(crate) fn new(
+        config: &Config,
+        ovs: &OvsBackend,
+        storage: &StorageEngine,
+        metrics: Arc<AgentMetrics>,
+    ) -> Self {
         let kernel = config.storage.backend == StorageBackendKind::Kernel;
         let snap = storage.snap_client().map(|client| SnapBackend {
             socket: config.snap.socket.clone(),
@@ -78,13 +87,25 @@ impl Backends {
             kernel_root: kernel.then(|| config.kernel.root.clone()),
             ovsdb,
             sys_root: config.sys_root.clone(),
+            metrics,
         }
+    }
+
+    /// Records `status` as the backend's latest probe and returns it. A backend disabled
+    /// by configuration is neither up nor down: it gets no series, so it raises no alert.
+    fn observed(&self, status: BackendStatus) -> BackendStatus {
+        let state = BackendState::try_from(status.state).unwrap_or(BackendState::Unspecified);
+        if state != BackendState::Disabled {
+            self.metrics
+                .set_backend_up(&status.backend, state == BackendState::Ready);
+        }
+        status
     }
 
     /// Checks every backend concurrently, each bounded by [`CHECK_TIMEOUT`].
     pub(crate) async fn check_all(&self) -> Vec<BackendStatus> {
         let (snap, (ovsdb, vswitchd)) = tokio::join!(self.check_snap(), self.check_ovs());
-        let mut all = vec![self.check_sysfs(), snap];
+        let mut all = vec![self.check_sysfs(), self.observed(snap)];
         all.extend(self.check_kernel());
         all.extend([ovsdb, vswitchd]);
         all
@@ -114,13 +135,13 @@ impl Backends {
                 ),
             ),
         };
-        Some(status(
+        Some(self.observed(status(
             "kernel-nvmeof",
             state,
             root.display().to_string(),
             "",
             detail,
-        ))
+        )))
     }
 
     /// Inventory and Counters read `{sys_root}/sys/class`: it must be a directory this
@@ -134,13 +155,13 @@ impl Backends {
                 format!("cannot read {}: {e}", class.display()),
             ),
         };
-        status(
+        self.observed(status(
             "sysfs",
             state,
             self.sys_root.display().to_string(),
             "",
             detail,
-        )
+        ))
     }
 
     async fn check_snap(&self) -> BackendStatus {
@@ -185,7 +206,8 @@ impl Backends {
 
     /// OVSDB and ovs-vswitchd, which the Switch service needs both of, checked concurrently.
     pub(crate) async fn check_ovs(&self) -> (BackendStatus, BackendStatus) {
-        tokio::join!(self.check_ovsdb(), self.check_vswitchd())
+        let (ovsdb, vswitchd) = tokio::join!(self.check_ovsdb(), self.check_vswitchd());
+        (self.observed(ovsdb), self.observed(vswitchd))
     }
 
     async fn check_ovsdb(&self) -> BackendStatus {

@@ -32,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) kernel: KernelConfig,
     pub(crate) ovs: OvsConfig,
     pub(crate) log: LogConfig,
+    pub(crate) metrics: MetricsConfig,
+    pub(crate) health: HealthConfig,
 }
 
 /// Authentication and roles (see `security`).
@@ -218,6 +220,59 @@ pub(crate) struct OvsConfig {
     pub(crate) call_timeout: Duration,
 }
 
+/// The OpenMetrics endpoint (`GET /metrics`, docs/metrics.md): off unless `listen` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct MetricsConfig {
+    /// `tcp:HOST:PORT` or `unix:PATH`; none: no endpoint. A TCP listener follows the gRPC
+    /// listeners' rule: mutual TLS with `[security]`'s files, or plaintext only with
+    /// `security.insecure_listen`.
+    #[serde(with = "optional_endpoint", skip_serializing_if = "Option::is_none")]
+    pub(crate) listen: Option<Endpoint>,
+    /// Scrape connections held at once; more wait in the kernel's backlog.
+    pub(crate) max_connections: usize,
+    /// Seconds a scrape connection has to send its request, and to take the answer,
+    /// before it is closed: a stuck scraper cannot hold a connection slot.
+    #[serde(with = "seconds")]
+    pub(crate) request_timeout: Duration,
+    /// Seconds the counter reading of one scrape may take; what is not read by then is
+    /// marked unreadable (`dpu_counters_source_up` 0), never reported as zero.
+    #[serde(with = "seconds")]
+    pub(crate) read_timeout: Duration,
+    /// Read the tc filter statistics of every representor and uplink on each scrape.
+    pub(crate) tc: bool,
+    /// Sum the OVS datapath flows by forwarding level on each scrape (one
+    /// `dpctl/dump-flows` through ovs-vswitchd).
+    pub(crate) ovs_flows: bool,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            max_connections: 16,
+            request_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(5),
+            tc: true,
+            ovs_flows: true,
+        }
+    }
+}
+
+/// The plaintext health endpoint for kubelet's native gRPC probe, and what the
+/// `readiness` health service requires (`health.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct HealthConfig {
+    /// `tcp:HOST:PORT` serving `grpc.health.v1` only, without TLS (kubelet's probe speaks
+    /// plaintext); none: health is served on the main listeners only.
+    #[serde(with = "optional_endpoint", skip_serializing_if = "Option::is_none")]
+    pub(crate) listen: Option<Endpoint>,
+    /// The services the `readiness` health service requires to be SERVING; empty (the
+    /// default) means every service whose backend is enabled (`health::ready_requires`).
+    pub(crate) ready_requires: Vec<String>,
+}
+
 /// Logging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -253,6 +308,8 @@ impl Default for Config {
             kernel: KernelConfig::default(),
             ovs: OvsConfig::default(),
             log: LogConfig::default(),
+            metrics: MetricsConfig::default(),
+            health: HealthConfig::default(),
         }
     }
 }
@@ -394,6 +451,38 @@ impl Config {
                 )));
             }
         }
+        if let Some(endpoint) = &self.metrics.listen {
+            if self.listen.contains(endpoint) {
+                return Err(ConfigError::Invalid(format!(
+                    "metrics.listen = {endpoint} is also a gRPC listener: give /metrics its own"
+                )));
+            }
+            if matches!(endpoint, Endpoint::Tcp { .. })
+                && tls_set == 0
+                && !self.security.insecure_listen
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "metrics.listen = {endpoint} needs TLS (security.tls_cert, tls_key, \
+                     client_ca) or, for plaintext on a trusted link, security.insecure_listen \
+                     = true (--insecure-listen), like the gRPC listeners"
+                )));
+            }
+            if self.metrics.max_connections == 0 {
+                return Err(ConfigError::Invalid(
+                    "metrics.max_connections must be greater than 0".to_owned(),
+                ));
+            }
+            for (key, value) in [
+                ("metrics.request_timeout", self.metrics.request_timeout),
+                ("metrics.read_timeout", self.metrics.read_timeout),
+            ] {
+                if value.is_zero() {
+                    return Err(ConfigError::Invalid(format!(
+                        "{key} must be greater than 0"
+                    )));
+                }
+            }
+        }
         if !self.kernel.hostnqn.is_empty() {
             dpu_nvmeof::Nqn::parse(&self.kernel.hostnqn)
                 .map_err(|e| ConfigError::Invalid(format!("kernel.hostnqn: {e}")))?;
@@ -454,6 +543,7 @@ impl Config {
                 )));
             }
         }
+        self.validate_health()?;
         Ok(())
     }
 
@@ -463,6 +553,56 @@ impl Config {
             Some(Endpoint::Unix(path)) => path.clone(),
             _ => dpu_ovs::default_ovsdb_socket(&self.ovs.rundir),
         }
+    }
+}
+
+/// `[health]`: the health-only listener and the services `readiness` requires.
+impl Config {
+    /// Part of [`Config::validate`]: a health listener that cannot serve kubelet's probe,
+    /// or a `readiness` that could never be SERVING, is refused at start.
+    fn validate_health(&self) -> Result<(), ConfigError> {
+        if let Some(endpoint) = &self.health.listen {
+            if matches!(endpoint, Endpoint::Unix(_)) {
+                return Err(ConfigError::Invalid(format!(
+                    "health.listen = {endpoint}: must be tcp:HOST:PORT (kubelet's grpc probe \
+                     dials TCP; the unix: listeners already serve grpc.health.v1)"
+                )));
+            }
+            if self.listen.contains(endpoint) {
+                return Err(ConfigError::Invalid(format!(
+                    "health.listen = {endpoint} is also a gRPC listener (`listen`); the \
+                     plaintext health-only listener needs a port of its own"
+                )));
+            }
+            if self.metrics.listen.as_ref() == Some(endpoint) {
+                return Err(ConfigError::Invalid(format!(
+                    "health.listen = {endpoint} is also metrics.listen; give each its own port"
+                )));
+            }
+        }
+        let requires = &self.health.ready_requires;
+        for (i, name) in requires.iter().enumerate() {
+            if !dpu_proto::SERVICE_NAMES.contains(&name.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "health.ready_requires: {name:?} is not a service; one of {}",
+                    dpu_proto::SERVICE_NAMES.join(", ")
+                )));
+            }
+            if requires[..i].contains(name) {
+                return Err(ConfigError::Invalid(format!(
+                    "health.ready_requires names {name} twice"
+                )));
+            }
+            if name == "dpu.v1.Switch" && !self.ovs.enabled {
+                return Err(ConfigError::Invalid(
+                    "health.ready_requires names dpu.v1.Switch but ovs.enabled = false: \
+                     Switch is never SERVING without OVS, so readiness never would be; \
+                     remove it from the list or enable OVS"
+                        .to_owned(),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

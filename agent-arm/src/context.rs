@@ -9,6 +9,7 @@ use dpu_probe::SysRoot;
 
 use crate::backends::Backends;
 use crate::config::Config;
+use crate::metrics::AgentMetrics;
 use crate::ovs::OvsBackend;
 use crate::storage::store::StoreError;
 use crate::storage::StorageEngine;
@@ -21,6 +22,8 @@ pub(crate) struct AgentContext {
     pub(crate) backends: Backends,
     pub(crate) ovs: OvsBackend,
     pub(crate) storage: Arc<StorageEngine>,
+    /// The agent's own metrics, recorded by every part and served at `/metrics`.
+    pub(crate) metrics: Arc<AgentMetrics>,
 }
 
 impl AgentContext {
@@ -28,13 +31,15 @@ impl AgentContext {
     /// state would make the agent forget (and later undo) what the host was given.
     pub(crate) fn new(config: &Config) -> Result<Self, StoreError> {
         let ovs = OvsBackend::new(config);
-        let storage = Arc::new(StorageEngine::open(config)?);
+        let metrics = Arc::new(AgentMetrics::new());
+        let storage = Arc::new(StorageEngine::open(config, Arc::clone(&metrics))?);
         Ok(Self {
             root: SysRoot::new(&config.sys_root),
             started: Instant::now(),
-            backends: Backends::new(config, &ovs, &storage),
+            backends: Backends::new(config, &ovs, &storage, Arc::clone(&metrics)),
             ovs,
             storage,
+            metrics,
         })
     }
 }

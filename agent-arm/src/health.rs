@@ -7,6 +7,14 @@
 //! | `dpu.v1.Storage` | SNAP backend: the storage engine's own SNAP client lists the volumes (`bdev_get_bdevs`) within `[snap] call_timeout`; kernel backend: `/dev/nvme-fabrics` exists (a missing nvmet configfs only degrades it) |
 //! | `dpu.v1.Switch` | OVSDB answers `list_dbs` with `Open_vSwitch` and ovs-vswitchd answers `version`, each within 1 s, over the Switch service's own clients; NOT_SERVING when OVS is disabled by configuration |
 //! | `dpu.v1.Inventory`, `dpu.v1.Counters` | `{sys_root}/sys/class` can be listed |
+//! | `readiness` | every service of the effective `[health] ready_requires` ([`ready_requires`]) is SERVING; NOT_SERVING once shutdown begins |
+//!
+//! `readiness` exists because a probe names one service (kubelet's native `grpc:` probe
+//! has a single `service` field), while "ready" means several: by default every service
+//! whose backend is enabled (Storage always, Switch when `ovs.enabled`, Inventory and
+//! Counters), or the list `[health] ready_requires` gives (a DPU that serves storage only
+//! may leave Switch out). Its changes are logged with the required services that are down
+//! and their reasons.
 //!
 //! The first round runs before the listeners serve (each probe then bounded by at most
 //! [`FIRST_ROUND_BOUND`]), so the first answer a client gets is already true; after that a
@@ -31,6 +39,25 @@ pub(crate) const INTERVAL: Duration = Duration::from_secs(3);
 
 /// The most the first round may delay the start, per probe.
 pub(crate) const FIRST_ROUND_BOUND: Duration = Duration::from_secs(2);
+
+/// The health service that is SERVING only while every service [`ready_requires`] names
+/// is: what a readiness probe asks with its one service name.
+pub(crate) const READINESS: &str = "readiness";
+
+/// The services `readiness` requires: `[health] ready_requires` when it is set (validated
+/// by `Config::validate`), otherwise every service whose backend is enabled: Storage,
+/// Inventory and Counters always, Switch only with `ovs.enabled` (without OVS it is never
+/// SERVING, and a DPU without OVS is still ready to serve storage).
+pub(crate) fn ready_requires(config: &Config) -> Vec<String> {
+    if !config.health.ready_requires.is_empty() {
+        return config.health.ready_requires.clone();
+    }
+    dpu_proto::SERVICE_NAMES
+        .iter()
+        .filter(|service| **service != "dpu.v1.Switch" || config.ovs.enabled)
+        .map(|service| (*service).to_owned())
+        .collect()
+}
 
 /// One service's verdict: serving, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +102,9 @@ struct Prober {
     /// The storage engine's own bound on one SNAP call.
     snap_timeout: Duration,
     reporter: HealthReporter,
+    /// Indices into `dpu_proto::SERVICE_NAMES` of the services `readiness` requires.
+    requires: Vec<usize>,
+    /// The last verdict reported for each of `SERVICE_NAMES`, then for `readiness`.
     last: Vec<Option<Verdict>>,
 }
 
@@ -88,12 +118,19 @@ impl HealthMonitor {
         reporter
             .set_service_status("", ServingStatus::Serving)
             .await;
+        let required = ready_requires(config);
+        tracing::info!(requires = ?required, "health: {READINESS} follows these services");
         let mut prober = Prober {
             ctx,
             storage: config.storage.backend,
             snap_timeout: config.snap.call_timeout,
             reporter,
-            last: vec![None; dpu_proto::SERVICE_NAMES.len()],
+            // Validation admits only names of SERVICE_NAMES.
+            requires: required
+                .iter()
+                .filter_map(|name| dpu_proto::SERVICE_NAMES.iter().position(|s| s == name))
+                .collect(),
+            last: vec![None; dpu_proto::SERVICE_NAMES.len() + 1],
         };
         prober.round(FIRST_ROUND_BOUND).await;
         let task = tokio::spawn(async move {
@@ -112,40 +149,56 @@ impl HealthMonitor {
 }
 
 impl Prober {
-    /// Probes every service (each probe bounded by its own timeout and by `bound`) and
-    /// reports the ones that changed.
+    /// Probes every service (each probe bounded by its own timeout and by `bound`), derives
+    /// `readiness` from the required ones, and reports the ones that changed.
     async fn round(&mut self, bound: Duration) {
         let (storage, switch) = tokio::join!(self.storage(bound), self.switch());
         let sysfs = sysfs_verdict(&self.ctx.backends.check_sysfs());
-        for (i, service) in dpu_proto::SERVICE_NAMES.iter().enumerate() {
-            let verdict = match *service {
+        let verdicts: Vec<Verdict> = dpu_proto::SERVICE_NAMES
+            .iter()
+            .map(|service| match *service {
                 "dpu.v1.Storage" => storage.clone(),
                 "dpu.v1.Switch" => switch.clone(),
                 // Inventory and Counters read sysfs.
                 _ => sysfs.clone(),
-            };
-            let changed = self.last[i]
-                .as_ref()
-                .is_none_or(|last| last.serving != verdict.serving);
-            if !changed {
-                continue;
-            }
-            match (&self.last[i], verdict.serving) {
-                (_, true) => tracing::info!(service, "health: SERVING"),
-                (None, false) => {
-                    tracing::warn!(service, reason = %verdict.reason, "health: NOT_SERVING");
-                }
-                (Some(_), false) => tracing::warn!(
-                    service,
-                    reason = %verdict.reason,
-                    "health: SERVING -> NOT_SERVING"
-                ),
-            }
-            self.reporter
-                .set_service_status(*service, verdict.status())
-                .await;
-            self.last[i] = Some(verdict);
+            })
+            .collect();
+        let ready = readiness_verdict(
+            self.requires
+                .iter()
+                .map(|&i| (dpu_proto::SERVICE_NAMES[i], &verdicts[i])),
+        );
+        for (i, verdict) in verdicts.into_iter().enumerate() {
+            self.report(i, dpu_proto::SERVICE_NAMES[i], verdict).await;
         }
+        self.report(dpu_proto::SERVICE_NAMES.len(), READINESS, ready)
+            .await;
+    }
+
+    /// Reports `verdict` for `service` (slot `i` of `last`) if its status changed, logging
+    /// the change with its reason.
+    async fn report(&mut self, i: usize, service: &str, verdict: Verdict) {
+        let changed = self.last[i]
+            .as_ref()
+            .is_none_or(|last| last.serving != verdict.serving);
+        if !changed {
+            return;
+        }
+        match (&self.last[i], verdict.serving) {
+            (_, true) => tracing::info!(service, "health: SERVING"),
+            (None, false) => {
+                tracing::warn!(service, reason = %verdict.reason, "health: NOT_SERVING");
+            }
+            (Some(_), false) => tracing::warn!(
+                service,
+                reason = %verdict.reason,
+                "health: SERVING -> NOT_SERVING"
+            ),
+        }
+        self.reporter
+            .set_service_status(service, verdict.status())
+            .await;
+        self.last[i] = Some(verdict);
     }
 
     async fn storage(&self, bound: Duration) -> Verdict {
@@ -158,11 +211,14 @@ impl Prober {
                 // Asked through the engine's own client: health sees the connection the
                 // Storage service uses.
                 let bound = self.snap_timeout.min(bound);
-                match tokio::time::timeout(bound, self.ctx.storage.volumes()).await {
+                let verdict = match tokio::time::timeout(bound, self.ctx.storage.volumes()).await {
                     Ok(Ok(_)) => Verdict::serving(),
                     Ok(Err(e)) => Verdict::not_serving(format!("SNAP: {}", e.describe())),
                     Err(_) => Verdict::not_serving(format!("SNAP: no answer within {bound:?}")),
-                }
+                };
+                // This probe is the SNAP check (the others record in `Backends`).
+                self.ctx.metrics.set_backend_up("snap", verdict.serving);
+                verdict
             }
         }
     }
@@ -195,6 +251,21 @@ fn switch_verdict(ovsdb: &BackendStatus, vswitchd: &BackendStatus) -> Verdict {
         .into_iter()
         .filter(|s| state(s) != BackendState::Ready)
         .map(why)
+        .collect();
+    if down.is_empty() {
+        Verdict::serving()
+    } else {
+        Verdict::not_serving(down.join("; "))
+    }
+}
+
+/// `readiness`: SERVING while every required service is; otherwise the reason names each
+/// one that is not, with its own reason.
+fn readiness_verdict<'a>(required: impl IntoIterator<Item = (&'a str, &'a Verdict)>) -> Verdict {
+    let down: Vec<String> = required
+        .into_iter()
+        .filter(|(_, verdict)| !verdict.serving)
+        .map(|(service, verdict)| format!("{service} NOT_SERVING: {}", verdict.reason))
         .collect();
     if down.is_empty() {
         Verdict::serving()
@@ -242,6 +313,79 @@ mod tests {
         assert_eq!(verdict.reason, "ovsdb UNAVAILABLE: connection refused");
         let disabled = status("ovs-vswitchd", BackendState::Disabled, "disabled");
         assert!(!switch_verdict(&ready, &disabled).serving);
+    }
+
+    #[test]
+    fn readiness_needs_every_required_service_and_names_the_ones_down() {
+        let up = Verdict::serving();
+        let snap = Verdict::not_serving("SNAP: connection refused");
+        let ovs = Verdict::not_serving("ovsdb UNAVAILABLE");
+        assert!(readiness_verdict([("dpu.v1.Storage", &up), ("dpu.v1.Inventory", &up)]).serving);
+        let verdict = readiness_verdict([
+            ("dpu.v1.Storage", &snap),
+            ("dpu.v1.Inventory", &up),
+            ("dpu.v1.Switch", &ovs),
+        ]);
+        assert!(!verdict.serving);
+        assert_eq!(
+            verdict.reason,
+            "dpu.v1.Storage NOT_SERVING: SNAP: connection refused; \
+             dpu.v1.Switch NOT_SERVING: ovsdb UNAVAILABLE"
+        );
+    }
+
+    #[test]
+    fn readiness_requires_the_enabled_backends_unless_a_list_is_given() {
+        let mut config = Config::default();
+        assert_eq!(ready_requires(&config), dpu_proto::SERVICE_NAMES.to_vec());
+        config.ovs.enabled = false;
+        assert_eq!(
+            ready_requires(&config),
+            ["dpu.v1.Inventory", "dpu.v1.Storage", "dpu.v1.Counters"]
+        );
+        config.health.ready_requires = vec!["dpu.v1.Inventory".to_owned()];
+        assert_eq!(ready_requires(&config), ["dpu.v1.Inventory"]);
+    }
+
+    #[test]
+    fn validation_refuses_a_readiness_that_cannot_serve_and_a_shared_health_port() {
+        let refused = |text: &str| {
+            Config::from_toml(text)
+                .expect("parse")
+                .validate()
+                .expect_err(text)
+                .to_string()
+        };
+        let err = refused("[health]\nready_requires = [\"dpu.v1.Nope\"]\n");
+        assert!(err.contains("\"dpu.v1.Nope\" is not a service"), "{err}");
+        let err =
+            refused("[ovs]\nenabled = false\n[health]\nready_requires = [\"dpu.v1.Switch\"]\n");
+        assert!(
+            err.contains("dpu.v1.Switch but ovs.enabled = false"),
+            "{err}"
+        );
+        let err = refused("[health]\nready_requires = [\"dpu.v1.Storage\", \"dpu.v1.Storage\"]\n");
+        assert!(err.contains("twice"), "{err}");
+        let err = refused("[health]\nlisten = \"unix:/run/h.sock\"\n");
+        assert!(err.contains("must be tcp:HOST:PORT"), "{err}");
+        let err = refused(
+            "listen = [\"tcp:127.0.0.1:50051\"]\n[security]\ninsecure_listen = true\n\
+             [health]\nlisten = \"tcp:127.0.0.1:50051\"\n",
+        );
+        assert!(err.contains("is also a gRPC listener"), "{err}");
+        let err = refused(
+            "[security]\ninsecure_listen = true\n[metrics]\nlisten = \"tcp:127.0.0.1:9464\"\n\
+             [health]\nlisten = \"tcp:127.0.0.1:9464\"\n",
+        );
+        assert!(err.contains("is also metrics.listen"), "{err}");
+        // Plaintext health needs no insecure_listen: it serves nothing but health.
+        Config::from_toml(
+            "[ovs]\nenabled = false\n[health]\nlisten = \"tcp:0.0.0.0:9465\"\n\
+             ready_requires = [\"dpu.v1.Storage\"]\n",
+        )
+        .expect("parse")
+        .validate()
+        .expect("valid");
     }
 
     #[test]

@@ -15,7 +15,9 @@ mod errors;
 mod fd_reserve;
 mod grpc_guard;
 mod health;
+mod health_listener;
 mod listen;
+mod metrics;
 mod observability;
 mod ovs;
 mod probe;
@@ -24,6 +26,7 @@ mod server;
 mod services;
 mod storage;
 mod version;
+mod volume_counters;
 
 use std::io::Write as _;
 use std::process::ExitCode;

@@ -1,8 +1,11 @@
 //! `dpu-agent --health-check [SERVICE...]`: asks a running agent, over its Unix socket,
 //! for `grpc.health.v1` and exits 0 when every service named (none: the whole server) is
-//! SERVING. It is the DaemonSet's readiness and liveness probe: kubelet's own gRPC probe
-//! speaks plaintext only, and the agent's TCP listener requires mutual TLS; the Unix socket
-//! needs neither, and health may be asked by every caller.
+//! SERVING; `--health-check readiness` asks the one service that follows everything
+//! `[health] ready_requires` names. An exec probe for where kubelet's own `grpc:` probe
+//! cannot be used: that probe speaks plaintext only, and the agent's TCP listeners
+//! require mutual TLS, so it needs the health-only listener (`[health] listen`,
+//! `health_listener.rs`); the Unix socket needs neither, and health may be asked by every
+//! caller.
 
 use std::path::PathBuf;
 use std::time::Duration;

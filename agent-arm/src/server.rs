@@ -23,6 +23,7 @@ use crate::context::AgentContext;
 use crate::fd_reserve::FdReserve;
 use crate::grpc_guard::GrpcGuardLayer;
 use crate::listen::{self, Bound};
+use crate::metrics::rpc_layer::RpcMetricsLayer;
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
 
@@ -51,6 +52,18 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     // Bound only now, after the first health round (up to 2 s with a silent SNAP): a
     // client that finds the socket is answered at once, never left in the backlog of a
     // listener that is not accepting yet (a SIGTERM then would reset it unanswered).
+    // The plaintext health-only listener (`[health] listen`) first: once the agent's
+    // socket exists, so does the port kubelet probes.
+    let health_only = crate::health_listener::bind(&config).await?;
+    // /metrics first: once a gRPC socket accepts, the metrics endpoint does too.
+    let metrics_listener = match &config.metrics.listen {
+        Some(endpoint) => Some(
+            listen::bind(endpoint)
+                .await
+                .with_context(|| format!("cannot listen for /metrics on {endpoint}"))?,
+        ),
+        None => None,
+    };
     let mut bound = Vec::with_capacity(config.listen.len());
     for endpoint in &config.listen {
         bound.push(
@@ -122,6 +135,34 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         });
     }
 
+    if let Some(listener) = metrics_listener {
+        // TLS on a TCP endpoint exactly when the gRPC listeners have it, from the same
+        // files (already checked above), speaking HTTP/1.1.
+        let tls = match listener {
+            Bound::Tcp(_) => security::tls::http1_acceptor(&config.security)
+                .context("cannot load the TLS files for /metrics")?,
+            Bound::Unix(..) => None,
+        };
+        tokio::spawn(crate::metrics::serve::serve(
+            listener,
+            crate::metrics::scrape::Scraper::new(Arc::clone(&ctx), &config.metrics),
+            config.security.clone(),
+            config.metrics.clone(),
+            tls,
+            shutdown_rx.clone(),
+        ));
+    }
+
+    if let Some(listener) = health_only {
+        tracing::info!(listener = %listener.describe(), "serving grpc.health.v1 Check only, plaintext");
+        servers.spawn(listener.serve(
+            health_service.clone(),
+            &config.limits,
+            Arc::clone(&reserve),
+            shutdown_rx.clone(),
+        ));
+    }
+
     let signal_name = tokio::select! {
         name = signals.wait() => name,
         Some(ended) = servers.join_next() => {
@@ -132,8 +173,11 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     };
     tracing::info!(signal = signal_name, grace = ?config.shutdown_grace, "shutting down");
     health.stop();
-    // "" is the whole server, as grpc.health.v1 defines it.
-    for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
+    // "" is the whole server, as grpc.health.v1 defines it; readiness goes first.
+    for service in [crate::health::READINESS, ""]
+        .into_iter()
+        .chain(dpu_proto::SERVICE_NAMES)
+    {
         health_reporter
             .set_service_status(service, ServingStatus::NotServing)
             .await;
@@ -222,13 +266,17 @@ impl TerminationSignals {
     }
 }
 
+/// What every router is wrapped in, outermost first: metrics, the gRPC guard, then
+/// authorization (tower's `Stack` nests them the other way round).
+type Layers = Stack<AuthLayer, Stack<GrpcGuardLayer, Stack<RpcMetricsLayer, Identity>>>;
+
 /// One router per listener, all sharing the same context and health state.
 fn router(
     ctx: &Arc<AgentContext>,
     config: &Config,
     health: HealthServer<impl Health>,
     shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<Router<Stack<AuthLayer, Stack<GrpcGuardLayer, Identity>>>> {
+) -> anyhow::Result<Router<Layers>> {
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(dpu_proto::FILE_DESCRIPTOR_SET)
@@ -247,7 +295,10 @@ fn router(
         .http2_keepalive_interval(Some(limits.keepalive_interval))
         .http2_keepalive_timeout(Some(limits.keepalive_timeout))
         .trace_fn(|request| tracing::info_span!("rpc", path = %request.uri().path()))
-        // Outermost: non-gRPC requests get 415 before anything else looks at them.
+        // Outermost: every call is counted with the status its client got, denials and
+        // streams ended by the shutdown included.
+        .layer(RpcMetricsLayer::new(Arc::clone(&ctx.metrics)))
+        // Then non-gRPC requests get 415 before anything else looks at them.
         .layer(GrpcGuardLayer::new(shutdown))
         .layer(AuthLayer::new(&config.security))
         .add_service(health)

@@ -51,14 +51,9 @@ type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 /// The gRPC status code of a finished unary call: errors are sent as headers
 /// ("trailers-only"), success as a trailer, so no `grpc-status` header means OK.
 fn outcome(response: &http::Response<Body>) -> String {
-    match response
-        .headers()
-        .get("grpc-status")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<i32>().ok())
-    {
-        None | Some(0) => "OK".to_owned(),
-        Some(code) => format!("{:?}", tonic::Code::from_i32(code)),
+    match crate::metrics::rpc_layer::grpc_code(response.headers()) {
+        None | Some(tonic::Code::Ok) => "OK".to_owned(),
+        Some(code) => format!("{code:?}"),
     }
 }
 

@@ -119,6 +119,15 @@ impl Caller {
         Self::Unknown
     }
 
+    /// A TLS client from its verified leaf certificate (DER), for listeners that are not
+    /// tonic's (the metrics endpoint).
+    pub(crate) fn tls_peer(leaf: Option<&[u8]>, addr: Option<SocketAddr>) -> Self {
+        Self::Tls {
+            names: leaf.map(certificate_names).unwrap_or_default(),
+            addr,
+        }
+    }
+
     /// The caller's role under `config`.
     pub(crate) fn role(&self, config: &SecurityConfig) -> Role {
         match self {

@@ -105,8 +105,20 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
-/// The acceptor for TCP listeners, or `None` when no TLS files are configured.
+/// The acceptor for TCP gRPC listeners (ALPN `h2`), or `None` when no TLS files are
+/// configured.
 pub(crate) fn acceptor(config: &SecurityConfig) -> Result<Option<TlsAcceptor>, TlsError> {
+    acceptor_for(config, b"h2")
+}
+
+/// The acceptor for the `/metrics` endpoint: the same files and client verification, but
+/// ALPN `http/1.1`, the protocol it serves (a scraper offering `h2` first still gets
+/// HTTP/1.1 instead of a connection the server cannot speak).
+pub(crate) fn http1_acceptor(config: &SecurityConfig) -> Result<Option<TlsAcceptor>, TlsError> {
+    acceptor_for(config, b"http/1.1")
+}
+
+fn acceptor_for(config: &SecurityConfig, alpn: &[u8]) -> Result<Option<TlsAcceptor>, TlsError> {
     let (Some(cert), Some(key), Some(ca)) = (&config.tls_cert, &config.tls_key, &config.client_ca)
     else {
         return Ok(None);
@@ -136,7 +148,7 @@ pub(crate) fn acceptor(config: &SecurityConfig) -> Result<Option<TlsAcceptor>, T
         .with_client_cert_verifier(verifier)
         .with_single_cert(chain, key)
         .map_err(TlsError::Rustls)?;
-    server.alpn_protocols = vec![b"h2".to_vec()];
+    server.alpn_protocols = vec![alpn.to_vec()];
     Ok(Some(TlsAcceptor::from(Arc::new(server))))
 }
 

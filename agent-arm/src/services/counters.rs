@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use dpu_probe::counters::Sampler;
 use dpu_probe::snapshot::wire::sample_to_wire;
-use dpu_probe::snapshot::{Sample, Source, Unit};
 use dpu_proto::v1::{self, counters_server::Counters};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -97,75 +96,35 @@ async fn take(
         wire.samples.splice(0..0, volume_samples);
         wire.errors.extend(volume_errors);
     }
+    // The skew is what the snapshot itself reports: its first read to its last.
+    let skew = wire
+        .monotonic_end_ns
+        .saturating_sub(wire.monotonic_start_ns);
+    ctx.metrics.snapshot_taken(
+        dpu_probe::snapshot::monotonic_now().saturating_sub(started),
+        Duration::from_nanos(skew),
+    );
     Ok((sampler, wire))
 }
 
-/// The 64-bit I/O counters of the requested volumes (`None`: every volume the agent
-/// manages), from the storage backend (SPDK `bdev_get_iostat`, or `/sys/block` stats).
+/// The requested volumes' counters in wire form (the one reader, [`crate::volume_counters`]).
 async fn volume_counters(
     storage: &crate::storage::StorageEngine,
     wanted: &[Option<String>],
 ) -> (Vec<v1::CounterSample>, Vec<v1::SourceError>) {
-    let (remotes, backing) = {
-        let doc = storage.snapshot().await;
-        let backing: Vec<String> = doc
-            .namespaces
-            .values()
-            .flat_map(|m| m.values())
-            .filter_map(|e| e.live().map(|ns| ns.volume.clone()))
-            .collect();
-        (doc.remotes.clone(), backing)
-    };
-    let mut ids: Vec<String> = wanted.iter().flatten().cloned().collect();
-    if wanted.iter().any(Option::is_none) {
-        // Every volume of a live remote controller, plus those backing namespaces.
-        ids.extend(backing.iter().cloned());
-        if let Ok(all) = storage.volumes().await {
-            ids.extend(all.into_iter().map(|v| v.id).filter(|id| {
-                remotes.iter().any(|(remote, e)| {
-                    e.live().is_some() && crate::storage::desired::belongs_to(id, remote)
-                })
-            }));
-        }
-    }
-    ids.sort();
-    ids.dedup();
-    let (mut samples, mut errors) = (Vec::new(), Vec::new());
-    for id in ids {
-        let object = format!("volumes/{id}");
-        match storage.volume_io(&id).await {
-            Ok(io) => {
-                // Through the probe's model and its one wire mapping, like every other
-                // sample of the snapshot.
-                let sample = |counter: &'static str, value: u64, unit: Unit| {
-                    sample_to_wire(&Sample::cumulative(
-                        Source::Volume,
-                        object.clone(),
-                        counter,
-                        value,
-                        unit,
-                    ))
-                };
-                samples.extend([
-                    sample("bytes_read", io.bytes_read, Unit::Bytes),
-                    sample("read_ops", io.read_ops, Unit::Operations),
-                    sample("bytes_written", io.bytes_written, Unit::Bytes),
-                    sample("write_ops", io.write_ops, Unit::Operations),
-                ]);
-            }
-            Err(e) => errors.push(v1::SourceError {
-                selector: Some(v1::CounterSelector {
-                    selector: Some(v1::counter_selector::Selector::Volumes(
-                        v1::VolumeSelector {
-                            volume: object.clone(),
-                        },
-                    )),
-                }),
-                message: format!("volume {object}: {}", e.describe()),
+    let (samples, errors) = crate::volume_counters::read(storage, wanted).await;
+    let errors = errors
+        .into_iter()
+        .map(|e| v1::SourceError {
+            selector: Some(v1::CounterSelector {
+                selector: Some(v1::counter_selector::Selector::Volumes(
+                    v1::VolumeSelector { volume: e.object },
+                )),
             }),
-        }
-    }
-    (samples, errors)
+            message: e.message,
+        })
+        .collect();
+    (samples.iter().map(sample_to_wire).collect(), errors)
 }
 
 fn interval(req: &v1::WatchRequest) -> Result<Duration, Status> {

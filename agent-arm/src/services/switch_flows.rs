@@ -36,24 +36,7 @@ pub(crate) async fn list_flows(
         // No bridge yet, so no datapath and no flows.
         return Ok(v1::ListFlowsResponse::default());
     };
-    let mut dump = ovs
-        .vswitchd
-        .dump_flows()
-        .more()
-        .names(true)
-        .datapath(&datapath);
-    // No `type=` for "all", which every OVS version understands that way.
-    if query.dump_type != DumpType::All {
-        dump = dump.flow_type(query.dump_type);
-    }
-    let text = ovs
-        .vswitchd
-        .command("dpctl/dump-flows")
-        .args(dump.to_args())
-        .timeout(DUMP_TIMEOUT)
-        .execute()
-        .await
-        .map_err(|e| from_unixctl(&e))?;
+    let text = dump_flows(ovs, &datapath, query.dump_type, DUMP_TIMEOUT).await?;
     let mut flows = Vec::new();
     for parsed in parse_dump(&text) {
         let flow = parsed.map_err(|e| {
@@ -77,6 +60,46 @@ pub(crate) async fn list_flows(
         join_tc_filters(&mut flows, filters);
     }
     Ok(v1::ListFlowsResponse { flows, datapath })
+}
+
+/// Every datapath flow of the only datapath, verbose (`-m --names`), as ovs-vswitchd
+/// prints them; `None` when there is no datapath yet (no bridge, so no flows).
+pub(crate) async fn dump_all_flows(
+    ovs: &OvsClients,
+    timeout: Duration,
+) -> Result<Option<String>, Status> {
+    let Some(datapath) = choose_datapath(ovs, "").await? else {
+        return Ok(None);
+    };
+    dump_flows(ovs, &datapath, DumpType::All, timeout)
+        .await
+        .map(Some)
+}
+
+/// `dpctl/dump-flows -m --names [type=...] DATAPATH`.
+async fn dump_flows(
+    ovs: &OvsClients,
+    datapath: &str,
+    dump_type: DumpType,
+    timeout: Duration,
+) -> Result<String, Status> {
+    let mut dump = ovs
+        .vswitchd
+        .dump_flows()
+        .more()
+        .names(true)
+        .datapath(datapath);
+    // No `type=` for "all", which every OVS version understands that way.
+    if dump_type != DumpType::All {
+        dump = dump.flow_type(dump_type);
+    }
+    ovs.vswitchd
+        .command("dpctl/dump-flows")
+        .args(dump.to_args())
+        .timeout(timeout)
+        .execute()
+        .await
+        .map_err(|e| from_unixctl(&e))
 }
 
 /// The ingress tc filters of one netdev in the agent's network namespace.

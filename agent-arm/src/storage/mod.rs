@@ -38,6 +38,7 @@ use self::error::StorageError;
 use self::store::{StateStore, StoreError};
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
+use crate::metrics::AgentMetrics;
 
 /// The storage side of the agent: one per process, shared by the Storage service and the
 /// background reconciler.
@@ -54,6 +55,8 @@ pub(crate) struct StorageEngine {
     /// saves it again, so memory and disk agree again as soon as the disk allows.
     unsaved: std::sync::atomic::AtomicBool,
     apply_timeout: Duration,
+    /// Where background reconcile passes are counted, and (through the store) saves.
+    metrics: Arc<AgentMetrics>,
     /// This process's hold on the state directory, for as long as the engine lives.
     _lock: store::DirLock,
 }
@@ -69,9 +72,10 @@ pub(crate) struct Applied {
 
 impl StorageEngine {
     /// Opens the saved document (an unreadable one fails the start) and builds the
-    /// configured backend; nothing is contacted yet.
-    pub(crate) fn open(config: &Config) -> Result<Self, StoreError> {
-        let store = StateStore::new(&config.state_dir);
+    /// configured backend; nothing is contacted yet. `metrics` records reconcile passes
+    /// and state-file writes.
+    pub(crate) fn open(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, StoreError> {
+        let store = StateStore::new(&config.state_dir, Arc::clone(&metrics));
         let lock = store.lock()?;
         let mut doc = store.load()?;
         doc.emulates_pci = config.storage.backend == StorageBackendKind::Snap;
@@ -99,6 +103,7 @@ impl StorageEngine {
             writer: Mutex::new(()),
             unsaved: std::sync::atomic::AtomicBool::new(false),
             apply_timeout: config.storage.apply_timeout,
+            metrics,
             _lock: lock,
         })
     }
@@ -337,6 +342,8 @@ impl StorageEngine {
 
     /// Converges the whole document, carrying on past failures, within the apply timeout
     /// as a whole (a hung backend cannot hold the writers forever); returns what failed.
+    /// Each pass is counted: a failure is an object left unlike its desired state, or a
+    /// pass that ran past its deadline.
     pub(crate) async fn reconcile_all(&self) -> Vec<(Key, backend::BackendError)> {
         let _writer = self.writer.lock().await;
         let before = self.current();
@@ -346,6 +353,8 @@ impl StorageEngine {
             converge(&mut working, &self.backend, &Scope::All, Mode::BestEffort),
         )
         .await;
+        self.metrics
+            .reconcile_finished(matches!(&converged, Ok(outcome) if outcome.errors.is_empty()));
         let errors = match converged {
             Ok(outcome) => {
                 working.prune(&outcome.gone);
@@ -419,6 +428,64 @@ fn copy_entry(from: &Desired, to: &mut Desired, key: &Key) {
                     .or_default()
                     .insert(id.clone(), e.clone());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// An engine on the kernel backend under `dir`, whose root has no nvmet configfs: a
+    /// subsystem there cannot be created.
+    fn engine(dir: &Path, metrics: &Arc<AgentMetrics>) -> StorageEngine {
+        let config = Config {
+            state_dir: dir.join("state"),
+            storage: crate::config::StorageConfig {
+                backend: StorageBackendKind::Kernel,
+                ..Default::default()
+            },
+            kernel: crate::config::KernelConfig {
+                root: dir.join("root"),
+                ..Default::default()
+            },
+            ..Config::default()
+        };
+        StorageEngine::open(&config, Arc::clone(metrics)).expect("open")
+    }
+
+    fn text(metrics: &AgentMetrics) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, metrics.registry()).expect("encode");
+        out
+    }
+
+    #[tokio::test]
+    async fn every_reconcile_pass_is_counted_and_a_failing_one_as_a_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let metrics = Arc::new(AgentMetrics::new());
+        let empty = engine(dir.path(), &metrics);
+        assert!(empty.reconcile_all().await.is_empty());
+        drop(empty);
+        let mut doc = Desired::default();
+        doc.subsystems.insert(
+            "nqn.2026-01.io.example:a".into(),
+            desired::Entry::new(Default::default()),
+        );
+        StateStore::new(&dir.path().join("state"), Arc::clone(&metrics))
+            .save(&doc)
+            .expect("save");
+        let failing = engine(dir.path(), &metrics);
+        assert!(!failing.reconcile_all().await.is_empty());
+        let out = text(&metrics);
+        for line in [
+            "dpu_agent_storage_reconcile_runs_total 2",
+            "dpu_agent_storage_reconcile_failures_total 1",
+            "dpu_agent_state_file_writes_total{result=\"ok\"} 1",
+        ] {
+            assert!(out.contains(line), "{line} missing in\n{out}");
         }
     }
 }

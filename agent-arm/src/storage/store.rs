@@ -10,8 +10,10 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::desired::{Desired, DOC_VERSION};
+use crate::metrics::AgentMetrics;
 
 /// File name of the document inside the state directory.
 const FILE_NAME: &str = "storage.json";
@@ -60,12 +62,16 @@ const LOCK_NAME: &str = "lock";
 #[derive(Debug, Clone)]
 pub(crate) struct StateStore {
     dir: PathBuf,
+    /// Every save is counted here (`dpu_agent_state_file_writes_total`): a disk that stops
+    /// taking the state is an alert, not only a log line.
+    metrics: Arc<AgentMetrics>,
 }
 
 impl StateStore {
-    pub(crate) fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path, metrics: Arc<AgentMetrics>) -> Self {
         Self {
             dir: dir.to_path_buf(),
+            metrics,
         }
     }
 
@@ -168,8 +174,16 @@ impl StateStore {
         Ok(doc)
     }
 
-    /// Replaces the saved document atomically and durably.
+    /// Replaces the saved document atomically and durably, and counts the write by result.
     pub(crate) fn save(&self, doc: &Desired) -> Result<(), StoreError> {
+        let saved = self.write(doc);
+        self.metrics.state_file_written(saved.is_ok());
+        saved
+    }
+
+    /// The save itself: a temporary file, flushed, renamed over the document, and the
+    /// directory flushed.
+    fn write(&self, doc: &Desired) -> Result<(), StoreError> {
         let io_err = |action: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| StoreError::Io {
@@ -215,10 +229,44 @@ impl StateStore {
 mod tests {
     use super::*;
 
+    fn metrics() -> Arc<AgentMetrics> {
+        Arc::new(AgentMetrics::new())
+    }
+
+    fn text(metrics: &AgentMetrics) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, metrics.registry()).expect("encode");
+        out
+    }
+
+    #[test]
+    fn every_save_is_counted_by_result() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let metrics = metrics();
+        let store = StateStore::new(&dir.path().join("state"), Arc::clone(&metrics));
+        store.save(&Desired::default()).expect("save");
+        store.save(&Desired::default()).expect("save again");
+        // A state "directory" that is a file cannot take the document.
+        fs::write(dir.path().join("file"), b"").expect("write");
+        let broken = StateStore::new(&dir.path().join("file"), Arc::clone(&metrics));
+        broken
+            .save(&Desired::default())
+            .expect_err("not a directory");
+        let out = text(&metrics);
+        assert!(
+            out.contains("dpu_agent_state_file_writes_total{result=\"ok\"} 2"),
+            "{out}"
+        );
+        assert!(
+            out.contains("dpu_agent_state_file_writes_total{result=\"error\"} 1"),
+            "{out}"
+        );
+    }
+
     #[test]
     fn one_lock_per_directory_naming_the_holder() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = StateStore::new(&dir.path().join("state"));
+        let store = StateStore::new(&dir.path().join("state"), metrics());
         std::fs::create_dir_all(dir.path().join("state")).expect("mkdir");
         std::fs::write(store.tmp_path(), b"{half").expect("leftover");
         let held = store.lock().expect("first lock");
@@ -227,7 +275,7 @@ mod tests {
             "the leftover temporary file is removed"
         );
         // A second open file description conflicts like a second process would.
-        let err = StateStore::new(&dir.path().join("state"))
+        let err = StateStore::new(&dir.path().join("state"), metrics())
             .lock()
             .expect_err("second lock");
         let text = err.to_string();
@@ -243,7 +291,7 @@ mod tests {
     #[test]
     fn a_missing_file_is_an_empty_state_and_a_save_reads_back() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = StateStore::new(&dir.path().join("state"));
+        let store = StateStore::new(&dir.path().join("state"), metrics());
         assert_eq!(store.load().expect("load"), Desired::default());
         let mut doc = Desired::default();
         doc.subsystems.insert(
@@ -258,7 +306,7 @@ mod tests {
     #[test]
     fn a_corrupt_or_newer_file_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = StateStore::new(dir.path());
+        let store = StateStore::new(dir.path(), metrics());
         fs::write(store.path(), "{\"version\":1,").expect("write");
         let err = store.load().expect_err("corrupt");
         assert!(err.to_string().contains("storage.json"), "{err}");

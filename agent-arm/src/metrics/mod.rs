@@ -1,0 +1,19 @@
+//! `GET /metrics` (docs/metrics.md): every counter a snapshot can read, and the agent's
+//! own health, for the Prometheus a platform team already runs.
+//!
+//! Owns: the agent's registry ([`agent`]) and the layer that records every gRPC call in
+//! it ([`rpc_layer`]), how samples are named ([`names`]), one scrape's reading
+//! ([`scrape`], [`counters`], [`ovs_levels`], [`ethtool_prio`]) and the HTTP listener
+//! ([`serve`]). Must not touch: how counters are read (the probe's `Sampler`, its ethtool
+//! ioctl and the storage engine do that) or what a gRPC call does.
+
+pub(crate) mod agent;
+mod counters;
+mod ethtool_prio;
+mod names;
+mod ovs_levels;
+pub(crate) mod rpc_layer;
+pub(crate) mod scrape;
+pub(crate) mod serve;
+
+pub(crate) use agent::AgentMetrics;

@@ -1,0 +1,409 @@
+//! One scrape: read every counter once (shared by the scrapes that arrive meanwhile),
+//! bounded by `read_timeout`, and encode it with the agent's own metrics.
+//!
+//! The probe's part (sysfs, netlink) runs on the blocking pool with one [`Sampler`] kept
+//! for the agent's life, so the netlink socket is opened once. A reading that outlives
+//! `read_timeout` keeps the sampler until it ends; scrapes meanwhile do not start another
+//! (a hung sysfs read cannot pile up threads) and answer its sources as unreadable.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::netdev::{representor_role, RepresentorRole};
+use dpu_probe::snapshot::{Snapshot, Source};
+use dpu_probe::SysRoot;
+use prometheus_client::encoding::{prometheus_text, text};
+use prometheus_client::registry::Registry;
+
+use super::counters::{Reading, ReadingCollector};
+use super::ethtool_prio::{priority_counters, PrioCounter};
+use super::names::FamilyKey;
+use super::ovs_levels::FlowLevels;
+use crate::config::MetricsConfig;
+use crate::context::AgentContext;
+
+/// The two text formats a scraper may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// OpenMetrics 1.0: `# UNIT`, counters as `_total` samples of a family, `# EOF`.
+    OpenMetrics,
+    /// Prometheus text 0.0.4, for scrapers and tools that do not ask for OpenMetrics.
+    Text,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it names it at all
+    /// (Prometheus lists it first), else the text format.
+    pub(crate) fn from_accept(accept: Option<&str>) -> Self {
+        match accept {
+            Some(accept) if accept.contains("application/openmetrics-text") => Self::OpenMetrics,
+            _ => Self::Text,
+        }
+    }
+
+    /// The answer's `Content-Type`.
+    pub(crate) fn content_type(self) -> &'static str {
+        match self {
+            Self::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Self::Text => prometheus_text::CONTENT_TYPE,
+        }
+    }
+}
+
+/// The latest reading and when it finished.
+#[derive(Debug)]
+struct Latest {
+    finished: Instant,
+    reading: Arc<Reading>,
+}
+
+/// The probe's part of one reading.
+enum ProbePart {
+    Read {
+        snapshot: Snapshot,
+        roles: Vec<(String, RepresentorRole)>,
+        /// The uplinks' per-priority counters (live systems only); `Err` per uplink
+        /// that could not be asked.
+        priorities: Vec<(String, Result<Vec<PrioCounter>, String>)>,
+    },
+    /// Not read: why (timed out, still busy from a timed-out scrape, task failed).
+    Unread(String),
+}
+
+/// The probe sources a reading covers (tc only when configured).
+fn probe_sources(tc: bool) -> Vec<Source> {
+    let mut sources = vec![
+        Source::Rdma,
+        Source::RdmaHw,
+        Source::Netdev,
+        Source::NetdevOffload,
+        Source::Block,
+    ];
+    if tc {
+        sources.push(Source::Tc);
+    }
+    sources
+}
+
+/// Serves scrapes for one agent.
+#[derive(Debug)]
+pub(crate) struct Scraper {
+    ctx: Arc<AgentContext>,
+    config: MetricsConfig,
+    /// Held while a reading runs: scrapes that arrive meanwhile wait, then share it.
+    latest: tokio::sync::Mutex<Option<Latest>>,
+    /// `None` while a reading (possibly one a scrape gave up on) holds it.
+    sampler: Arc<Mutex<Option<Sampler>>>,
+}
+
+impl Scraper {
+    /// A scraper over the agent's root and backends.
+    pub(crate) fn new(ctx: Arc<AgentContext>, config: &MetricsConfig) -> Self {
+        let sampler = Sampler::new(ctx.root.clone());
+        Self {
+            ctx,
+            config: config.clone(),
+            latest: tokio::sync::Mutex::new(None),
+            sampler: Arc::new(Mutex::new(Some(sampler))),
+        }
+    }
+
+    /// The answer to one scrape in `format`.
+    pub(crate) async fn scrape(&self, format: Format) -> Result<String, std::fmt::Error> {
+        let (reading, shared) = self.reading().await;
+        self.ctx.metrics.scrape_answered(shared);
+        let mut counters = Registry::default();
+        counters.register_collector(Box::new(ReadingCollector(reading)));
+        let mut out = String::with_capacity(64 * 1024);
+        match format {
+            Format::OpenMetrics => {
+                text::encode_registry(&mut out, self.ctx.metrics.registry())?;
+                text::encode_registry(&mut out, &counters)?;
+                text::encode_eof(&mut out)?;
+            }
+            Format::Text => {
+                prometheus_text::encode(&mut out, self.ctx.metrics.registry())?;
+                prometheus_text::encode(&mut out, &counters)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A reading that finished after this scrape arrived (shared: `true`), or a new one.
+    async fn reading(&self) -> (Arc<Reading>, bool) {
+        let arrived = Instant::now();
+        let mut latest = self.latest.lock().await;
+        if let Some(latest) = latest.as_ref() {
+            if latest.finished >= arrived {
+                return (Arc::clone(&latest.reading), true);
+            }
+        }
+        let reading = Arc::new(self.read().await);
+        *latest = Some(Latest {
+            finished: Instant::now(),
+            reading: Arc::clone(&reading),
+        });
+        (reading, false)
+    }
+
+    /// Reads every source at once, each bounded by `read_timeout`.
+    async fn read(&self) -> Reading {
+        let started = Instant::now();
+        let deadline = self.config.read_timeout;
+        let (probe, volumes, flows) = tokio::join!(
+            self.read_probe(deadline),
+            tokio::time::timeout(
+                deadline,
+                crate::volume_counters::read(&self.ctx.storage, &[None])
+            ),
+            self.read_flows(deadline),
+        );
+        let mut reading = Reading::default();
+        let mut errors: Vec<(&'static str, String)> = Vec::new();
+        let mut skew = Duration::ZERO;
+        match probe {
+            ProbePart::Read {
+                snapshot,
+                roles,
+                priorities,
+            } => {
+                add_priorities(&mut reading, &mut errors, priorities);
+                skew = snapshot.skew();
+                for source in probe_sources(self.config.tc) {
+                    reading.read(source);
+                }
+                for error in &snapshot.errors {
+                    errors.push((
+                        error.source.as_str(),
+                        format!("{}: {}", error.object, error.message),
+                    ));
+                }
+                let role_of = |ifname: &str| {
+                    roles
+                        .iter()
+                        .find(|(name, _)| name == ifname)
+                        .map_or("", |(_, role)| role_name(*role))
+                        .to_owned()
+                };
+                reading.add_samples(&snapshot.samples, &role_of);
+            }
+            ProbePart::Unread(why) => {
+                for source in probe_sources(self.config.tc) {
+                    errors.push((source.as_str(), why.clone()));
+                }
+            }
+        }
+        reading.read(Source::Volume);
+        match volumes {
+            Ok((samples, failed)) => {
+                reading.add_samples(&samples, &|_| String::new());
+                for error in failed {
+                    errors.push((Source::Volume.as_str(), error.message));
+                }
+            }
+            Err(_elapsed) => errors.push((
+                Source::Volume.as_str(),
+                format!("the storage backend did not answer within {deadline:?}"),
+            )),
+        }
+        if let Some(flows) = flows {
+            reading.read(Source::OvsFlow);
+            match flows {
+                Ok(levels) => reading.set_flows(levels),
+                Err(why) => errors.push((Source::OvsFlow.as_str(), why)),
+            }
+        }
+        for (source, why) in &errors {
+            reading.read_named(source, false);
+            self.ctx.metrics.read_errors(source, 1);
+            tracing::debug!(source, %why, "counter not read for a scrape");
+        }
+        if reading.collisions > 0 {
+            tracing::debug!(
+                dropped = reading.collisions,
+                "counters whose sanitized names collide were dropped from the scrape"
+            );
+        }
+        let took = started.elapsed();
+        self.ctx.metrics.snapshot_taken(took, skew);
+        tracing::debug!(
+            series = reading.series(),
+            errors = errors.len(),
+            ?took,
+            "metrics reading"
+        );
+        reading
+    }
+
+    /// Every RDMA port, netdev and NVMe namespace (and the tc filters of every
+    /// representor and uplink), from the kept sampler on the blocking pool.
+    async fn read_probe(&self, deadline: Duration) -> ProbePart {
+        let taken = self
+            .sampler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(mut sampler) = taken else {
+            return ProbePart::Unread(
+                "the previous reading is still running (it outlived read_timeout)".to_owned(),
+            );
+        };
+        let (slot, tc) = (Arc::clone(&self.sampler), self.config.tc);
+        let task = tokio::task::spawn_blocking(move || {
+            let roles = representor_roles(sampler.root());
+            let mut selectors = CounterSelector::defaults();
+            if tc {
+                selectors.extend(roles.iter().map(|(ifname, _)| CounterSelector::Tc {
+                    ifname: ifname.clone(),
+                }));
+            }
+            let snapshot = sampler.snapshot(&selectors);
+            // After the snapshot: its window (and skew) covers what a proof compares.
+            let priorities = if sampler.root().path() == std::path::Path::new("/") {
+                read_priorities(&roles)
+            } else {
+                Vec::new()
+            };
+            // Given back even when the scrape stopped waiting, for the next reading.
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(sampler);
+            (snapshot, roles, priorities)
+        });
+        match tokio::time::timeout(deadline, task).await {
+            Ok(Ok((snapshot, roles, priorities))) => ProbePart::Read {
+                snapshot,
+                roles,
+                priorities,
+            },
+            Ok(Err(failed)) => {
+                // The sampler went down with the task: the next reading gets a new one.
+                *self.sampler.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Sampler::new(self.ctx.root.clone()));
+                ProbePart::Unread(format!("the counter reading task failed: {failed}"))
+            }
+            Err(_elapsed) => ProbePart::Unread(format!(
+                "the counters were not read within read_timeout ({deadline:?})"
+            )),
+        }
+    }
+
+    /// The OVS flow levels; `None` when OVS or the flow metrics are switched off.
+    async fn read_flows(&self, deadline: Duration) -> Option<Result<FlowLevels, String>> {
+        if !self.config.ovs_flows {
+            return None;
+        }
+        let clients = self.ctx.ovs.clients().ok()?;
+        let dump = tokio::time::timeout(
+            deadline,
+            crate::services::switch_flows::dump_all_flows(clients, deadline),
+        )
+        .await;
+        Some(match dump {
+            Ok(Ok(Some(text))) => FlowLevels::from_dump(&text),
+            Ok(Ok(None)) => FlowLevels::from_dump(""),
+            Ok(Err(status)) => Err(status.message().to_owned()),
+            Err(_elapsed) => Err(format!(
+                "ovs-vswitchd did not dump its flows within {deadline:?}"
+            )),
+        })
+    }
+}
+
+/// The switchdev representors under `root` and their roles, from `phys_port_name` only
+/// (one small read per netdev: the rest of a netdev's sysfs is not needed for a label).
+fn representor_roles(root: &SysRoot) -> Vec<(String, RepresentorRole)> {
+    let Ok(entries) = std::fs::read_dir(root.sys("class/net")) else {
+        return Vec::new();
+    };
+    let mut roles: Vec<(String, RepresentorRole)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let port = std::fs::read_to_string(entry.path().join("phys_port_name")).ok()?;
+            Some((name, representor_role(port.trim())?))
+        })
+        .collect();
+    roles.sort_by(|a, b| a.0.cmp(&b.0));
+    roles
+}
+
+/// The per-priority driver statistics of every uplink.
+fn read_priorities(
+    roles: &[(String, RepresentorRole)],
+) -> Vec<(String, Result<Vec<PrioCounter>, String>)> {
+    roles
+        .iter()
+        .filter(|(_, role)| *role == RepresentorRole::Uplink)
+        .map(|(ifname, _)| {
+            let counters = dpu_probe::ethtool_stats::read_ethtool_stats(ifname)
+                .map(|stats| priority_counters(&stats))
+                .map_err(|e| format!("{ifname}: {e}"));
+            (ifname.clone(), counters)
+        })
+        .collect()
+}
+
+/// `dpu_netdev_prio_{what}_total{netdev,role="uplink",direction,priority}`, and the
+/// `ethtool` source's health.
+fn add_priorities(
+    reading: &mut Reading,
+    errors: &mut Vec<(&'static str, String)>,
+    priorities: Vec<(String, Result<Vec<PrioCounter>, String>)>,
+) {
+    for (ifname, counters) in priorities {
+        match counters {
+            Ok(counters) => {
+                reading.read_named("ethtool", true);
+                for c in counters {
+                    let key = FamilyKey {
+                        stem: format!("dpu_netdev_prio_{}", if c.bytes { "" } else { c.what })
+                            .trim_end_matches('_')
+                            .to_owned(),
+                        unit: c.bytes.then_some("bytes"),
+                        counter: true,
+                    };
+                    let labels = vec![
+                        ("netdev", ifname.clone()),
+                        ("role", "uplink".to_owned()),
+                        ("direction", c.direction.to_owned()),
+                        ("priority", c.priority.to_string()),
+                    ];
+                    reading.add_series(
+                        key,
+                        "Per-priority driver statistic of an uplink (ethtool -S {rx,tx}_prio{N}_*)",
+                        labels,
+                        c.value,
+                    );
+                }
+            }
+            Err(why) => {
+                reading.read_named("ethtool", false);
+                errors.push(("ethtool", why));
+            }
+        }
+    }
+}
+
+/// The `role` label of a representor.
+fn role_name(role: dpu_probe::netdev::RepresentorRole) -> &'static str {
+    use dpu_probe::netdev::RepresentorRole as Role;
+    match role {
+        Role::Uplink => "uplink",
+        Role::HostPf => "host_pf",
+        Role::HostVf => "host_vf",
+        Role::SubFunction => "sub_function",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_picks_openmetrics_only_when_asked() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::from_accept(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(Format::from_accept(Some("*/*")), Format::Text);
+        assert_eq!(Format::from_accept(None), Format::Text);
+    }
+}
