@@ -42,7 +42,7 @@ pub(crate) const FIRST_ROUND_BOUND: Duration = Duration::from_secs(2);
 
 /// The health service that is SERVING only while every service [`ready_requires`] names
 /// is: what a readiness probe asks with its one service name.
-pub(crate) const READINESS: &str = "readiness";
+pub(crate) const READINESS: &str = dpu_proto::READINESS_SERVICE;
 
 /// The services `readiness` requires: `[health] ready_requires` when it is set (validated
 /// by `Config::validate`), otherwise every service whose backend is enabled: Storage,

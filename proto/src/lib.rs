@@ -42,6 +42,10 @@ pub const SERVICE_NAMES: [&str; 4] = [
     "dpu.v1.Counters",
 ];
 
+/// The `grpc.health.v1` service name the agent reports SERVING while every service its
+/// configuration requires (`[health] ready_requires`) is: what a readiness probe asks.
+pub const READINESS_SERVICE: &str = "readiness";
+
 #[cfg(test)]
 mod tests {
     use super::*;

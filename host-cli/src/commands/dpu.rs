@@ -176,14 +176,26 @@ async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
         .await
         .map_err(rpc_error("Inventory.GetSystem"))?
         .into_inner();
-    for service in std::iter::once("").chain(dpu_proto::SERVICE_NAMES) {
-        let reply = health
+    let services = std::iter::once("")
+        .chain(dpu_proto::SERVICE_NAMES)
+        .chain([dpu_proto::READINESS_SERVICE]);
+    for service in services {
+        let reply = match health
             .check(HealthCheckRequest {
                 service: service.to_owned(),
             })
             .await
-            .map_err(rpc_error("grpc.health.v1.Health/Check"))?
-            .into_inner();
+        {
+            Ok(reply) => reply.into_inner(),
+            // An agent older than the readiness service does not know it.
+            Err(status)
+                if service == dpu_proto::READINESS_SERVICE
+                    && status.code() == tonic::Code::NotFound =>
+            {
+                continue;
+            }
+            Err(status) => return Err(rpc_error("grpc.health.v1.Health/Check")(status).into()),
+        };
         let status = ServingStatus::try_from(reply.status).unwrap_or(ServingStatus::Unknown);
         let off =
             status == ServingStatus::NotServing && disabled_on_purpose(service, &system.backends);
