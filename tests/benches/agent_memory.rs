@@ -31,7 +31,9 @@ fn main() {
         .build()
         .expect("runtime");
     let (dir, root) = fixture::bluefield3_tempdir();
-    let options = AgentOptions::new(dir.path(), &root);
+    let mut options = AgentOptions::new(dir.path(), &root);
+    // As deployed: debug logging would be part of what is measured.
+    options.log_level = "info";
     let _snap = FakeSnap::start(&options.snap_socket).expect("fake SNAP");
     let agent = AgentProcess::start(&options);
     let pid = agent.pid();

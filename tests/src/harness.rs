@@ -105,6 +105,9 @@ pub struct AgentOptions {
     /// the Arm build; empty runs the binary directly. The wrapper must `exec` the agent
     /// so that signals reach it.
     pub wrapper: Vec<OsString>,
+    /// `--log-level`: `debug` for tests (the log is their evidence), `info` for
+    /// benchmarks (debug logging of every HTTP/2 frame would be what they measure).
+    pub log_level: &'static str,
 }
 
 /// Where the agent finds OVS.
@@ -130,6 +133,7 @@ impl AgentOptions {
             config_toml: String::new(),
             agent_bin: None,
             wrapper: Vec::new(),
+            log_level: "debug",
         }
     }
 
@@ -203,7 +207,7 @@ impl AgentProcess {
             .arg("--state-dir")
             .arg(options.dir.join("state"))
             .arg("--log-level")
-            .arg("debug");
+            .arg(options.log_level);
         for listen in &options.extra_listen {
             cmd.arg("--listen").arg(listen);
         }

@@ -13,6 +13,7 @@ pub mod fixture;
 pub mod harness;
 pub mod openai_stub;
 pub mod ovs;
+pub mod prometheus;
 pub mod spdk;
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is

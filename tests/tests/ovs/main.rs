@@ -10,6 +10,7 @@
 mod agent;
 mod bridges;
 mod config;
+mod metrics;
 mod monitor;
 mod unixctl;
 
