@@ -17,6 +17,7 @@ pub mod netlink;
 pub mod pci;
 pub mod rdma;
 pub mod rdma_counters;
+pub mod rdma_netlink;
 mod root;
 pub mod snapshot;
 pub mod system;

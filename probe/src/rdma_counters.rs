@@ -18,6 +18,10 @@
 //!   congestion and extended PPCNT counters 64-bit, and the printed value adds the history
 //!   of bound counters, so no modulus is clean: a decrease is treated as a reset, which a
 //!   proof reports as inconclusive instead of inventing a delta.
+//!
+//! On the live system a sampler reads a port's `hw_counters` over RDMA netlink instead
+//! (one request per port, [`crate::rdma_netlink`]), giving the same samples built by
+//! `hw_sample`; the PMA `counters/` and device-wide `hw_counters/` are always read here.
 
 use std::io;
 use std::path::Path;
@@ -170,20 +174,51 @@ pub fn read_port_counters(
     ibdev: &str,
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
-    read_port_counters_cached(root, ibdev, port, &mut FileCache::default())
+    read_port_counters_cached(root, ibdev, port, &mut FileCache::default(), None)
 }
 
-/// [`read_port_counters`] through a sampler's open-file cache.
+/// [`read_port_counters`] through a sampler's open-file cache; `hw` is the port's
+/// `hw_counters` family when it was already read (over RDMA netlink), so only the PMA
+/// files are read here.
 pub(crate) fn read_port_counters_cached(
     root: &SysRoot,
     ibdev: &str,
     port: u32,
     cache: &mut FileCache,
+    hw: Option<Vec<Sample>>,
 ) -> Result<Vec<Sample>, ProbeError> {
     let mut samples = read_pma_counters_cached(root, ibdev, port, cache)?;
-    let dir = port_dir(root, ibdev, port)?.join("hw_counters");
-    samples.extend(read_hw_dir(&dir, &port_object(ibdev, port), cache)?);
+    match hw {
+        Some(hw) => samples.extend(hw),
+        None => {
+            let dir = port_dir(root, ibdev, port)?.join("hw_counters");
+            samples.extend(read_hw_dir(&dir, &port_object(ibdev, port), cache)?);
+        }
+    }
     Ok(samples)
+}
+
+/// The counter names of a port's `hw_counters/` (without `lifespan`), sorted; `None`
+/// when the port has no such directory. What a netlink reading must cover to replace the
+/// files.
+pub(crate) fn hw_counter_names(
+    root: &SysRoot,
+    ibdev: &str,
+    port: u32,
+) -> Result<Option<Vec<String>>, ProbeError> {
+    let Some(dir) = CounterDir::open(port_dir(root, ibdev, port)?.join("hw_counters"))? else {
+        return Ok(None);
+    };
+    let mut names = dir.files()?;
+    names.retain(|name| name != "lifespan");
+    Ok(Some(names))
+}
+
+/// One `hw_counters` sample, whichever way it was read: unit from [`hw_counter_unit`],
+/// width unknown.
+pub(crate) fn hw_sample(object: &str, name: String, raw: u64) -> Sample {
+    let unit = hw_counter_unit(&name);
+    Sample::cumulative(Source::RdmaHw, object, name, raw, unit).with_width(0)
 }
 
 /// Device-wide driver counters (`<dev>/hw_counters/`: older mlx5 kernels in switchdev
@@ -309,8 +344,7 @@ fn read_hw_dir(dir: &Path, object: &str, cache: &mut FileCache) -> Result<Vec<Sa
             continue;
         }
         if let Some(raw) = read_counter(&dir, &name, cache)? {
-            let unit = hw_counter_unit(&name);
-            samples.push(Sample::cumulative(Source::RdmaHw, object, name, raw, unit).with_width(0));
+            samples.push(hw_sample(object, name, raw));
         }
     }
     Ok(samples)

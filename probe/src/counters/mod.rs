@@ -19,8 +19,9 @@ use crate::snapshot::{Collector, Snapshot};
 use crate::SysRoot;
 
 /// Takes snapshots. Holds what is worth keeping between snapshots of a `Watch` (the
-/// netlink sockets and interface names, the open RDMA counter files), so a stream does
-/// not reopen them every interval.
+/// netlink sockets and interface names, the open RDMA counter files, the RDMA netlink
+/// socket that reads ports' `hw_counters` on the live system), so a stream does not
+/// reopen them every interval.
 #[derive(Debug)]
 pub struct Sampler {
     root: SysRoot,
@@ -40,7 +41,7 @@ impl Sampler {
     pub fn with_netdev_source(root: SysRoot, source: NetdevSource) -> Self {
         Self {
             netdevs: read::NetdevReader::new(source),
-            rdma_files: read::RdmaFiles::default(),
+            rdma_files: read::RdmaFiles::for_root(&root),
             root,
         }
     }
@@ -52,7 +53,7 @@ impl Sampler {
     pub fn in_netns(root: SysRoot, netns: impl Into<std::path::PathBuf>) -> Self {
         Self {
             netdevs: read::NetdevReader::in_netns(netns.into()),
-            rdma_files: read::RdmaFiles::default(),
+            rdma_files: read::RdmaFiles::for_root(&root),
             root,
         }
     }
@@ -62,7 +63,21 @@ impl Sampler {
     pub fn with_route_stats(root: SysRoot, stats: Box<dyn RouteStats + Send>) -> Self {
         Self {
             netdevs: read::NetdevReader::with_route_stats(stats),
-            rdma_files: read::RdmaFiles::default(),
+            rdma_files: read::RdmaFiles::for_root(&root),
+            root,
+        }
+    }
+
+    /// A sampler whose ports' `hw_counters` come through `hw` (a fake RDMA netlink
+    /// socket), whatever the root; netdevs from sysfs.
+    #[cfg(test)]
+    pub(crate) fn with_rdma_hw_reader(
+        root: SysRoot,
+        hw: crate::rdma_netlink::HwCounterReader,
+    ) -> Self {
+        Self {
+            netdevs: read::NetdevReader::new(NetdevSource::Sysfs),
+            rdma_files: read::RdmaFiles::with_hw_reader(hw),
             root,
         }
     }
@@ -87,6 +102,7 @@ impl Sampler {
         // measured slower on a 2-core VM (a thread start costs more than the ~120 µs the
         // netlink half takes); large RDMA trees are split across threads in `read`.
         let mut collector = Collector::start(&self.root);
+        self.rdma_files.start_snapshot();
         for selector in selectors {
             read::collect(
                 &self.root,

@@ -10,7 +10,8 @@ use crate::counter_file::FileCache;
 use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,
 };
-use crate::snapshot::{Collector, Source};
+use crate::rdma_netlink::HwCounterReader;
+use crate::snapshot::{Collector, Sample, Source};
 use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
 
 /// Netdev and tc counters, from sysfs or from a netlink socket opened on first use and
@@ -112,10 +113,43 @@ impl NetdevReader {
 }
 
 /// Open RDMA counter files per object (device or port), kept across snapshots so a
-/// `Watch` reads each counter with one `pread`. Bounded in total.
+/// `Watch` reads each counter with one `pread`. Bounded in total. With them, the RDMA
+/// netlink socket that reads ports' `hw_counters` on the live system (one request per
+/// port instead of one file per counter), kept across snapshots the same way.
 #[derive(Debug, Default)]
 pub(super) struct RdmaFiles {
     per_object: HashMap<String, FileCache>,
+    hw: HwCounterReader,
+}
+
+impl RdmaFiles {
+    /// Netlink for `hw_counters` when `root` is the live system (see [`HwCounterReader`]).
+    pub(super) fn for_root(root: &SysRoot) -> Self {
+        Self::with_hw_reader(HwCounterReader::for_root(root))
+    }
+
+    /// With the given `hw_counters` reader (a fake socket in tests).
+    pub(super) fn with_hw_reader(hw: HwCounterReader) -> Self {
+        Self {
+            per_object: HashMap::new(),
+            hw,
+        }
+    }
+
+    /// Starts a snapshot (see [`HwCounterReader::start_round`]).
+    pub(super) fn start_snapshot(&mut self) {
+        self.hw.start_round();
+    }
+
+    /// A port's `hw_counters` over netlink, or `None` to read them from sysfs.
+    fn port_hw(&mut self, root: &SysRoot, job: &RdmaJob) -> Option<Vec<Sample>> {
+        match job {
+            RdmaJob::Port(device, port) if self.hw.is_enabled() => {
+                self.hw.port_samples(root, device, *port)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Most counter files one sampler keeps open: far below the usual 1024 descriptor limit,
@@ -163,14 +197,16 @@ impl RdmaJob {
         }
     }
 
+    /// Reads the object from sysfs, except a port's `hw_counters` when `hw` has them.
     fn read(
         &self,
         root: &SysRoot,
         cache: &mut FileCache,
-    ) -> Result<Vec<crate::snapshot::Sample>, ProbeError> {
+        hw: Option<Vec<Sample>>,
+    ) -> Result<Vec<Sample>, ProbeError> {
         match self {
             Self::Device(d) => rdma_counters::read_device_hw_counters_cached(root, d, cache),
-            Self::Port(d, p) => rdma_counters::read_port_counters_cached(root, d, *p, cache),
+            Self::Port(d, p) => rdma_counters::read_port_counters_cached(root, d, *p, cache, hw),
         }
     }
 }
@@ -191,12 +227,13 @@ fn rdma(
     if let (Some(device), Some(port)) = (device, port) {
         let job = RdmaJob::Port(device.to_owned(), port);
         let object = job.object();
+        let hw = files.port_hw(root, &job);
         let cache = files
             .per_object
             .entry(object.clone())
             .or_insert_with(|| FileCache::with_budget(MAX_OPEN_COUNTER_FILES));
         cache.start_round();
-        let result = job.read(root, cache);
+        let result = job.read(root, cache, hw);
         return out.record(Source::Rdma, &object, result);
     }
     let devices = match device {
@@ -229,6 +266,10 @@ fn rdma(
             ),
         }
     }
+    // Ports' hw_counters over netlink first, on this thread (one socket); the threads
+    // below then read only files.
+    let mut hw: Vec<Option<Vec<Sample>>> =
+        jobs.iter().map(|job| files.port_hw(root, job)).collect();
     // Each object keeps its own open files; objects gone since the last snapshot drop
     // theirs (and their descriptors) here.
     let budget = MAX_OPEN_COUNTER_FILES / jobs.len().max(1);
@@ -253,7 +294,8 @@ fn rdma(
     let results: Vec<_> = if threads == 1 {
         jobs.iter()
             .zip(caches.iter_mut())
-            .map(|(job, cache)| job.read(root, cache))
+            .zip(hw.iter_mut())
+            .map(|((job, cache), hw)| job.read(root, cache, hw.take()))
             .collect()
     } else {
         let chunk = jobs.len().div_ceil(threads);
@@ -261,11 +303,13 @@ fn rdma(
             let handles: Vec<_> = jobs
                 .chunks(chunk)
                 .zip(caches.chunks_mut(chunk))
-                .map(|(part, part_caches)| {
+                .zip(hw.chunks_mut(chunk))
+                .map(|((part, part_caches), part_hw)| {
                     scope.spawn(move || {
                         part.iter()
                             .zip(part_caches.iter_mut())
-                            .map(|(job, cache)| job.read(root, cache))
+                            .zip(part_hw.iter_mut())
+                            .map(|((job, cache), hw)| job.read(root, cache, hw.take()))
                             .collect::<Vec<_>>()
                     })
                 })

@@ -30,6 +30,8 @@ mod tc_decode;
 #[cfg(test)]
 mod wire_test;
 
+// The reply reader and header size, shared with the RDMA netlink client (`rdma_netlink`).
+pub(crate) use dump::{Decoder, DumpCollector, HEADER_LEN};
 pub use error::NetlinkError;
 pub(crate) use link::link_counter_unit;
 pub use link::{LinkCounters, LinkStats};

@@ -1,0 +1,160 @@
+//! [`RdmaNetlink`]: the blocking `NETLINK_RDMA` socket, kept open across requests (a
+//! sampler keeps it for a whole `Watch`), and the one exchange every request goes
+//! through: send with a fresh sequence number, read whole datagrams until the answer is
+//! complete, hand each message to the request's decoder.
+//!
+//! Blocking for the reason the route socket is (`netlink/socket.rs`): the snapshot engine
+//! is synchronous, and the kernel answers at once.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
+use nix::libc::{MSG_PEEK, MSG_TRUNC};
+use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
+use nix::sys::time::{TimeVal, TimeValLike};
+
+use super::devices::DevicesRequest;
+use super::error::RdmaNetlinkError;
+use super::hw_counters::PortHwCountersRequest;
+use super::message::RdmaMessage;
+use crate::netlink::{Decoder, DumpCollector};
+
+/// How long one `recv` may wait: the kernel answers at once, so this only bounds a hang.
+const RECV_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a dump the kernel marks inconsistent (`NLM_F_DUMP_INTR`) is retried.
+const DUMP_ATTEMPTS: u32 = 3;
+
+/// A `NETLINK_RDMA` socket in the network namespace it was opened in (in the kernel's
+/// default "shared" mode every RDMA device is visible from every namespace). Requests:
+/// [`devices`](Self::devices) and [`port_hw_counters`](Self::port_hw_counters), each
+/// ending in `execute()`.
+pub struct RdmaNetlink {
+    socket: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl fmt::Debug for RdmaNetlink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RdmaNetlink")
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RdmaNetlink {
+    /// Opens and binds the socket in the calling thread's namespace. Fails with
+    /// `EPROTONOSUPPORT` when the kernel has no RDMA stack loaded (`ib_core`). Reading
+    /// counters needs no privilege.
+    pub fn open() -> Result<Self, RdmaNetlinkError> {
+        let fail = |op, source| RdmaNetlinkError::Socket { op, source };
+        let mut socket = Socket::new(NETLINK_RDMA).map_err(|e| fail("create", e))?;
+        socket.bind_auto().map_err(|e| fail("bind", e))?;
+        let timeout = TimeVal::milliseconds(RECV_TIMEOUT.as_millis() as i64);
+        setsockopt(&socket, ReceiveTimeout, &timeout)
+            .map_err(|e| fail("set the receive timeout on", io::Error::from(e)))?;
+        // The kernel's errno comes with a sentence when extended acks are on (4.12+).
+        if let Err(e) = socket.set_ext_ack(true) {
+            tracing::debug!(error = %e, "NETLINK_EXT_ACK unavailable on NETLINK_RDMA");
+        }
+        if let Err(e) = socket.set_cap_ack(true) {
+            tracing::debug!(error = %e, "NETLINK_CAP_ACK unavailable on NETLINK_RDMA");
+        }
+        Ok(Self {
+            socket,
+            seq: 0,
+            buf: Vec::with_capacity(8 * 1024),
+        })
+    }
+
+    /// Every RDMA device: index, name, port count (`rdma dev show`).
+    pub fn devices(&mut self) -> DevicesRequest<'_> {
+        DevicesRequest::new(self)
+    }
+
+    /// The hardware counters of one port of the device with kernel index `dev_index`
+    /// (`rdma statistic show link DEV/PORT`).
+    pub fn port_hw_counters(&mut self, dev_index: u32, port: u32) -> PortHwCountersRequest<'_> {
+        PortHwCountersRequest::new(self, dev_index, port)
+    }
+
+    /// Sends `message` and decodes every answer until the end (`NLMSG_DONE` of a dump, the
+    /// ack of a single request), retrying a dump the kernel marked inconsistent.
+    /// `request` names it in errors.
+    pub(super) fn exchange<T>(
+        &mut self,
+        request: &str,
+        message: &RdmaMessage,
+        decode: Decoder<T>,
+    ) -> Result<Vec<T>, RdmaNetlinkError> {
+        for attempt in 1..=DUMP_ATTEMPTS {
+            self.seq = self.seq.wrapping_add(1);
+            let bytes = message.encode(self.seq);
+            self.socket
+                .send_to(&bytes, &SocketAddr::new(0, 0), 0)
+                .map_err(|source| RdmaNetlinkError::Send {
+                    request: request.to_owned(),
+                    source,
+                })?;
+            let mut collector = DumpCollector::with_decoder(request, self.seq, decode);
+            loop {
+                self.recv_datagram(request)?;
+                if collector.feed(&self.buf)? {
+                    break;
+                }
+            }
+            if !collector.interrupted {
+                return Ok(collector.messages);
+            }
+            tracing::debug!(
+                request,
+                attempt,
+                "RDMA dump interrupted by concurrent changes"
+            );
+        }
+        Err(crate::netlink::NetlinkError::DumpInterrupted {
+            request: request.to_owned(),
+            attempts: DUMP_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// Reads one whole datagram into `self.buf`, its size peeked first (a truncated
+    /// netlink datagram is lost); datagrams not from the kernel are ignored.
+    fn recv_datagram(&mut self, request: &str) -> Result<(), RdmaNetlinkError> {
+        let fail = |source| RdmaNetlinkError::Receive {
+            request: request.to_owned(),
+            source,
+        };
+        loop {
+            let mut probe = Vec::with_capacity(16);
+            let received = self
+                .socket
+                .recv_from(&mut probe, MSG_PEEK | MSG_TRUNC)
+                .and_then(|(len, _)| {
+                    self.buf.clear();
+                    self.buf.reserve(len);
+                    self.socket.recv_from(&mut self.buf, 0)
+                });
+            match received {
+                Ok((_, from)) if from.port_number() != 0 => {
+                    tracing::debug!(
+                        port = from.port_number(),
+                        "datagram not from the kernel ignored"
+                    );
+                }
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(fail(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no answer within {} s", RECV_TIMEOUT.as_secs()),
+                    )));
+                }
+                Err(e) => return Err(fail(e)),
+            }
+        }
+    }
+}
