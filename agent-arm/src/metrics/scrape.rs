@@ -170,7 +170,7 @@ impl Scraper {
             } => {
                 add_priorities(&mut reading, &mut errors, priorities);
                 skew = snapshot.skew();
-                for source in probe_sources(self.config.tc) {
+                for source in probe_sources(self.reads_tc()) {
                     reading.read(source);
                 }
                 for error in &snapshot.errors {
@@ -189,7 +189,7 @@ impl Scraper {
                 reading.add_samples(&snapshot.samples, &role_of);
             }
             ProbePart::Unread(why) => {
-                for source in probe_sources(self.config.tc) {
+                for source in probe_sources(self.reads_tc()) {
                     errors.push((source.as_str(), why.clone()));
                 }
             }
@@ -236,6 +236,13 @@ impl Scraper {
         reading
     }
 
+    /// Whether a reading asks for tc filters: configured, and on the live system (tc
+    /// statistics come from netlink only, so under a fixture root there is nothing to
+    /// read and no `tc` source to report).
+    fn reads_tc(&self) -> bool {
+        self.config.tc && self.ctx.root.path() == std::path::Path::new("/")
+    }
+
     /// Every RDMA port, netdev and NVMe namespace (and the tc filters of every
     /// representor and uplink), from the kept sampler on the blocking pool.
     async fn read_probe(&self, deadline: Duration) -> ProbePart {
@@ -249,7 +256,8 @@ impl Scraper {
                 "the previous reading is still running (it outlived read_timeout)".to_owned(),
             );
         };
-        let (slot, tc) = (Arc::clone(&self.sampler), self.config.tc);
+        // tc statistics come from netlink only: a fixture root has no filters to ask.
+        let (slot, tc) = (Arc::clone(&self.sampler), self.reads_tc());
         let task = tokio::task::spawn_blocking(move || {
             let roles = representor_roles(sampler.root());
             let mut selectors = CounterSelector::defaults();

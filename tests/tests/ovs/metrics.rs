@@ -82,20 +82,23 @@ fn flows_a_ping_leaves_are_summed_at_the_datapath_level_per_in_port() {
         Some(0.0),
         "{body}"
     );
-    // Three echo requests (and the ARP before them) entered through mt1.
+    // Three echo requests entered through mt1. The first packet of a flow goes up to
+    // ovs-vswitchd (the upcall that installs the flow) and is not in the flow's stats,
+    // so the datapath counted at least the other two: 98-byte frames (ICMP 64 + IP 20 +
+    // Ethernet 14).
     let from_mt1 = value(
         &body,
         "dpu_ovs_flow_packets{level=\"datapath\",in_port=\"mt1\"}",
     )
     .unwrap_or_else(|| panic!("no packets from mt1:\n{body}"));
-    assert!(from_mt1 >= 3.0, "{from_mt1}: {body}");
+    assert!(from_mt1 >= 2.0, "{from_mt1}: {body}");
     assert!(
         value(
             &body,
             "dpu_ovs_flow_bytes{level=\"datapath\",in_port=\"mt1\"}"
         )
-        .is_some_and(|b| b >= 3.0 * 84.0),
-        "three 84-byte ICMP frames at least: {body}"
+        .is_some_and(|b| b >= 2.0 * 98.0),
+        "two 98-byte ICMP frames at least: {body}"
     );
 }
 
