@@ -12,7 +12,7 @@
 //! snapshot contains. In every other case the answer is a [`Fallback`] and the caller
 //! reads sysfs, whose errors are the snapshot's errors: a failure here is never a zero.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,20 @@ use crate::{error_chain, rdma_counters, ProbeError, SysRoot};
 /// without `ib_core` loaded makes the kernel try to load the module each time, which is
 /// not something to do every snapshot.
 const REOPEN_AFTER: Duration = Duration::from_secs(60);
+
+/// The path each port was last read by in this process (`true`: netlink), across every
+/// sampler (the agent makes one per `Counters.Snapshot` call), so that a port's path is
+/// logged at info level when it is first read and when it changes, not once per call.
+static PATHS: std::sync::Mutex<BTreeMap<(String, u32), bool>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Records that `ibdev`/`port` was read by netlink (or not); whether that is news.
+fn path_changed(ibdev: &str, port: u32, netlink: bool) -> bool {
+    let mut paths = PATHS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    paths.insert((ibdev.to_owned(), port), netlink) != Some(netlink)
+}
 
 /// Makes a socket; [`RdmaNetlink::open`] outside tests.
 pub(crate) type Opener =
@@ -166,14 +180,29 @@ impl HwCounterReader {
     }
 
     /// The port's `hw_counters` samples from netlink, or `None` when the caller must read
-    /// sysfs (the reason is logged at debug level).
+    /// sysfs (the reason is logged at debug level; each change of a port's path, and its
+    /// first read, at info level, so an operator can tell which path serves a port).
     pub(crate) fn port_samples(
         &mut self,
         root: &SysRoot,
         ibdev: &str,
         port: u32,
     ) -> Option<Vec<Sample>> {
-        match self.read_port(root, ibdev, port) {
+        let read = self.read_port(root, ibdev, port);
+        if !matches!(read, Err(Fallback::Disabled | Fallback::NoHwCounters)) {
+            let netlink = read.is_ok();
+            let changed = path_changed(ibdev, port, netlink);
+            match &read {
+                Ok(_) if changed => {
+                    tracing::info!(ibdev, port, "hw_counters over RDMA netlink");
+                }
+                Err(reason) if changed => {
+                    tracing::info!(ibdev, port, reason = %describe(reason), "hw_counters from sysfs");
+                }
+                _ => {}
+            }
+        }
+        match read {
             Ok(samples) => Some(samples),
             Err(Fallback::Disabled | Fallback::NoHwCounters | Fallback::Refused) => None,
             Err(reason) => {

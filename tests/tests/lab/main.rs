@@ -157,6 +157,66 @@ fn host_rx_bytes(lab: &Lab) -> u64 {
         .sum()
 }
 
+/// `rdma -j statistic show link DEV/PORT` in the DPU namespace: iproute2's reading of the
+/// same RDMA netlink request the agent makes, as counter name → value.
+fn rdma_statistic(lab: &Lab, link: &str) -> BTreeMap<String, u64> {
+    let (code, stdout, stderr) = lab.run(
+        "bluefield",
+        "dpu",
+        &format!("rdma -j statistic show link {link}"),
+    );
+    assert_eq!(code, 0, "rdma statistic show link {link}: {stderr}");
+    let links: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("rdma statistic: not JSON ({e}): {stdout}"));
+    let first = links[0].as_object().cloned().unwrap_or_default();
+    first
+        .into_iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "ifindex" | "port"))
+        .filter_map(|(name, value)| Some((name, value.as_u64()?)))
+        .collect()
+}
+
+/// The agent reads the port's `hw_counters` over RDMA netlink on the live system (its log
+/// says so), and every one of them lies between iproute2's readings of the same netlink
+/// request just before and just after: the decoder agrees with the real kernel's
+/// answers, names and values.
+fn rdma_netlink_agrees_with_rdma_statistic(lab: &Lab, object: &str) {
+    let before = rdma_statistic(lab, "rxe0/1");
+    let snapshot = lab.host_json("dpuctl -o json dpu counters -s rdma:rxe0/1");
+    let after = rdma_statistic(lab, "rxe0/1");
+    let log = lab.host("cat /lab/share/dpu-agent.log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("hw_counters over RDMA netlink") && l.contains("rxe0")),
+        "the agent did not read rxe0 over RDMA netlink:\n{log}"
+    );
+    let hw: Vec<&Value> = snapshot["samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["object"] == object && s["source"] == "rdma_hw")
+        .collect();
+    assert!(
+        !hw.is_empty(),
+        "no rdma_hw samples for {object}: {snapshot}"
+    );
+    for sample in hw {
+        let name = sample["counter"].as_str().unwrap_or_default();
+        // proto3 JSON writes 64-bit numbers as strings and omits zeros.
+        let value = sample
+            .get("value")
+            .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_u64()))
+            .unwrap_or(0);
+        let (Some(low), Some(high)) = (before.get(name), after.get(name)) else {
+            panic!("{name} is in the agent's snapshot but not in `rdma statistic`: {before:?}");
+        };
+        assert!(
+            (*low..=*high).contains(&value),
+            "{name}: the agent read {value}, rdma statistic {low} before and {high} after"
+        );
+    }
+}
+
 #[test]
 fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     if std::env::var("DPU_TEST_LAB").as_deref() != Ok("1") {
@@ -222,6 +282,7 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         rdma_pkts >= 2 * TARGET_BYTES / 4096,
         "rxe0 received only {rdma_pkts} packets"
     );
+    rdma_netlink_agrees_with_rdma_statistic(&lab, rdma_object);
     let host_rx = host_rx_bytes(&lab) - host_rx_before;
     assert!(
         host_rx < TARGET_BYTES / 16,
