@@ -44,6 +44,7 @@ pub(crate) use samples::device_samples;
 pub use samples::{
     link_samples, netdev_object, offload_samples, reading_samples, tc_filter_object, tc_samples,
 };
+pub(crate) use socket::recv_kernel_datagram;
 pub use socket::RouteSocket;
 pub use stats::LinkCounterReading;
 pub use tc::{

@@ -176,42 +176,14 @@ impl RouteSocket {
         }
     }
 
-    /// Reads one whole datagram from the kernel into `self.buf`, however large: its size
-    /// is peeked first, because a truncated netlink datagram is lost.
+    /// Reads one whole datagram from the kernel into `self.buf` ([`recv_kernel_datagram`]).
     fn recv_datagram(&mut self, request: &str) -> Result<(), NetlinkError> {
-        let fail = |source| NetlinkError::Receive {
-            request: request.to_owned(),
-            source,
-        };
-        loop {
-            // MSG_TRUNC makes the peek report the full length without copying it all.
-            let mut probe = Vec::with_capacity(16);
-            let peeked = self
-                .socket
-                .recv_from(&mut probe, MSG_PEEK | MSG_TRUNC)
-                .and_then(|(len, _)| {
-                    self.buf.clear();
-                    self.buf.reserve(len);
-                    self.socket.recv_from(&mut self.buf, 0)
-                });
-            match peeked {
-                Ok((_, from)) if from.port_number() != 0 => {
-                    tracing::debug!(
-                        port = from.port_number(),
-                        "datagram not from the kernel ignored"
-                    );
-                }
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return Err(fail(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("no answer within {} s", RECV_TIMEOUT.as_secs()),
-                    )));
-                }
-                Err(e) => return Err(fail(e)),
+        recv_kernel_datagram(&self.socket, &mut self.buf, RECV_TIMEOUT).map_err(|source| {
+            NetlinkError::Receive {
+                request: request.to_owned(),
+                source,
             }
-        }
+        })
     }
 }
 
@@ -286,5 +258,45 @@ fn describe(netns: Option<&Path>, what: &str) -> String {
     match netns {
         Some(path) => format!("{what} in netns {}", path.display()),
         None => what.to_owned(),
+    }
+}
+
+/// Reads one whole datagram from the kernel into `buf`, however large: its size is
+/// peeked first, because a truncated netlink datagram is lost. Datagrams not from the
+/// kernel (port id 0) are ignored; `EINTR` is retried; the socket's receive timeout
+/// (`timeout`, set on it beforehand) becomes `TimedOut` naming it. Shared by the route
+/// and the RDMA netlink sockets.
+pub(crate) fn recv_kernel_datagram(
+    socket: &Socket,
+    buf: &mut Vec<u8>,
+    timeout: Duration,
+) -> io::Result<()> {
+    loop {
+        // MSG_TRUNC makes the peek report the full length without copying it all.
+        let mut probe = Vec::with_capacity(16);
+        let received = socket
+            .recv_from(&mut probe, MSG_PEEK | MSG_TRUNC)
+            .and_then(|(len, _)| {
+                buf.clear();
+                buf.reserve(len);
+                socket.recv_from(buf, 0)
+            });
+        match received {
+            Ok((_, from)) if from.port_number() != 0 => {
+                tracing::debug!(
+                    port = from.port_number(),
+                    "datagram not from the kernel ignored"
+                );
+            }
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", timeout.as_secs()),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }

@@ -11,7 +11,6 @@ use std::io;
 use std::time::Duration;
 
 use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
-use nix::libc::{MSG_PEEK, MSG_TRUNC};
 use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
 use nix::sys::time::{TimeVal, TimeValLike};
 
@@ -19,7 +18,7 @@ use super::devices::DevicesRequest;
 use super::error::RdmaNetlinkError;
 use super::hw_counters::PortHwCountersRequest;
 use super::message::RdmaMessage;
-use crate::netlink::{Decoder, DumpCollector};
+use crate::netlink::{recv_kernel_datagram, Decoder, DumpCollector};
 
 /// How long one `recv` may wait: the kernel answers at once, so this only bounds a hang.
 const RECV_TIMEOUT: Duration = Duration::from_secs(5);
@@ -121,40 +120,14 @@ impl RdmaNetlink {
         .into())
     }
 
-    /// Reads one whole datagram into `self.buf`, its size peeked first (a truncated
-    /// netlink datagram is lost); datagrams not from the kernel are ignored.
+    /// Reads one whole datagram from the kernel into `self.buf` (the route socket's
+    /// reader, [`recv_kernel_datagram`]).
     fn recv_datagram(&mut self, request: &str) -> Result<(), RdmaNetlinkError> {
-        let fail = |source| RdmaNetlinkError::Receive {
-            request: request.to_owned(),
-            source,
-        };
-        loop {
-            let mut probe = Vec::with_capacity(16);
-            let received = self
-                .socket
-                .recv_from(&mut probe, MSG_PEEK | MSG_TRUNC)
-                .and_then(|(len, _)| {
-                    self.buf.clear();
-                    self.buf.reserve(len);
-                    self.socket.recv_from(&mut self.buf, 0)
-                });
-            match received {
-                Ok((_, from)) if from.port_number() != 0 => {
-                    tracing::debug!(
-                        port = from.port_number(),
-                        "datagram not from the kernel ignored"
-                    );
-                }
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return Err(fail(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("no answer within {} s", RECV_TIMEOUT.as_secs()),
-                    )));
-                }
-                Err(e) => return Err(fail(e)),
+        recv_kernel_datagram(&self.socket, &mut self.buf, RECV_TIMEOUT).map_err(|source| {
+            RdmaNetlinkError::Receive {
+                request: request.to_owned(),
+                source,
             }
-        }
+        })
     }
 }
