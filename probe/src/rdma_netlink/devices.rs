@@ -30,8 +30,17 @@ pub struct DevicesRequest<'a> {
     handle: &'a mut RdmaNetlink,
 }
 
+impl RdmaNetlink {
+    /// Every RDMA device: index, name, port count (`rdma dev show`). (Next to its request
+    /// rather than in `handle.rs`, so the handle needs no request and the modules import
+    /// one way.)
+    pub fn devices(&mut self) -> DevicesRequest<'_> {
+        DevicesRequest::new(self)
+    }
+}
+
 impl<'a> DevicesRequest<'a> {
-    pub(super) fn new(handle: &'a mut RdmaNetlink) -> Self {
+    fn new(handle: &'a mut RdmaNetlink) -> Self {
         Self { handle }
     }
 

@@ -14,9 +14,7 @@ use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
 use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
 use nix::sys::time::{TimeVal, TimeValLike};
 
-use super::devices::DevicesRequest;
 use super::error::RdmaNetlinkError;
-use super::hw_counters::PortHwCountersRequest;
 use super::message::RdmaMessage;
 use crate::netlink::{recv_kernel_datagram, Decoder, DumpCollector};
 
@@ -66,17 +64,6 @@ impl RdmaNetlink {
             seq: 0,
             buf: Vec::with_capacity(8 * 1024),
         })
-    }
-
-    /// Every RDMA device: index, name, port count (`rdma dev show`).
-    pub fn devices(&mut self) -> DevicesRequest<'_> {
-        DevicesRequest::new(self)
-    }
-
-    /// The hardware counters of one port of the device with kernel index `dev_index`
-    /// (`rdma statistic show link DEV/PORT`).
-    pub fn port_hw_counters(&mut self, dev_index: u32, port: u32) -> PortHwCountersRequest<'_> {
-        PortHwCountersRequest::new(self, dev_index, port)
     }
 
     /// Sends `message` and decodes every answer until the end (`NLMSG_DONE` of a dump, the

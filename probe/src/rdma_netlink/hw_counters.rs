@@ -47,8 +47,16 @@ pub struct PortHwCountersRequest<'a> {
     port: u32,
 }
 
+impl RdmaNetlink {
+    /// The hardware counters of one port of the device with kernel index `dev_index`
+    /// (`rdma statistic show link DEV/PORT`).
+    pub fn port_hw_counters(&mut self, dev_index: u32, port: u32) -> PortHwCountersRequest<'_> {
+        PortHwCountersRequest::new(self, dev_index, port)
+    }
+}
+
 impl<'a> PortHwCountersRequest<'a> {
-    pub(super) fn new(handle: &'a mut RdmaNetlink, dev_index: u32, port: u32) -> Self {
+    fn new(handle: &'a mut RdmaNetlink, dev_index: u32, port: u32) -> Self {
         Self {
             handle,
             dev_index,
