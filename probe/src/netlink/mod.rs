@@ -44,8 +44,8 @@ pub(crate) use samples::device_samples;
 pub use samples::{
     link_samples, netdev_object, offload_samples, reading_samples, tc_filter_object, tc_samples,
 };
-pub(crate) use socket::recv_kernel_datagram;
 pub use socket::RouteSocket;
+pub(crate) use socket::{open_kernel_socket, recv_kernel_datagram, RECV_TIMEOUT};
 pub use stats::LinkCounterReading;
 pub use tc::{
     TcActionStats, TcActionTimes, TcCounts, TcFilter, TcFilterAction, TcFilterFlags, TcParent,

@@ -33,7 +33,7 @@ use super::tc_decode::filter_from_message;
 
 /// How long one `recv` may wait. The kernel answers at once; this only bounds a hang
 /// caused by a bug, so a snapshot fails with a message instead of blocking forever.
-const RECV_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const RECV_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a dump interrupted by concurrent changes is retried.
 const DUMP_ATTEMPTS: u32 = 3;
 
@@ -88,20 +88,8 @@ impl RouteSocket {
 
     /// Creates and configures the socket in the current thread's namespace.
     pub(crate) fn create(netns: Option<PathBuf>) -> Result<Self, NetlinkError> {
-        let fail = |op, source| NetlinkError::Socket { op, source };
-        let mut socket = Socket::new(NETLINK_ROUTE).map_err(|e| fail("create", e))?;
-        socket.bind_auto().map_err(|e| fail("bind", e))?;
-        let timeout = TimeVal::milliseconds(RECV_TIMEOUT.as_millis() as i64);
-        setsockopt(&socket, ReceiveTimeout, &timeout)
-            .map_err(|e| fail("set the receive timeout on", io::Error::from(e)))?;
-        // Extended acks (Linux 4.12+) turn EINVAL into a sentence; older kernels refuse
-        // the option, which only costs the sentence.
-        if let Err(e) = socket.set_ext_ack(true) {
-            tracing::debug!(error = %e, "NETLINK_EXT_ACK unavailable");
-        }
-        if let Err(e) = socket.set_cap_ack(true) {
-            tracing::debug!(error = %e, "NETLINK_CAP_ACK unavailable");
-        }
+        let socket = open_kernel_socket(NETLINK_ROUTE)
+            .map_err(|(op, source)| NetlinkError::Socket { op, source })?;
         let monitor = LinkMonitor::create()?;
         Ok(Self {
             socket,
@@ -259,6 +247,25 @@ fn describe(netns: Option<&Path>, what: &str) -> String {
         Some(path) => format!("{what} in netns {}", path.display()),
         None => what.to_owned(),
     }
+}
+
+/// A netlink socket of `protocol`, bound, with the [`RECV_TIMEOUT`] receive timeout and
+/// extended and capped acks where the kernel has them (4.12+: EINVAL then comes with a
+/// sentence; an older kernel refuses the options, which only costs the sentence). On
+/// failure, the step that failed. Shared by the route and the RDMA netlink sockets.
+pub(crate) fn open_kernel_socket(protocol: isize) -> Result<Socket, (&'static str, io::Error)> {
+    let mut socket = Socket::new(protocol).map_err(|e| ("create", e))?;
+    socket.bind_auto().map_err(|e| ("bind", e))?;
+    let timeout = TimeVal::milliseconds(RECV_TIMEOUT.as_millis() as i64);
+    setsockopt(&socket, ReceiveTimeout, &timeout)
+        .map_err(|e| ("set the receive timeout on", io::Error::from(e)))?;
+    if let Err(e) = socket.set_ext_ack(true) {
+        tracing::debug!(protocol, error = %e, "NETLINK_EXT_ACK unavailable");
+    }
+    if let Err(e) = socket.set_cap_ack(true) {
+        tracing::debug!(protocol, error = %e, "NETLINK_CAP_ACK unavailable");
+    }
+    Ok(socket)
 }
 
 /// Reads one whole datagram from the kernel into `buf`, however large: its size is

@@ -7,19 +7,15 @@
 //! is synchronous, and the kernel answers at once.
 
 use std::fmt;
-use std::io;
-use std::time::Duration;
 
 use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
-use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
-use nix::sys::time::{TimeVal, TimeValLike};
 
 use super::error::RdmaNetlinkError;
 use super::message::RdmaMessage;
-use crate::netlink::{recv_kernel_datagram, Decoder, DumpCollector};
+use crate::netlink::{
+    open_kernel_socket, recv_kernel_datagram, Decoder, DumpCollector, RECV_TIMEOUT,
+};
 
-/// How long one `recv` may wait: the kernel answers at once, so this only bounds a hang.
-const RECV_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a dump the kernel marks inconsistent (`NLM_F_DUMP_INTR`) is retried.
 const DUMP_ATTEMPTS: u32 = 3;
 
@@ -46,19 +42,8 @@ impl RdmaNetlink {
     /// `EPROTONOSUPPORT` when the kernel has no RDMA stack loaded (`ib_core`). Reading
     /// counters needs no privilege.
     pub fn open() -> Result<Self, RdmaNetlinkError> {
-        let fail = |op, source| RdmaNetlinkError::Socket { op, source };
-        let mut socket = Socket::new(NETLINK_RDMA).map_err(|e| fail("create", e))?;
-        socket.bind_auto().map_err(|e| fail("bind", e))?;
-        let timeout = TimeVal::milliseconds(RECV_TIMEOUT.as_millis() as i64);
-        setsockopt(&socket, ReceiveTimeout, &timeout)
-            .map_err(|e| fail("set the receive timeout on", io::Error::from(e)))?;
-        // The kernel's errno comes with a sentence when extended acks are on (4.12+).
-        if let Err(e) = socket.set_ext_ack(true) {
-            tracing::debug!(error = %e, "NETLINK_EXT_ACK unavailable on NETLINK_RDMA");
-        }
-        if let Err(e) = socket.set_cap_ack(true) {
-            tracing::debug!(error = %e, "NETLINK_CAP_ACK unavailable on NETLINK_RDMA");
-        }
+        let socket = open_kernel_socket(NETLINK_RDMA)
+            .map_err(|(op, source)| RdmaNetlinkError::Socket { op, source })?;
         Ok(Self {
             socket,
             seq: 0,
