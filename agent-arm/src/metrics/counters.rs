@@ -2,7 +2,7 @@
 //! storage volumes, the OVS flow levels, and which sources could be read. Built once per
 //! reading and encoded for every scrape that shares it (in either text format).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dpu_probe::snapshot::{Sample, Source};
@@ -60,16 +60,9 @@ impl Reading {
 
     /// Adds samples; `role_of` gives a netdev's representor role.
     pub(crate) fn add_samples(&mut self, samples: &[Sample], role_of: &dyn Fn(&str) -> String) {
-        let mut seen: BTreeSet<(FamilyKey, Labels)> = BTreeSet::new();
         for sample in samples {
             let (key, value) = family_of(sample);
             let labels = labels_of(sample.key.source, &sample.key.object, role_of);
-            // Two kernel names that sanitize to one (`rx-x` and `rx_x`) would give a
-            // duplicate series, which Prometheus rejects for the whole scrape.
-            if !seen.insert((key.clone(), labels.clone())) {
-                self.collisions += 1;
-                continue;
-            }
             self.families
                 .entry(key)
                 .or_insert_with(|| FamilyData {
@@ -78,6 +71,17 @@ impl Reading {
                 })
                 .series
                 .push((labels, value));
+        }
+        // Two kernel names that sanitize to one (`rx-x` and `rx_x`) would give a
+        // duplicate series, which Prometheus rejects for the whole scrape: the first read
+        // is kept (the sort is stable).
+        for family in self.families.values_mut() {
+            let before = family.series.len();
+            family.series.sort_by(|a, b| a.0.cmp(&b.0));
+            family
+                .series
+                .dedup_by(|later, earlier| later.0 == earlier.0);
+            self.collisions += before - family.series.len();
         }
     }
 

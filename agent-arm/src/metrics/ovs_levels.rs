@@ -65,23 +65,20 @@ impl FlowLevels {
         for (level, count) in &self.flows {
             ConstGauge::new(*count).encode(metric.encode_family(&[("level", *level)])?)?;
         }
-        for (name, help, pick) in [
-            (
-                "dpu_ovs_flow_packets",
-                "Packets counted by the OVS datapath flows installed now, by level and in_port (a gauge: expired flows take their counts with them)",
-                0,
-            ),
-            (
-                "dpu_ovs_flow_bytes",
-                "Bytes counted by the OVS datapath flows installed now, by level and in_port (a gauge: expired flows take their counts with them)",
-                1,
-            ),
+        let packets: fn(&(u64, u64)) -> u64 = |t| t.0;
+        let bytes: fn(&(u64, u64)) -> u64 = |t| t.1;
+        for (name, what, value_of) in [
+            ("dpu_ovs_flow_packets", "Packets", packets),
+            ("dpu_ovs_flow_bytes", "Bytes", bytes),
         ] {
-            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for ((level, in_port), (packets, bytes)) in &self.traffic {
-                let value = if pick == 0 { *packets } else { *bytes };
+            let help = format!(
+                "{what} counted by the OVS datapath flows installed now, by level and \
+                 in_port (a gauge: expired flows take their counts with them)"
+            );
+            let mut metric = encoder.encode_descriptor(name, &help, None, MetricType::Gauge)?;
+            for ((level, in_port), traffic) in &self.traffic {
                 let labels = [("level", *level), ("in_port", in_port.as_str())];
-                ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+                ConstGauge::new(value_of(traffic)).encode(metric.encode_family(&labels)?)?;
             }
         }
         Ok(())

@@ -180,10 +180,10 @@ impl Scraper {
                     ));
                 }
                 let role_of = |ifname: &str| {
+                    // Sorted by name (representor_roles).
                     roles
-                        .iter()
-                        .find(|(name, _)| name == ifname)
-                        .map_or("", |(_, role)| role_name(*role))
+                        .binary_search_by(|(name, _)| name.as_str().cmp(ifname))
+                        .map_or("", |i| role_name(roles[i].1))
                         .to_owned()
                 };
                 reading.add_samples(&snapshot.samples, &role_of);
