@@ -258,6 +258,25 @@ impl AgentProcess {
         }
     }
 
+    /// `dpu-agent --health-check SERVICE` against this agent's socket, as an exec probe
+    /// runs it: its exit code (0 SERVING). The probe's output must name the service.
+    pub fn health_check(&self, service: &str) -> Option<i32> {
+        let out = Command::new(bin_dir().join("dpu-agent"))
+            .arg("--listen")
+            .arg(self.endpoint())
+            .args(["--health-check", service])
+            .env_remove("DPU_AGENT_CONFIG")
+            .output()
+            .expect("run dpu-agent --health-check");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("{service}: ")),
+            "the probe names the service: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.status.code()
+    }
+
     /// The agent's Unix socket.
     pub fn socket(&self) -> &Path {
         &self.socket

@@ -4,12 +4,11 @@
 //! agent probes every 3 s, each probe bounded by the call timeout (SNAP: 5 s), so 15 s is
 //! a generous bound for every transition; the old agent said SERVING throughout.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dpu_tests::fake_snap::FakeSnap;
 use dpu_tests::fixture;
-use dpu_tests::harness::{bin_dir, AgentOptions, AgentProcess};
+use dpu_tests::harness::{AgentOptions, AgentProcess};
 use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
@@ -51,25 +50,6 @@ async fn wait_for(
     }
 }
 
-/// `dpu-agent --health-check SERVICE` against the agent's socket, as the DaemonSet's exec
-/// probe runs it: its exit code.
-fn probe(agent: &AgentProcess, service: &str) -> Option<i32> {
-    let out = Command::new(bin_dir().join("dpu-agent"))
-        .arg("--listen")
-        .arg(agent.endpoint())
-        .args(["--health-check", service])
-        .env_remove("DPU_AGENT_CONFIG")
-        .output()
-        .expect("run dpu-agent --health-check");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(service),
-        "the probe names the service: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.status.code()
-}
-
 #[tokio::test]
 async fn storage_health_follows_snap_absent_up_hung_and_gone() {
     let (dir, root) = fixture::bluefield3_tempdir();
@@ -96,7 +76,7 @@ async fn storage_health_follows_snap_absent_up_hung_and_gone() {
             "{service:?}"
         );
     }
-    assert_eq!(probe(&agent, STORAGE), Some(1), "the exec probe fails");
+    assert_eq!(agent.health_check(STORAGE), Some(1), "the exec probe fails");
 
     let snap = FakeSnap::start(&options.snap_socket).expect("fake SNAP");
     let took = wait_for(
@@ -108,7 +88,11 @@ async fn storage_health_follows_snap_absent_up_hung_and_gone() {
     )
     .await;
     eprintln!("SNAP up: SERVING after {took:?}");
-    assert_eq!(probe(&agent, STORAGE), Some(0), "the exec probe passes");
+    assert_eq!(
+        agent.health_check(STORAGE),
+        Some(0),
+        "the exec probe passes"
+    );
 
     // SNAP stops answering (as under SIGSTOP): each reply comes later than the agent's 5 s
     // call timeout.

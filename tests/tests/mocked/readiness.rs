@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dpu_proto::v1::inventory_client::InventoryClient;
 use dpu_tests::fixture;
-use dpu_tests::harness::{bin_dir, free_tcp_port, AgentOptions, AgentProcess};
+use dpu_tests::harness::{free_tcp_port, AgentOptions, AgentProcess};
 use tokio_stream::StreamExt as _;
 use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -53,24 +53,6 @@ async fn plaintext_channel(port: u16, agent: &AgentProcess) -> Channel {
     }
 }
 
-/// `dpu-agent --health-check SERVICE` against the agent's socket: its exit code.
-fn probe(agent: &AgentProcess, service: &str) -> Option<i32> {
-    let out = Command::new(bin_dir().join("dpu-agent"))
-        .arg("--listen")
-        .arg(agent.endpoint())
-        .args(["--health-check", service])
-        .env_remove("DPU_AGENT_CONFIG")
-        .output()
-        .expect("run dpu-agent --health-check");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(&format!("{service}: ")),
-        "the probe names the service: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.status.code()
-}
-
 /// An agent without SNAP (nothing listens on its socket), OVS disabled, with the
 /// health-only listener on a free loopback port and `extra` TOML; and that port.
 fn agent_without_snap(extra: &str) -> (AgentProcess, u16, tempfile::TempDir) {
@@ -95,8 +77,12 @@ async fn readiness_is_not_serving_without_snap_while_the_server_is_alive() {
         status(&mut health, "dpu.v1.Inventory").await,
         ServingStatus::Serving
     );
-    assert_eq!(probe(&agent, READINESS), Some(1), "the exec probe fails");
-    assert_eq!(probe(&agent, ""), Some(0), "the liveness probe passes");
+    assert_eq!(
+        agent.health_check(READINESS),
+        Some(1),
+        "the exec probe fails"
+    );
+    assert_eq!(agent.health_check(""), Some(0), "the liveness probe passes");
 
     // The same statuses on the plaintext health-only port.
     let mut plain = HealthClient::new(plaintext_channel(port, &agent).await);
@@ -126,7 +112,11 @@ async fn an_explicit_list_overrides_the_default() {
         ServingStatus::NotServing,
         "SNAP is still missing; readiness just does not require it"
     );
-    assert_eq!(probe(&agent, READINESS), Some(0), "the exec probe passes");
+    assert_eq!(
+        agent.health_check(READINESS),
+        Some(0),
+        "the exec probe passes"
+    );
     let mut plain = HealthClient::new(plaintext_channel(port, &agent).await);
     assert_eq!(status(&mut plain, READINESS).await, ServingStatus::Serving);
 }
