@@ -60,7 +60,9 @@ pub(crate) struct Budgets {
 
 impl Budgets {
     /// The configured budgets, lowered so that the TCP listeners together hold at most
-    /// half of the descriptors the headroom leaves and the Unix listeners the rest.
+    /// half of the descriptors the headroom and the counter files the snapshot engine
+    /// keeps open ([`dpu_probe::counters::kept_file_budget_for`]) leave, and the Unix
+    /// listeners the rest.
     pub(crate) fn new(
         limits: &LimitsConfig,
         tcp_listeners: usize,
@@ -74,7 +76,11 @@ impl Budgets {
         let Some(limit) = fd_limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)) else {
             return budgets;
         };
-        let usable = limit.saturating_sub(FD_HEADROOM.max(limit / 8));
+        let kept_counter_files =
+            dpu_probe::counters::kept_file_budget_for(u64::try_from(limit).unwrap_or(u64::MAX));
+        let usable = limit
+            .saturating_sub(FD_HEADROOM.max(limit / 8))
+            .saturating_sub(kept_counter_files);
         if let Some(share) = (usable / 2).checked_div(tcp_listeners) {
             budgets.per_tcp = budgets.per_tcp.min(share).max(1);
         }
@@ -84,6 +90,22 @@ impl Budgets {
         }
         budgets
     }
+}
+
+/// Raises the soft limit on open descriptors to the hard one, as systemd asks of
+/// services that do not use `select()` (it starts them at a soft 1024 for old programs'
+/// sake): the agent's connection budgets and the snapshot engine's kept counter files
+/// are sized from the soft limit. Returns the limit before and after.
+pub(crate) fn raise_fd_limit() -> nix::Result<(u64, u64)> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    // An unlimited hard limit is not a settable soft one (`fs.nr_open` bounds it).
+    let target = hard.min(1 << 20);
+    if soft < target {
+        setrlimit(Resource::RLIMIT_NOFILE, target, hard)?;
+        return Ok((soft, target));
+    }
+    Ok((soft, soft))
 }
 
 /// The soft limit on open descriptors (`ulimit -n`), `None` when unlimited or unknown.
@@ -395,12 +417,12 @@ mod tests {
         // The packaged unit's LimitNOFILE=65536: the configured budgets.
         let unit = Budgets::new(&limits, 1, 1, Some(65536));
         assert_eq!(unit, unlimited);
-        // ulimit -n 128: 48 kept back, TCP 40, Unix 40.
+        // ulimit -n 128: 48 kept back, 32 for counter files, TCP 24, Unix 24.
         let low = Budgets::new(&limits, 1, 1, Some(128));
-        assert_eq!((low.per_tcp, low.per_unix), (40, 40));
-        // Two TCP listeners share TCP's half.
+        assert_eq!((low.per_tcp, low.per_unix), (24, 24));
+        // Two TCP listeners share TCP's half (1024 - 128 - 256 counter files = 640).
         let two = Budgets::new(&limits, 2, 1, Some(1024));
-        assert_eq!((two.per_tcp, two.per_unix), (224, 448));
+        assert_eq!((two.per_tcp, two.per_unix), (160, 320));
         // Absurdly low limits still leave one connection each.
         let tiny = Budgets::new(&limits, 1, 1, Some(10));
         assert_eq!((tiny.per_tcp, tiny.per_unix), (1, 1));

@@ -78,6 +78,17 @@ fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     observability::init(&config.log)?;
+    match accept::raise_fd_limit() {
+        Ok((before, after)) if before != after => {
+            tracing::info!(
+                before,
+                after,
+                "open-file soft limit raised to the hard limit"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file soft limit"),
+    }
     tracing::info!(version = version::AGENT_VERSION, listeners = ?config.listen.iter().map(ToString::to_string).collect::<Vec<_>>(), "dpu-agent starting");
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

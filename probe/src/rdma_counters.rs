@@ -23,12 +23,12 @@
 //! (one request per port, [`crate::rdma_netlink`]), giving the same samples built by
 //! `hw_sample`; the PMA `counters/` and device-wide `hw_counters/` are always read here.
 
+use std::borrow::Cow;
 use std::io;
-use std::path::Path;
 
 use nix::errno::Errno;
 
-use crate::counter_file::{self, CounterDir, FileCache};
+use crate::counter_file::{self, KeptDir};
 use crate::root::list_dir;
 use crate::snapshot::{Sample, Source, Unit};
 use crate::{ProbeError, SysRoot};
@@ -118,6 +118,41 @@ pub fn hw_counter_unit(name: &str) -> Unit {
     }
 }
 
+/// The kept counter directories of one RDMA object between snapshots: a port's
+/// `counters/` and `hw_counters/`, or a device's own `hw_counters/` (no `pma`). What a sampler holds per object so a `Watch` reads each counter with one
+/// `pread` (see [`KeptDir`]).
+#[derive(Debug)]
+pub(crate) struct ObjectDirs {
+    pma: Option<KeptDir>,
+    hw: KeptDir,
+}
+
+impl ObjectDirs {
+    /// A port's directories; the names are checked, nothing is opened yet.
+    pub(crate) fn port(root: &SysRoot, ibdev: &str, port: u32) -> Result<Self, ProbeError> {
+        let dir = port_path(root, ibdev, port)?;
+        Ok(Self {
+            pma: Some(KeptDir::new(dir.join("counters"))),
+            hw: KeptDir::new(dir.join("hw_counters")),
+        })
+    }
+
+    /// A device's own `hw_counters/`.
+    pub(crate) fn device(root: &SysRoot, ibdev: &str) -> Result<Self, ProbeError> {
+        let dir = device_path(root, ibdev)?;
+        Ok(Self {
+            pma: None,
+            hw: KeptDir::new(dir.join("hw_counters")),
+        })
+    }
+
+    /// Descriptors kept open for this object.
+    #[cfg(test)]
+    pub(crate) fn open_files(&self) -> usize {
+        self.pma.as_ref().map_or(0, KeptDir::open_files) + self.hw.open_files()
+    }
+}
+
 /// The IB PMA counters of one port. A port without `counters/` (non-mlx5 providers,
 /// soft-RoCE) gives an empty list, not an error.
 pub fn read_pma_counters(
@@ -125,47 +160,52 @@ pub fn read_pma_counters(
     ibdev: &str,
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
-    read_pma_counters_cached(root, ibdev, port, &mut FileCache::default())
+    port_dir(root, ibdev, port)?;
+    let mut dir = KeptDir::new(port_path(root, ibdev, port)?.join("counters"));
+    let mut samples = Vec::new();
+    read_pma_into(&mut dir, &port_object(ibdev, port), &mut samples)?;
+    Ok(samples)
 }
 
-fn read_pma_counters_cached(
-    root: &SysRoot,
-    ibdev: &str,
-    port: u32,
-    cache: &mut FileCache,
-) -> Result<Vec<Sample>, ProbeError> {
-    let Some(dir) = CounterDir::open(port_dir(root, ibdev, port)?.join("counters"))? else {
-        return Ok(Vec::new());
-    };
-    let names = dir.files()?;
-    let extended = names
-        .iter()
+/// Reads a port's PMA directory into `out`; `false` when there is no such directory.
+fn read_pma_into(
+    dir: &mut KeptDir,
+    object: &str,
+    out: &mut Vec<Sample>,
+) -> Result<bool, ProbeError> {
+    if !dir.refresh()? {
+        return Ok(false);
+    }
+    let extended = dir
+        .names()
         .any(|n| n.starts_with("unicast_") || n.starts_with("multicast_"));
-    let object = port_object(ibdev, port);
-    let mut samples = Vec::with_capacity(names.len());
-    for name in &names {
-        let Some(raw) = read_counter(&dir, name, cache)? else {
+    out.reserve(dir.len());
+    for index in 0..dir.len() {
+        let Some(raw) = read_counter(dir, index)? else {
             continue;
         };
-        let unit = pma_counter_unit(name);
-        let is_data = matches!(name.as_str(), "port_xmit_data" | "port_rcv_data");
+        let name = dir.counter_name(index);
+        let unit = pma_counter_unit(&name);
+        let is_data = matches!(&*name, "port_xmit_data" | "port_rcv_data");
         let width = if extended && (is_data || unit == Unit::Packets) {
             64
         } else {
             0
         };
-        let sample =
-            Sample::cumulative(Source::Rdma, &object, name.clone(), raw, unit).with_width(width);
-        samples.push(if is_data { sample.scaled(4) } else { sample });
+        let sample = Sample::cumulative(Source::Rdma, object, name, raw, unit).with_width(width);
+        out.push(if is_data { sample.scaled(4) } else { sample });
     }
-    Ok(samples)
+    Ok(true)
 }
 
 /// The driver counters of one port. A missing `hw_counters/` is normal (some devices and
 /// firmware have none) and gives an empty list.
 pub fn read_hw_counters(root: &SysRoot, ibdev: &str, port: u32) -> Result<Vec<Sample>, ProbeError> {
-    let dir = port_dir(root, ibdev, port)?.join("hw_counters");
-    read_hw_dir(&dir, &port_object(ibdev, port), &mut FileCache::default())
+    port_dir(root, ibdev, port)?;
+    let mut dir = KeptDir::new(port_path(root, ibdev, port)?.join("hw_counters"));
+    let mut samples = Vec::new();
+    read_hw_into(&mut dir, &port_object(ibdev, port), &mut samples)?;
+    Ok(samples)
 }
 
 /// Both families of one port, PMA first.
@@ -174,26 +214,37 @@ pub fn read_port_counters(
     ibdev: &str,
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
-    read_port_counters_cached(root, ibdev, port, &mut FileCache::default(), None)
+    let mut dirs = ObjectDirs::port(root, ibdev, port)?;
+    read_port_counters_kept(root, ibdev, port, &mut dirs, None)
 }
 
-/// [`read_port_counters`] through a sampler's open-file cache; `hw` is the port's
-/// `hw_counters` family when it was already read (over RDMA netlink), so only the PMA
-/// files are read here.
-pub(crate) fn read_port_counters_cached(
+/// [`read_port_counters`] through a sampler's kept directories; `hw` is the port's
+/// `hw_counters` family when
+/// it was already read (over RDMA netlink), so only the PMA files are read here.
+pub(crate) fn read_port_counters_kept(
     root: &SysRoot,
     ibdev: &str,
     port: u32,
-    cache: &mut FileCache,
+    dirs: &mut ObjectDirs,
     hw: Option<Vec<Sample>>,
 ) -> Result<Vec<Sample>, ProbeError> {
-    let mut samples = read_pma_counters_cached(root, ibdev, port, cache)?;
-    match hw {
-        Some(hw) => samples.extend(hw),
-        None => {
-            let dir = port_dir(root, ibdev, port)?.join("hw_counters");
-            samples.extend(read_hw_dir(&dir, &port_object(ibdev, port), cache)?);
+    let object = port_object(ibdev, port);
+    let mut samples = Vec::new();
+    let has_pma = match &mut dirs.pma {
+        Some(pma) => read_pma_into(pma, &object, &mut samples)?,
+        None => false,
+    };
+    let has_hw = match hw {
+        Some(hw) => {
+            samples.extend(hw);
+            true
         }
+        None => read_hw_into(&mut dirs.hw, &object, &mut samples)?,
+    };
+    if !has_pma && !has_hw {
+        // Neither directory: the port itself may be gone, which is an error, not "no
+        // counters". Checked only here so the common case costs one stat per directory.
+        port_dir(root, ibdev, port)?;
     }
     Ok(samples)
 }
@@ -206,17 +257,23 @@ pub(crate) fn hw_counter_names(
     ibdev: &str,
     port: u32,
 ) -> Result<Option<Vec<String>>, ProbeError> {
-    let Some(dir) = CounterDir::open(port_dir(root, ibdev, port)?.join("hw_counters"))? else {
+    port_dir(root, ibdev, port)?;
+    let mut dir = KeptDir::new(port_path(root, ibdev, port)?.join("hw_counters"));
+    if !dir.refresh()? {
         return Ok(None);
-    };
-    let mut names = dir.files()?;
-    names.retain(|name| name != "lifespan");
-    Ok(Some(names))
+    }
+    Ok(Some(
+        dir.names()
+            .filter(|name| *name != "lifespan")
+            .map(str::to_owned)
+            .collect(),
+    ))
 }
 
 /// One `hw_counters` sample, whichever way it was read: unit from [`hw_counter_unit`],
 /// width unknown.
-pub(crate) fn hw_sample(object: &str, name: String, raw: u64) -> Sample {
+pub(crate) fn hw_sample(object: &str, name: impl Into<Cow<'static, str>>, raw: u64) -> Sample {
+    let name = name.into();
     let unit = hw_counter_unit(&name);
     Sample::cumulative(Source::RdmaHw, object, name, raw, unit).with_width(0)
 }
@@ -224,17 +281,22 @@ pub(crate) fn hw_sample(object: &str, name: String, raw: u64) -> Sample {
 /// Device-wide driver counters (`<dev>/hw_counters/`: older mlx5 kernels in switchdev
 /// mode expose Q counters only there), object `rdmaDevices/{ibdev}`.
 pub fn read_device_hw_counters(root: &SysRoot, ibdev: &str) -> Result<Vec<Sample>, ProbeError> {
-    read_device_hw_counters_cached(root, ibdev, &mut FileCache::default())
+    device_dir(root, ibdev)?;
+    let mut dirs = ObjectDirs::device(root, ibdev)?;
+    read_device_hw_counters_kept(root, ibdev, &mut dirs)
 }
 
-/// [`read_device_hw_counters`] through a sampler's open-file cache.
-pub(crate) fn read_device_hw_counters_cached(
+/// [`read_device_hw_counters`] through a sampler's kept directories.
+pub(crate) fn read_device_hw_counters_kept(
     root: &SysRoot,
     ibdev: &str,
-    cache: &mut FileCache,
+    dirs: &mut ObjectDirs,
 ) -> Result<Vec<Sample>, ProbeError> {
-    let dir = device_dir(root, ibdev)?.join("hw_counters");
-    read_hw_dir(&dir, &device_object(ibdev), cache)
+    let mut samples = Vec::new();
+    if !read_hw_into(&mut dirs.hw, &device_object(ibdev), &mut samples)? {
+        device_dir(root, ibdev)?;
+    }
+    Ok(samples)
 }
 
 /// The ports of a device, by number; non-numeric entries are ignored.
@@ -299,9 +361,30 @@ fn read_device_counters_into(root: &SysRoot, ibdev: &str, out: &mut Vec<ObjectCo
     }
 }
 
+/// Where a device's directory is, for a name that stays one path component; nothing is
+/// checked on disk.
+fn device_path(root: &SysRoot, ibdev: &str) -> Result<std::path::PathBuf, ProbeError> {
+    if is_plain_name(ibdev) {
+        Ok(root.sys("class/infiniband").join(ibdev))
+    } else {
+        Err(ProbeError::NotFound {
+            what: "RDMA device",
+            name: ibdev.to_owned(),
+            root: root.sys("class/infiniband"),
+        })
+    }
+}
+
+/// Where a port's directory is; see [`device_path`].
+fn port_path(root: &SysRoot, ibdev: &str, port: u32) -> Result<std::path::PathBuf, ProbeError> {
+    Ok(device_path(root, ibdev)?
+        .join("ports")
+        .join(port.to_string()))
+}
+
 fn device_dir(root: &SysRoot, ibdev: &str) -> Result<std::path::PathBuf, ProbeError> {
-    let dir = root.sys("class/infiniband").join(ibdev);
-    if is_plain_name(ibdev) && dir.is_dir() {
+    let dir = device_path(root, ibdev)?;
+    if dir.is_dir() {
         Ok(dir)
     } else {
         Err(ProbeError::NotFound {
@@ -332,44 +415,45 @@ fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/')
 }
 
-fn read_hw_dir(dir: &Path, object: &str, cache: &mut FileCache) -> Result<Vec<Sample>, ProbeError> {
-    let Some(dir) = CounterDir::open(dir.to_owned())? else {
-        return Ok(Vec::new());
-    };
-    let names = dir.files()?;
-    let mut samples = Vec::with_capacity(names.len());
-    for name in names {
+/// Reads an `hw_counters/` directory into `out`; `false` when there is none.
+fn read_hw_into(
+    dir: &mut KeptDir,
+    object: &str,
+    out: &mut Vec<Sample>,
+) -> Result<bool, ProbeError> {
+    if !dir.refresh()? {
+        return Ok(false);
+    }
+    out.reserve(dir.len());
+    for index in 0..dir.len() {
         // `lifespan` is the cache period of these counters (ms), a setting, not a count.
-        if name == "lifespan" {
+        if dir.name(index) == "lifespan" {
             continue;
         }
-        if let Some(raw) = read_counter(&dir, &name, cache)? {
-            samples.push(hw_sample(object, name, raw));
+        if let Some(raw) = read_counter(dir, index)? {
+            out.push(hw_sample(object, dir.counter_name(index), raw));
         }
     }
-    Ok(samples)
+    Ok(true)
 }
 
 /// Reads one decimal counter. `None` when the counter is not available: the read fails
 /// with EINVAL/EOPNOTSUPP/ENODATA (the driver declines), the file vanished since the
 /// listing, or the PMA is absent (`N/A (no PMA)`, mlx4 VFs). Other read errors and
 /// malformed values name the file.
-fn read_counter(
-    dir: &CounterDir,
-    name: &str,
-    cache: &mut FileCache,
-) -> Result<Option<u64>, ProbeError> {
+fn read_counter(dir: &mut KeptDir, index: usize) -> Result<Option<u64>, ProbeError> {
     let mut buf = counter_file::buffer();
-    let value = match cache.read(dir, name, &mut buf) {
+    let path = |dir: &KeptDir| dir.file_path(dir.name(index));
+    let value = match dir.read(index, &mut buf) {
         Ok(text) => text,
         Err(e) if is_unavailable(&e) => return Ok(None),
-        Err(e) => return Err(ProbeError::read(dir.file_path(name), e)),
+        Err(e) => return Err(ProbeError::read(path(dir), e)),
     };
     if value.starts_with("N/A") {
         return Ok(None);
     }
     value.parse().map(Some).map_err(|_| ProbeError::Format {
-        path: dir.file_path(name),
+        path: path(dir),
         detail: format!(
             "expected a decimal counter, got {:?}",
             value.chars().take(40).collect::<String>()

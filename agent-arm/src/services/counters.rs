@@ -4,7 +4,8 @@
 //! deduplicated and the answer's size estimated before anything is read
 //! ([`counters_limits`](super::counters_limits)). Reading is blocking (sysfs files, a
 //! netlink dump) and runs on the blocking pool; a `Watch` keeps one [`Sampler`] for its
-//! whole life so the netlink socket is opened once, stops as soon as the client goes away,
+//! whole life, and `Snapshot` calls share a small pool of them, so the netlink sockets
+//! and counter files are opened once; a `Watch` stops as soon as the client goes away,
 //! and ends with `RESOURCE_EXHAUSTED` when its client stops reading.
 
 use std::pin::Pin;
@@ -41,6 +42,11 @@ const WATCH_BUFFER: usize = 4;
 /// and no open counter files.
 const WATCH_STALL: Duration = Duration::from_secs(10);
 
+/// Samplers kept idle between `Counters.Snapshot` calls, at most: one per call that
+/// commonly runs at once (a proof's before/after from one host, a dashboard poll). A call
+/// that finds none makes one; one returned to a full pool is dropped.
+const IDLE_SAMPLERS: usize = 2;
+
 /// Serves counter snapshots from the agent's root.
 #[derive(Debug, Clone)]
 pub(crate) struct CountersService {
@@ -48,6 +54,10 @@ pub(crate) struct CountersService {
     /// The agent's `max_response_bytes`: a snapshot expected to be larger is refused
     /// before it is read.
     max_response_bytes: usize,
+    /// Samplers of finished `Snapshot` calls, so the next call reads through kept counter
+    /// files and sockets instead of opening them again (the snapshot engine notices files
+    /// that changed under it; see `dpu_probe::counters::Sampler`).
+    idle: Arc<std::sync::Mutex<Vec<Sampler>>>,
 }
 
 impl CountersService {
@@ -55,11 +65,33 @@ impl CountersService {
         Self {
             ctx,
             max_response_bytes,
+            idle: Arc::default(),
         }
     }
 
     fn sampler(&self) -> Sampler {
         Sampler::new(self.ctx.root.clone())
+    }
+
+    /// An idle sampler, or a new one.
+    fn pooled_sampler(&self) -> Sampler {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+            .unwrap_or_else(|| self.sampler())
+    }
+
+    /// Gives a sampler back to the pool, or drops it (and its descriptors) when the pool
+    /// is full.
+    fn return_sampler(&self, sampler: Sampler) {
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < IDLE_SAMPLERS {
+            idle.push(sampler);
+        }
     }
 }
 
@@ -155,13 +187,14 @@ impl Counters for CountersService {
         request: Request<v1::SnapshotRequest>,
     ) -> Result<Response<v1::CounterSnapshot>, Status> {
         let selectors = Arc::new(selectors_from_wire(&request.get_ref().selectors)?);
-        let (_, snapshot) = take(
+        let (sampler, snapshot) = take(
             &self.ctx,
-            self.sampler(),
+            self.pooled_sampler(),
             selectors,
             self.max_response_bytes,
         )
         .await?;
+        self.return_sampler(sampler);
         Ok(Response::new(snapshot))
     }
 

@@ -11,6 +11,7 @@ mod netdev_source;
 mod read;
 mod selector;
 
+pub use crate::counter_file::{kept_file_budget, kept_file_budget_for};
 pub use netdev_source::NetdevSource;
 pub use selector::{CounterSelector, SelectorError};
 

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use super::netdev_source::NetdevSource;
 use super::selector::CounterSelector;
-use crate::counter_file::FileCache;
 use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,
 };
+use crate::rdma_counters::ObjectDirs;
 use crate::rdma_netlink::HwCounterReader;
 use crate::snapshot::{Collector, Sample, Source};
 use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
@@ -112,13 +112,14 @@ impl NetdevReader {
     }
 }
 
-/// Open RDMA counter files per object (device or port), kept across snapshots so a
-/// `Watch` reads each counter with one `pread`. Bounded in total. With them, the RDMA
+/// Kept RDMA counter directories per object (device or port), across snapshots so a
+/// `Watch` reads each counter with one `pread` (see [`ObjectDirs`]); their descriptors
+/// are bounded across the process (see `counter_file`). With them, the RDMA
 /// netlink socket that reads ports' `hw_counters` on the live system (one request per
 /// port instead of one file per counter), kept across snapshots the same way.
 #[derive(Debug, Default)]
 pub(super) struct RdmaFiles {
-    per_object: HashMap<String, FileCache>,
+    per_object: HashMap<String, ObjectDirs>,
     hw: HwCounterReader,
 }
 
@@ -151,10 +152,6 @@ impl RdmaFiles {
         }
     }
 }
-
-/// Most counter files one sampler keeps open: far below the usual 1024 descriptor limit,
-/// and enough for two uplink devices with every counter.
-const MAX_OPEN_COUNTER_FILES: usize = 512;
 
 pub(super) fn collect(
     root: &SysRoot,
@@ -197,16 +194,28 @@ impl RdmaJob {
         }
     }
 
-    /// Reads the object from sysfs, except a port's `hw_counters` when `hw` has them.
+    /// The object's directories, nothing opened yet.
+    fn dirs(&self, root: &SysRoot) -> Result<ObjectDirs, ProbeError> {
+        match self {
+            Self::Device(d) => ObjectDirs::device(root, d),
+            Self::Port(d, p) => ObjectDirs::port(root, d, *p),
+        }
+    }
+
+    /// Reads the object from sysfs through its kept directories, except a port's `hw_counters` when `hw` has them.
     fn read(
         &self,
         root: &SysRoot,
-        cache: &mut FileCache,
+        dirs: &mut Option<ObjectDirs>,
         hw: Option<Vec<Sample>>,
     ) -> Result<Vec<Sample>, ProbeError> {
+        let dirs = match dirs {
+            Some(dirs) => dirs,
+            slot => slot.insert(self.dirs(root)?),
+        };
         match self {
-            Self::Device(d) => rdma_counters::read_device_hw_counters_cached(root, d, cache),
-            Self::Port(d, p) => rdma_counters::read_port_counters_cached(root, d, *p, cache, hw),
+            Self::Device(d) => rdma_counters::read_device_hw_counters_kept(root, d, dirs),
+            Self::Port(d, p) => rdma_counters::read_port_counters_kept(root, d, *p, dirs, hw),
         }
     }
 }
@@ -228,12 +237,12 @@ fn rdma(
         let job = RdmaJob::Port(device.to_owned(), port);
         let object = job.object();
         let hw = files.port_hw(root, &job);
-        let cache = files
-            .per_object
-            .entry(object.clone())
-            .or_insert_with(|| FileCache::with_budget(MAX_OPEN_COUNTER_FILES));
-        cache.start_round();
-        let result = job.read(root, cache, hw);
+        let mut dirs = files.per_object.remove(&object);
+        files.per_object.clear();
+        let result = job.read(root, &mut dirs, hw);
+        if let Some(dirs) = dirs {
+            files.per_object.insert(object.clone(), dirs);
+        }
         return out.record(Source::Rdma, &object, result);
     }
     let devices = match device {
@@ -270,65 +279,69 @@ fn rdma(
     // below then read only files.
     let mut hw: Vec<Option<Vec<Sample>>> =
         jobs.iter().map(|job| files.port_hw(root, job)).collect();
-    // Each object keeps its own open files; objects gone since the last snapshot drop
+    // Each object keeps its own directories; objects gone since the last snapshot drop
     // theirs (and their descriptors) here.
-    let budget = MAX_OPEN_COUNTER_FILES / jobs.len().max(1);
-    let mut caches: Vec<FileCache> = jobs
+    let mut dirs: Vec<Option<ObjectDirs>> = jobs
         .iter()
-        .map(|job| {
-            let mut cache = files
-                .per_object
-                .remove(&job.object())
-                .unwrap_or_else(|| FileCache::with_budget(budget));
-            cache.set_budget(budget);
-            cache.start_round();
-            cache
-        })
+        .map(|job| files.per_object.remove(&job.object()))
         .collect();
     files.per_object.clear();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(MAX_THREADS)
-        .min(jobs.len() / PORTS_PER_THREAD)
-        .max(1);
-    let results: Vec<_> = if threads == 1 {
-        jobs.iter()
-            .zip(caches.iter_mut())
-            .zip(hw.iter_mut())
-            .map(|((job, cache), hw)| job.read(root, cache, hw.take()))
-            .collect()
-    } else {
-        let chunk = jobs.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = jobs
-                .chunks(chunk)
-                .zip(caches.chunks_mut(chunk))
-                .zip(hw.chunks_mut(chunk))
-                .map(|((part, part_caches), part_hw)| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .zip(part_caches.iter_mut())
-                            .zip(part_hw.iter_mut())
-                            .map(|((job, cache), hw)| job.read(root, cache, hw.take()))
-                            .collect::<Vec<_>>()
-                    })
+    let threads = reading_threads().min(jobs.len() / PORTS_PER_THREAD).max(1);
+    let read_part = |part: &[RdmaJob],
+                     part_dirs: &mut [Option<ObjectDirs>],
+                     part_hw: &mut [Option<Vec<Sample>>]| {
+        part.iter()
+            .zip(part_dirs.iter_mut())
+            .zip(part_hw.iter_mut())
+            .map(|((job, dirs), hw)| job.read(root, dirs, hw.take()))
+            .collect::<Vec<_>>()
+    };
+    // The first part is read on this thread while the others run: one thread fewer to
+    // start per snapshot.
+    let chunk = jobs.len().div_ceil(threads).max(1);
+    let mut parts = jobs
+        .chunks(chunk)
+        .zip(dirs.chunks_mut(chunk))
+        .zip(hw.chunks_mut(chunk));
+    let results: Vec<_> = match parts.next() {
+        None => Vec::new(),
+        Some(((first, first_dirs), first_hw)) => std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .map(|((part, part_dirs), part_hw)| {
+                    scope.spawn(move || read_part(part, part_dirs, part_hw))
                 })
                 .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        })
+            let mut results = read_part(first, first_dirs, first_hw);
+            for handle in handles {
+                results.extend(
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            results
+        }),
     };
-    for (job, cache) in jobs.iter().zip(caches) {
-        files.per_object.insert(job.object(), cache);
+    for (job, dirs) in jobs.iter().zip(dirs) {
+        if let Some(dirs) = dirs {
+            files.per_object.insert(job.object(), dirs);
+        }
     }
     for (job, result) in jobs.iter().zip(results) {
         out.record(Source::Rdma, &job.object(), result);
     }
+}
+
+/// Threads for reading a big RDMA tree: the CPUs this process may use (cgroup quota
+/// included, read once: `available_parallelism` reads cgroup files, which costs more than
+/// a small snapshot), at most [`MAX_THREADS`].
+fn reading_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(MAX_THREADS)
+    })
 }
 
 fn block(root: &SysRoot, device: Option<&str>, out: &mut Collector) {
@@ -433,6 +446,7 @@ fn tc(netdevs: &mut NetdevReader, ifname: &str, out: &mut Collector) {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
+    use std::fs;
     use std::sync::{Arc, Mutex};
 
     use super::*;
@@ -551,6 +565,78 @@ mod tests {
         let mut objects: Vec<&str> = snap.samples.iter().map(|s| s.key.object.as_str()).collect();
         objects.dedup();
         objects
+    }
+
+    fn rdma_snapshot(files: &mut RdmaFiles, root: &SysRoot) -> Snapshot {
+        let mut out = Collector::start(root);
+        let selector = CounterSelector::Rdma {
+            device: None,
+            port: None,
+        };
+        collect(
+            root,
+            &mut NetdevReader::new(NetdevSource::Sysfs),
+            files,
+            &selector,
+            &mut out,
+        );
+        out.finish()
+    }
+
+    fn port_rcv_data(snap: &Snapshot, port: u32) -> Option<u64> {
+        snap.get(
+            Source::Rdma,
+            &format!("rdmaDevices/mlx5_0/ports/{port}"),
+            "port_rcv_data",
+        )
+        .map(|s| s.value)
+    }
+
+    /// A sampler kept across snapshots (a `Watch`, the agent's pooled samplers) keeps
+    /// each port's files open, yet sees what changed in the tree: a value rewritten in
+    /// place, a file renamed over (a new inode), a port added and one removed.
+    #[test]
+    fn kept_ports_read_through_open_files_and_follow_the_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = SysRoot::new(dir.path());
+        let counters = |port: u32| {
+            dir.path()
+                .join(format!("sys/class/infiniband/mlx5_0/ports/{port}/counters"))
+        };
+        // Enough ports that the reads are split across threads where there are CPUs.
+        for port in 1..=20 {
+            fs::create_dir_all(counters(port)).expect("mkdir");
+            fs::write(counters(port).join("port_rcv_data"), "10\n").expect("write");
+        }
+        let mut files = RdmaFiles::default();
+        let first = rdma_snapshot(&mut files, &root);
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        assert_eq!(port_rcv_data(&first, 20), Some(40));
+        assert_eq!(files.per_object.len(), 20, "every port kept");
+        assert!(
+            files.per_object.values().all(|d| d.open_files() == 1),
+            "each port's file kept open"
+        );
+
+        fs::write(counters(1).join("port_rcv_data"), "11\n").expect("rewrite");
+        fs::write(counters(2).join("new"), "12\n").expect("write");
+        fs::rename(counters(2).join("new"), counters(2).join("port_rcv_data")).expect("rename");
+        fs::remove_dir_all(dir.path().join("sys/class/infiniband/mlx5_0/ports/3"))
+            .expect("remove port");
+        fs::create_dir_all(counters(21)).expect("mkdir");
+        fs::write(counters(21).join("port_rcv_data"), "13\n").expect("write");
+
+        let second = rdma_snapshot(&mut files, &root);
+        assert!(second.errors.is_empty(), "{:?}", second.errors);
+        assert_eq!(port_rcv_data(&second, 1), Some(44), "rewritten in place");
+        assert_eq!(port_rcv_data(&second, 2), Some(48), "renamed over");
+        assert_eq!(port_rcv_data(&second, 3), None, "removed port");
+        assert_eq!(port_rcv_data(&second, 21), Some(52), "added port");
+        assert_eq!(
+            files.per_object.len(),
+            20,
+            "the removed port's files closed"
+        );
     }
 
     #[test]

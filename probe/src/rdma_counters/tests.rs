@@ -2,6 +2,7 @@ use super::*;
 use crate::snapshot::Kind;
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::path::Path;
 
 fn write(path: std::path::PathBuf, text: &str) {
     fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
