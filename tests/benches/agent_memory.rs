@@ -4,11 +4,19 @@
 //! clients taking snapshots. Run by `.ci/run` so drift is visible run to run; the bounds
 //! themselves are asserted in the hardening and mocked tiers.
 //!
+//! The same idle figures are printed for the agent with 16 runtime workers
+//! (`TOKIO_WORKER_THREADS=16`, what a BlueField-3's 16 Arm cores would give an uncapped
+//! runtime), so the cost of threads shows on a 2-core machine, and the size of the
+//! stripped aarch64 binary when `DPU_TEST_AARCH64_BIN_DIR` names the cross build (as in
+//! `.ci/run`). Targets (issue 24): idle RSS ≤ 16 MiB, stripped aarch64 binary ≤ 12 MiB.
+//!
 //! `cargo bench -p dpu-tests --bench agent_memory` (release build of the agent).
 
 // A benchmark's job is to print its figures.
 #![allow(clippy::print_stdout)]
 
+use std::path::Path;
+use std::process::Command;
 use std::time::Instant;
 
 use dpu_proto::v1::{self, counter_selector::Selector, counters_client::CountersClient};
@@ -20,8 +28,67 @@ use dpu_tests::harness::{proc_status_kib, AgentOptions, AgentProcess};
 const CLIENTS: usize = 200;
 const SNAPSHOTS_PER_CLIENT: usize = 5;
 
+/// Idle RSS target, KiB (16 MiB).
+const IDLE_RSS_TARGET_KIB: u64 = 16 * 1024;
+/// Stripped aarch64 binary target, bytes (12 MiB).
+const ARM_BINARY_TARGET: u64 = 12 * 1024 * 1024;
+
 fn kib(pid: u32, key: &str) -> u64 {
     proc_status_kib(pid, key).unwrap_or(0)
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT MET"
+    }
+}
+
+/// The agent's threads and idle RSS after one snapshot, with `workers` runtime threads
+/// (`None`: the runtime's default, one per CPU).
+fn idle_footprint(workers: Option<usize>) -> (u64, u64) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (dir, root) = fixture::bluefield3_tempdir();
+    let mut options = AgentOptions::new(dir.path(), &root);
+    options.log_level = "info";
+    if let Some(workers) = workers {
+        options.wrapper = vec![
+            "env".into(),
+            format!("TOKIO_WORKER_THREADS={workers}").into(),
+        ];
+    }
+    let _snap = FakeSnap::start(&options.snap_socket).expect("fake SNAP");
+    let agent = AgentProcess::start(&options);
+    runtime.block_on(async {
+        CountersClient::new(agent.channel().await)
+            .snapshot(v1::SnapshotRequest::default())
+            .await
+            .expect("snapshot");
+    });
+    let pid = agent.pid();
+    // `Threads:` is a count, not KiB; the same reader parses it.
+    (kib(pid, "Threads:"), kib(pid, "VmRSS:"))
+}
+
+/// The size of `binary` stripped of every symbol, by the cross toolchain's `strip`.
+fn stripped_size(binary: &Path, strip: &str) -> Result<u64, String> {
+    let out = std::env::temp_dir().join(format!("dpu-agent-stripped-{}", std::process::id()));
+    let status = Command::new(strip)
+        .arg("-o")
+        .arg(&out)
+        .arg(binary)
+        .status()
+        .map_err(|e| format!("{strip}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{strip} failed on {}", binary.display()));
+    }
+    let size = std::fs::metadata(&out).map_err(|e| e.to_string())?.len();
+    let _ = std::fs::remove_file(&out);
+    Ok(size)
 }
 
 fn main() {
@@ -100,5 +167,34 @@ fn main() {
             peak_load.saturating_sub(peak_idle),
             load
         );
+        println!(
+            "  idle RSS target <= {IDLE_RSS_TARGET_KIB} KiB: {}",
+            met(idle <= IDLE_RSS_TARGET_KIB)
+        );
     });
+    drop(agent);
+    for workers in [None, Some(16)] {
+        let (threads, rss) = idle_footprint(workers);
+        let label = workers.map_or("default workers".to_owned(), |w| format!("{w} workers"));
+        println!(
+            "  idle, {label:<16} {threads:>3} threads, RSS {rss} KiB  [target <= {IDLE_RSS_TARGET_KIB}: {}]",
+            met(rss <= IDLE_RSS_TARGET_KIB)
+        );
+    }
+    match std::env::var_os("DPU_TEST_AARCH64_BIN_DIR") {
+        Some(dir) => match stripped_size(
+            &Path::new(&dir).join("dpu-agent"),
+            "aarch64-linux-gnu-strip",
+        ) {
+            Ok(size) => println!(
+                "  aarch64 dpu-agent stripped: {size} bytes ({:.1} MiB)  [target <= 12 MiB: {}]",
+                size as f64 / (1024.0 * 1024.0),
+                met(size <= ARM_BINARY_TARGET)
+            ),
+            Err(e) => println!("  aarch64 dpu-agent stripped: not measured: {e}"),
+        },
+        None => println!(
+            "  aarch64 dpu-agent stripped: not measured (DPU_TEST_AARCH64_BIN_DIR is not set)"
+        ),
+    }
 }

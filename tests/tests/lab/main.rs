@@ -217,6 +217,126 @@ fn rdma_netlink_agrees_with_rdma_statistic(lab: &Lab, object: &str) {
     }
 }
 
+/// A 64-bit field of a proto3 JSON message (a string, or a number; absent is zero).
+fn json_u64(value: &Value, field: &str) -> u64 {
+    value
+        .get(field)
+        .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_u64()))
+        .unwrap_or(0)
+}
+
+/// `rxe0/1`'s `hw_counters` files read in the DPU namespace, as name → value (without
+/// `lifespan`, a setting).
+fn sysfs_hw_counters(lab: &Lab) -> BTreeMap<String, u64> {
+    let (code, stdout, stderr) = lab.run(
+        "bluefield",
+        "dpu",
+        "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for f in *; do echo \"$f $(cat \"$f\")\"; done",
+    );
+    assert_eq!(code, 0, "reading rxe0's hw_counters: {stderr}");
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(name, _)| *name != "lifespan")
+        .filter_map(|(name, value)| Some((name.to_owned(), value.trim().parse().ok()?)))
+        .collect()
+}
+
+/// The agent's netlink reading of the port names exactly the counters sysfs lists, and
+/// each value lies between a sysfs reading before and one after. The later one waits past
+/// the port's `lifespan` (sysfs serves `hw_counters` from a cache refreshed at most that
+/// often), so it cannot be older than the agent's reading.
+fn rdma_netlink_agrees_with_sysfs(lab: &Lab, object: &str) {
+    let before = sysfs_hw_counters(lab);
+    let snapshot = lab.host_json("dpuctl -o json dpu counters -s rdma:rxe0/1");
+    let (code, lifespan, _) = lab.run(
+        "bluefield",
+        "dpu",
+        "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/lifespan 2>/dev/null || echo 10",
+    );
+    assert_eq!(code, 0);
+    let lifespan_ms: u64 = lifespan.trim().parse().unwrap_or(10);
+    std::thread::sleep(std::time::Duration::from_millis(2 * lifespan_ms + 20));
+    let after = sysfs_hw_counters(lab);
+    let agent: BTreeMap<String, u64> = snapshot["samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["object"] == object && s["source"] == "rdma_hw")
+        .map(|s| {
+            (
+                s["counter"].as_str().unwrap_or_default().to_owned(),
+                json_u64(s, "value"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agent.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>(),
+        "the netlink reading and sysfs name different counters"
+    );
+    for (name, value) in &agent {
+        let (low, high) = (before[name], after[name]);
+        assert!(
+            (low..=high).contains(value),
+            "{name}: the agent read {value}, sysfs {low} before and {high} after"
+        );
+    }
+}
+
+/// Runs of each side of the RDMA netlink measurement.
+const NETLINK_RUNS: u32 = 10;
+
+fn median(mut values: Vec<u64>) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+/// What reading one RDMA port's hardware counters costs on the lab's real kernel
+/// (soft-RoCE answers RDMA netlink for real): the agent's read window for the port (the
+/// snapshot's own first-to-last-read span, netlink `STAT_GET` through a kept socket)
+/// against `rdma -j statistic show link rxe0/1` (what a user would script) and `cat` of
+/// the port's `hw_counters` files, timed inside the same VM. Printed, and written to
+/// `$DPU_BENCH_REPORT_DIR/lab-rdma-netlink.txt` for `.ci/run`'s benchmarks stage; never
+/// asserted (a TCG guest's timings say nothing absolute).
+fn measure_rdma_netlink(lab: &Lab) {
+    let windows: Vec<u64> = (0..NETLINK_RUNS)
+        .map(|_| {
+            let snap = lab.host_json("dpuctl -o json dpu counters -s rdma:rxe0/1");
+            json_u64(&snap, "monotonicEndNs").saturating_sub(json_u64(&snap, "monotonicStartNs"))
+        })
+        .collect();
+    let per_call = |script: &str| -> u64 {
+        let timed = format!(
+            "t0=$(date +%s%N); i=0; while [ $i -lt {NETLINK_RUNS} ]; do {script} >/dev/null; i=$((i+1)); done; t1=$(date +%s%N); echo $(( (t1 - t0) / {NETLINK_RUNS} ))"
+        );
+        let (code, stdout, stderr) = lab.run("bluefield", "dpu", &timed);
+        assert_eq!(code, 0, "{script}: {stderr}");
+        stdout.trim().parse().unwrap_or(0)
+    };
+    let rdma_tool = per_call("rdma -j statistic show link rxe0/1");
+    let cat_files = per_call("cat /sys/class/infiniband/rxe0/ports/1/hw_counters/*");
+    let engine = median(windows);
+    let ratio = |other: u64| other as f64 / engine.max(1) as f64;
+    let report = format!(
+        "RDMA netlink, lab (TCG guest, soft-RoCE rxe0/1, {NETLINK_RUNS} runs each)\n  \
+         agent read window (netlink, median)   {:>10.3} ms\n  \
+         rdma -j statistic show link (mean)    {:>10.3} ms  ({:.1}x the agent)\n  \
+         cat hw_counters/* (mean)              {:>10.3} ms  ({:.1}x the agent)\n",
+        engine as f64 / 1e6,
+        rdma_tool as f64 / 1e6,
+        ratio(rdma_tool),
+        cat_files as f64 / 1e6,
+        ratio(cat_files),
+    );
+    eprint!("{report}");
+    if let Some(dir) = std::env::var_os("DPU_BENCH_REPORT_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("report dir");
+        std::fs::write(dir.join("lab-rdma-netlink.txt"), report).expect("write report");
+    }
+}
+
 #[test]
 fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     if std::env::var("DPU_TEST_LAB").as_deref() != Ok("1") {
@@ -283,6 +403,8 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         "rxe0 received only {rdma_pkts} packets"
     );
     rdma_netlink_agrees_with_rdma_statistic(&lab, rdma_object);
+    rdma_netlink_agrees_with_sysfs(&lab, rdma_object);
+    measure_rdma_netlink(&lab);
     let host_rx = host_rx_bytes(&lab) - host_rx_before;
     assert!(
         host_rx < TARGET_BYTES / 16,
