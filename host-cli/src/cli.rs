@@ -176,6 +176,10 @@ pub(crate) struct CheckArgs {
     /// Require this MTU on the data interface.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub(crate) mtu: Option<u32>,
+    /// Require every InfiniBand port to run at least this rate, in Gbit/s (400 for NDR
+    /// 4X, 200 for HDR 4X); without it a port narrower than 4X is a warning.
+    #[arg(long, value_name = "GBPS", value_parser = parse_ib_rate)]
+    pub(crate) ib_rate: Option<u32>,
     /// Host checks only: do not contact the agent.
     #[arg(long)]
     pub(crate) no_agent: bool,
@@ -190,6 +194,16 @@ pub(crate) struct CheckArgs {
     /// node_exporter's textfile collector; replaced atomically).
     #[arg(long, value_name = "FILE.prom")]
     pub(crate) metrics_file: Option<PathBuf>,
+}
+
+/// `--ib-rate`: a positive whole number of Gbit/s, said plainly when it is not.
+fn parse_ib_rate(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(gbps) if gbps > 0 => Ok(gbps),
+        _ => Err(format!(
+            "{text:?} is not a rate: give a positive whole number of Gbit/s (e.g. 400 for NDR 4X)"
+        )),
+    }
 }
 
 /// `dpu counters` arguments.
@@ -776,4 +790,37 @@ pub(crate) enum LabNamespace {
     Dpu,
     /// The VM's init namespace (the same as `dpu` in this lab).
     None,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    fn ib_rate(flag: &str) -> Result<Option<u32>, String> {
+        match Cli::try_parse_from([
+            "dpuctl".to_owned(),
+            "check".to_owned(),
+            format!("--ib-rate={flag}"),
+        ]) {
+            Ok(cli) => match cli.command {
+                Command::Check(args) => Ok(args.ib_rate),
+                other => panic!("parsed as {other:?}"),
+            },
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn ib_rate_is_a_positive_number_of_gbits() {
+        assert_eq!(ib_rate("400"), Ok(Some(400)));
+        for bad in ["0", "-5", "fast", "2.5"] {
+            let err = ib_rate(bad).expect_err(bad);
+            assert!(
+                err.contains("--ib-rate") && err.contains("positive whole number of Gbit/s"),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

@@ -19,6 +19,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     let params = CheckParams {
         interface: args.interface.clone(),
         mtu: args.mtu,
+        ib_rate: args.ib_rate,
         no_agent: args.no_agent,
     };
     let results = check::run(&env.session, &params).await?;

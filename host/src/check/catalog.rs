@@ -90,6 +90,54 @@ pub const CHECKS: &[CheckSpec] = &[
         why: "in DPU mode every host frame crosses the Arm's eswitch: a smaller MTU there drops jumbo frames",
         fix: "on the DPU: ip link set p0 mtu N; ip link set pf0hpf mtu N (and the OVS bridge)",
     },
+    CheckSpec {
+        id: "ib.port",
+        verifies: "every InfiniBand RDMA port is ACTIVE with physical state LinkUp",
+        why: "an InfiniBand port carries traffic only once a subnet manager has activated it; INIT with the link up means no SM answered",
+        fix: "link down: check the cable, transceiver and switch port; stuck in INIT: start a subnet manager (systemctl start opensm, or enable the switch's SM) and watch ibstat",
+    },
+    CheckSpec {
+        id: "ib.lid",
+        verifies: "every InfiniBand port has a unicast LID (lid not 0x0)",
+        why: "InfiniBand routes by LID: without one the port is unreachable and verbs address handles cannot be built",
+        fix: "run a subnet manager on the fabric (opensm, or the switch's SM) and check it sees this port (sminfo, ibstat)",
+    },
+    CheckSpec {
+        id: "ib.sm",
+        verifies: "every InfiniBand port knows its subnet manager (sm_lid not 0x0); records the SM's LID and SL",
+        why: "path queries, multicast joins (IPoIB) and reconfiguration all go through the SM; none means a fabric that cannot change",
+        fix: "start opensm on one host (or enable the managed switch's SM); sminfo shows which SM answers",
+    },
+    CheckSpec {
+        id: "ib.rate",
+        verifies: "every InfiniBand port with link up runs at least --ib-rate Gbit/s, or without it at 4X width or more",
+        why: "a port that trained narrow (1X) or slow caps NCCL and storage throughput while every other check passes",
+        fix: "reseat or replace the cable and transceiver; check the switch port's speed and width settings (ibportstate, mlxlink); --ib-rate 400 for NDR 4X",
+    },
+    CheckSpec {
+        id: "ib.pkey",
+        verifies: "P_Key index 0 of every InfiniBand port holds the default partition key (0xffff full, 0x7fff limited member)",
+        why: "verbs users and IPoIB take P_Key index 0 unless told: without the default key there they join no partition, or the wrong one",
+        fix: "put the default partition (Default=0x7fff, ipoib : ALL=full;) in the SM's partitions.conf and let it resweep; choose another index explicitly only on purpose",
+    },
+    CheckSpec {
+        id: "gpu.nic-affinity",
+        verifies: "every NVIDIA GPU's nearest RDMA NIC is within PXB of it (behind the same PCIe switches; PHB, NODE and SYS in nvidia-smi topo -m terms warn)",
+        why: "NCCL sends each GPU's network traffic through its nearest NIC: across sockets (SYS) it crosses QPI/UPI/xGMI and gets no GPUDirect RDMA (NCCL allows it up to PXB by default), so bandwidth drops and latency grows",
+        fix: "put the GPU's NIC in a slot behind the same PCIe switch, or at least on the same socket (the server's slot/rail map; nvidia-smi topo -m to confirm); until then, list the nearest NIC first in NCCL_IB_HCA",
+    },
+    CheckSpec {
+        id: "gpu.nic-sharing",
+        verifies: "no two GPUs share one nearest RDMA NIC while another NIC is nearest to no GPU",
+        why: "NCCL picks each GPU's nearest NIC: two GPUs on one NIC split its bandwidth while the idle NIC carries nothing",
+        fix: "rearrange cards or cables so each GPU has a NIC behind its own PCIe switch (the server's rail map); a NIC nearest to no GPU only helps if NCCL_IB_HCA and the rank-to-NIC mapping use it on purpose",
+    },
+    CheckSpec {
+        id: "gpu.numa",
+        verifies: "each NVIDIA GPU and its nearest RDMA NIC report the same NUMA node (numa_node)",
+        why: "NCCL's proxy threads and host buffers follow the GPU's NUMA node: a NIC on another node DMAs across the socket interconnect, and a wrong node from firmware misleads every affinity tool",
+        fix: "move the NIC to a slot on the GPU's socket; if both sit behind one switch yet report different nodes, update the BIOS (the ACPI proximity data is wrong) and check nobody wrote /sys/bus/pci/devices/BDF/numa_node",
+    },
 ];
 
 /// The spec for an id; ids are compile-time constants, so a miss is a bug caught by tests.

@@ -86,6 +86,8 @@ fn a_port_that_is_not_active_or_a_missing_interface_is_refused() {
         pci: Ok(vec![]),
         netdevs: Ok(vec![]),
         rdma: Ok(vec![]),
+        ib_ports: Ok(vec![]),
+        gpu_topology: Ok(Default::default()),
     };
     let refused = env_of(&none).expect_err("refused");
     let ids: Vec<_> = refused.unmet.iter().map(|u| u.id).collect();

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use dpu_probe::netdev::{self, NetdevInfo};
 use dpu_probe::pci::{self, PciFilter, PciFunction, PciFunctionKind};
+use dpu_probe::pci_topology::{self, PciTopology};
 use dpu_probe::rdma::{self, RdmaDeviceInfo, RdmaPortInfo};
+use dpu_probe::rdma_ib::{self, IbPortAttributes};
 use dpu_probe::SysRoot;
 use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -24,6 +26,11 @@ pub struct HostFacts {
     pub netdevs: Result<Vec<NetdevInfo>, String>,
     /// RDMA devices and their ports.
     pub rdma: Result<Vec<RdmaDeviceInfo>, String>,
+    /// NVIDIA GPUs, RDMA NICs and their PCIe relation (the `gpu.*` checks).
+    pub gpu_topology: Result<PciTopology, String>,
+    /// Every RDMA port's InfiniBand attributes (LID, SM, rate, P_Key), RoCE ports too so
+    /// the `ib.*` checks can name what they skipped.
+    pub ib_ports: Result<Vec<IbPortAttributes>, String>,
 }
 
 /// The interface the RDMA and MTU checks are about, and how it was chosen.
@@ -61,6 +68,8 @@ impl HostFacts {
             pci: pci::list_pci_functions(root, PciFilter::BlueField).map_err(text),
             netdevs: netdev::list_netdevs(root).map_err(text),
             rdma: rdma::list_rdma_devices(root).map_err(text),
+            gpu_topology: pci_topology::read_pci_topology(root).map_err(text),
+            ib_ports: rdma_ib::list_ib_port_attributes(root).map_err(text),
         }
     }
 

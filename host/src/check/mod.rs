@@ -9,9 +9,16 @@ pub mod env;
 #[cfg(test)]
 mod env_tests;
 pub mod facts;
+mod gpu;
+#[cfg(test)]
+mod gpu_tests;
+mod ib;
+#[cfg(test)]
+mod ib_tests;
 pub mod rules;
 #[cfg(test)]
 mod rules_tests;
+mod verdict;
 
 use serde::Serialize;
 
@@ -27,6 +34,8 @@ pub struct CheckParams {
     pub interface: Option<String>,
     /// The MTU it should have (`--mtu`).
     pub mtu: Option<u32>,
+    /// The rate every InfiniBand port must reach, in Gbit/s (`--ib-rate`).
+    pub ib_rate: Option<u32>,
     /// Host checks only: do not ask the agent.
     pub no_agent: bool,
 }
@@ -64,6 +73,7 @@ pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<Ch
     let expect = Expectations {
         interface: args.interface.clone(),
         mtu: args.mtu,
+        ib_rate: args.ib_rate,
     };
     Ok(describe(judge(&host, &agent, &expect)))
 }

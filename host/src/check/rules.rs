@@ -2,7 +2,6 @@
 //! one-line detail that names what was seen, and the same facts as typed values
 //! ([`Facts`]) for scripts. Nothing here reads the machine.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use dpu_probe::pci::PciFunctionKind;
@@ -10,148 +9,13 @@ use dpu_probe::rdma::{
     perftest_default_gid_index, roce_path_mtu, GidEntry, RdmaDeviceInfo, RdmaPortInfo,
 };
 use dpu_proto::v1;
-use serde::Serialize;
 
 use super::facts::{AgentFacts, DataInterface, HostFacts};
+use super::gpu;
+use super::ib;
 
-/// A check's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// As it should be.
-    Pass,
-    /// Works, but something is likely to bite (a tool would pick the wrong GID index).
-    Warn,
-    /// Wrong: the lab will not work like this.
-    Fail,
-    /// Could not be checked here; says why. Never counted as a pass.
-    Skip,
-}
-
-/// The facts a check judged, by name (`interface`, `gid_index`, ...): what `detail` says
-/// in words, as values a script can read. Keys are listed per check in `docs/check.md`;
-/// a fact that was not found is absent, never a placeholder.
-pub type Facts = BTreeMap<&'static str, FactValue>;
-
-/// One fact's value; serialized as the plain JSON value (number, string, ...).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum FactValue {
-    /// A yes/no fact (`carrier`, `serving`).
-    Bool(bool),
-    /// A count, index, number or size (`gid_index`, `rdma_port`, `mtu`, `width`).
-    Int(u64),
-    /// A measured quantity with a fraction (`speed_gts`).
-    Float(f64),
-    /// A name or text (`interface`, `rdma_device`, `gid`, `link_layer`).
-    Text(String),
-    /// Several values (`host_models`, one record per PCI function).
-    List(Vec<FactValue>),
-    /// A group of facts about one thing (a PCI function, a DPU netdev).
-    Record(Facts),
-}
-
-impl FactValue {
-    /// The text, if this is [`FactValue::Text`].
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Self::Text(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The number, if this is [`FactValue::Int`].
-    pub fn as_u64(&self) -> Option<u64> {
-        match self {
-            Self::Int(n) => Some(*n),
-            _ => None,
-        }
-    }
-}
-
-impl From<bool> for FactValue {
-    fn from(value: bool) -> Self {
-        Self::Bool(value)
-    }
-}
-impl From<u32> for FactValue {
-    fn from(value: u32) -> Self {
-        Self::Int(value.into())
-    }
-}
-impl From<u64> for FactValue {
-    fn from(value: u64) -> Self {
-        Self::Int(value)
-    }
-}
-impl From<f64> for FactValue {
-    fn from(value: f64) -> Self {
-        Self::Float(value)
-    }
-}
-impl From<&str> for FactValue {
-    fn from(value: &str) -> Self {
-        Self::Text(value.to_owned())
-    }
-}
-impl From<String> for FactValue {
-    fn from(value: String) -> Self {
-        Self::Text(value)
-    }
-}
-impl From<&String> for FactValue {
-    fn from(value: &String) -> Self {
-        Self::Text(value.clone())
-    }
-}
-impl From<Facts> for FactValue {
-    fn from(value: Facts) -> Self {
-        Self::Record(value)
-    }
-}
-impl<T: Into<FactValue>> From<Vec<T>> for FactValue {
-    fn from(value: Vec<T>) -> Self {
-        Self::List(value.into_iter().map(Into::into).collect())
-    }
-}
-
-/// Records a fact when it is known (`None` leaves the key out).
-fn put(facts: &mut Facts, key: &'static str, value: Option<impl Into<FactValue>>) {
-    if let Some(value) = value {
-        facts.insert(key, value.into());
-    }
-}
-
-/// A verdict and what it is based on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    /// Pass, warn, fail or skip.
-    pub status: Status,
-    /// What was found.
-    pub detail: String,
-    /// What was found, as typed values (may be empty; partial when the check stopped early).
-    pub facts: Facts,
-}
-
-fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
-    Verdict {
-        status,
-        detail: detail.into(),
-        facts: Facts::new(),
-    }
-}
-fn pass(detail: impl Into<String>) -> Verdict {
-    verdict(Status::Pass, detail)
-}
-fn warn(detail: impl Into<String>) -> Verdict {
-    verdict(Status::Warn, detail)
-}
-fn fail(detail: impl Into<String>) -> Verdict {
-    verdict(Status::Fail, detail)
-}
-fn skip(detail: impl Into<String>) -> Verdict {
-    verdict(Status::Skip, detail)
-}
+use super::verdict::{fail, pass, put, skip, warn};
+pub use super::verdict::{FactValue, Facts, Status, Verdict};
 
 /// User choices that change what "right" means.
 #[derive(Debug, Clone, Default)]
@@ -160,6 +24,9 @@ pub struct Expectations {
     pub interface: Option<String>,
     /// The MTU it must have.
     pub mtu: Option<u32>,
+    /// The rate (Gbit/s) every InfiniBand port must reach; without it a port narrower
+    /// than 4X is a warning.
+    pub ib_rate: Option<u32>,
 }
 
 /// Runs every rule, in catalog order.
@@ -189,6 +56,14 @@ pub fn judge(
         rule("agent.reachable", &|f| agent_reachable(agent, f)),
         rule("agent.consistent", &|f| agent_consistent(host, agent, f)),
         rule("agent.mtu", &|f| agent_mtu(host, agent, data, f)),
+        rule("ib.port", &|f| ib::port_state(host, f)),
+        rule("ib.lid", &|f| ib::lid_assigned(host, f)),
+        rule("ib.sm", &|f| ib::subnet_manager(host, f)),
+        rule("ib.rate", &|f| ib::rate(host, expect.ib_rate, f)),
+        rule("ib.pkey", &|f| ib::default_pkey(host, f)),
+        rule("gpu.nic-affinity", &|f| gpu::nic_affinity(host, f)),
+        rule("gpu.nic-sharing", &|f| gpu::nic_sharing(host, f)),
+        rule("gpu.numa", &|f| gpu::numa(host, f)),
     ]
 }
 
@@ -534,6 +409,9 @@ fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Ve
         return skip(format!("no RDMA port bound to {}", data.ifname));
     };
     put_port(f, device, port);
+    if port.link_layer == "InfiniBand" {
+        return skip("InfiniBand port: RoCE v2 GIDs and their netdev MTUs are a RoCE concern");
+    }
     // The netdevs the port's RoCE v2 GIDs belong to: the data interface itself, or VLAN
     // and bond interfaces on top of it.
     let mut others = Vec::new();

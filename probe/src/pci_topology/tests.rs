@@ -1,0 +1,366 @@
+use super::*;
+use std::os::unix::fs::symlink;
+
+use PciRelation::*;
+
+/// A sysfs tree in a temp directory, laid out as the kernel does: every function a
+/// directory under `sys/devices/pciDDDD:BB/...`, linked (relatively) from
+/// `sys/bus/pci/devices`; every bridge on the way a function too.
+struct Tree {
+    _dir: tempfile::TempDir,
+    root: SysRoot,
+}
+
+impl Tree {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = SysRoot::new(dir.path());
+        Self { _dir: dir, root }
+    }
+
+    /// A function at `path` (below `sys/devices`), its bridges created as PCI bridges.
+    fn function(&self, path: &str, vendor: &str, class: &str, numa: Option<&str>) {
+        let parts: Vec<&str> = path.split('/').collect();
+        for end in 2..parts.len() {
+            let bridge = parts[..end].join("/");
+            if !self.root.sys("devices").join(&bridge).exists() {
+                self.attrs(&bridge, "0x1000", "0x060400", numa);
+            }
+        }
+        self.attrs(path, vendor, class, numa);
+    }
+
+    fn attrs(&self, path: &str, vendor: &str, class: &str, numa: Option<&str>) {
+        let dir = self.root.sys("devices").join(path);
+        fs::create_dir_all(&dir).expect("mkdir");
+        fs::write(dir.join("vendor"), format!("{vendor}\n")).expect("write");
+        fs::write(dir.join("class"), format!("{class}\n")).expect("write");
+        if let Some(numa) = numa {
+            fs::write(dir.join("numa_node"), format!("{numa}\n")).expect("write");
+        }
+        let bus = self.root.sys("bus/pci/devices");
+        fs::create_dir_all(&bus).expect("mkdir");
+        let bdf = path.rsplit('/').next().expect("bdf");
+        symlink(format!("../../../devices/{path}"), bus.join(bdf)).expect("link");
+    }
+
+    fn gpu(&self, path: &str, numa: &str) {
+        self.function(path, "0x10de", "0x030200", Some(numa));
+    }
+
+    /// A ConnectX function with RDMA device `ibdev` (port 1), linked the way
+    /// `sys/class/infiniband/<ibdev>/device` is.
+    fn nic(&self, path: &str, ibdev: &str, numa: &str) {
+        self.function(path, "0x15b3", "0x020700", Some(numa));
+        let ib = self.root.sys("class/infiniband").join(ibdev);
+        fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
+        symlink(format!("../../../devices/{path}"), ib.join("device")).expect("link");
+    }
+}
+
+/// One GPU + NIC pair of a DGX H100 on host bridge `pci0000:{hb}` (bus `hb`): root port,
+/// a PCIe switch, the NIC at bus hb+3 and the GPU at bus hb+6 on two of its downstream
+/// ports.
+fn dgx_pair(tree: &Tree, hb: u8, ibdev: &str, numa: &str) {
+    let switch = format!(
+        "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0",
+        hb + 1
+    );
+    let down = hb + 2;
+    tree.nic(
+        &format!("{switch}/0000:{down:02x}:00.0/0000:{:02x}:00.0", hb + 3),
+        ibdev,
+        numa,
+    );
+    tree.gpu(
+        &format!("{switch}/0000:{down:02x}:01.0/0000:{:02x}:00.0", hb + 6),
+        numa,
+    );
+}
+
+#[test]
+fn a_dgx_h100_pairs_each_gpu_with_its_own_connectx7() {
+    let tree = Tree::new();
+    for (hb, ibdev, numa) in [
+        (0x15, "mlx5_0", "0"),
+        (0x3d, "mlx5_3", "0"),
+        (0x4c, "mlx5_4", "0"),
+        (0x5b, "mlx5_5", "0"),
+        (0x97, "mlx5_6", "1"),
+        (0xbd, "mlx5_9", "1"),
+        (0xcb, "mlx5_10", "1"),
+        (0xd9, "mlx5_11", "1"),
+    ] {
+        dgx_pair(&tree, hb, ibdev, numa);
+    }
+    let topo = read_pci_topology(&tree.root).expect("topology");
+    let gpus: Vec<_> = topo.gpus().iter().map(|g| &g.placement.address).collect();
+    assert_eq!(
+        gpus,
+        [
+            "0000:1b:00.0",
+            "0000:43:00.0",
+            "0000:52:00.0",
+            "0000:61:00.0",
+            "0000:9d:00.0",
+            "0000:c3:00.0",
+            "0000:d1:00.0",
+            "0000:df:00.0"
+        ]
+    );
+    let nics: Vec<_> = topo.nics().iter().map(|n| n.ibdev.as_str()).collect();
+    assert_eq!(
+        nics,
+        ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"],
+        "in PCIe order, not name order"
+    );
+    assert_eq!(topo.nics()[0].ports, [1]);
+    assert_eq!(topo.nics()[0].placement.host_bridge_name(), "pci0000:15");
+    assert_eq!(
+        topo.nics()[0].placement.bridges,
+        ["0000:15:01.0", "0000:16:00.0", "0000:17:00.0"]
+    );
+    // What `nvidia-smi topo -m` shows on such a box: PIX on the diagonal, NODE to the
+    // other NICs of the socket, SYS across.
+    for g in 0..8 {
+        let row: Vec<_> = topo.row(g).iter().map(|r| r.label()).collect();
+        let want: Vec<_> = (0..8)
+            .map(|n| match (n == g, n / 4 == g / 4) {
+                (true, _) => "PIX",
+                (false, true) => "NODE",
+                (false, false) => "SYS",
+            })
+            .collect();
+        assert_eq!(row, want, "GPU {g}");
+        assert_eq!(topo.nearest_nics(g), Some((Pix, vec![g])));
+    }
+    assert_eq!(topo.gpus()[4].placement.numa_node, Some(1));
+    assert!(topo.unplaced_rdma().is_empty());
+}
+
+fn placed(host_bridge: &str, bridges: &[&str], numa: Option<u32>) -> PciPlacement {
+    PciPlacement {
+        address: "0000:00:00.0".to_owned(),
+        host_bridge: host_bridge.to_owned(),
+        bridges: bridges.iter().map(|b| (*b).to_owned()).collect(),
+        numa_node: numa,
+    }
+}
+
+#[test]
+fn relations_follow_the_nvidia_smi_legend() {
+    let rp = "0000:15:01.0";
+    let up = "0000:16:00.0";
+    let gpu = placed("pci0000:15", &[rp, up, "0000:17:01.0"], Some(0));
+    let cases = [
+        // Two downstream ports of one switch: a single switch between them.
+        (
+            placed("pci0000:15", &[rp, up, "0000:17:00.0"], Some(0)),
+            Pix,
+        ),
+        // The same downstream port (same bus): no bridge between them.
+        (
+            placed("pci0000:15", &[rp, up, "0000:17:01.0"], Some(0)),
+            Pix,
+        ),
+        // A second switch below another downstream port of the first.
+        (
+            placed(
+                "pci0000:15",
+                &[rp, up, "0000:17:02.0", "0000:19:00.0", "0000:1a:00.0"],
+                Some(0),
+            ),
+            Pxb,
+        ),
+        // Another root port of the same host bridge.
+        (placed("pci0000:15", &["0000:15:03.0"], Some(0)), Phb),
+        // Another host bridge, same NUMA node; then another node; then unknown.
+        (placed("pci0000:3d", &["0000:3d:01.0"], Some(0)), Node),
+        (placed("pci0000:97", &["0000:97:01.0"], Some(1)), Sys),
+        (placed("pci0000:97", &["0000:97:01.0"], None), NodeOrSys),
+    ];
+    for (nic, want) in cases {
+        assert_eq!(pci_relation(&gpu, &nic), want, "{nic:?}");
+        assert_eq!(pci_relation(&nic, &gpu), want, "symmetric: {nic:?}");
+    }
+    assert!(Pix < Pxb && Pxb < Phb && Phb < Node && Node < NodeOrSys && NodeOrSys < Sys);
+    assert_eq!(NodeOrSys.label(), "NODE|SYS");
+}
+
+#[test]
+fn an_unknown_numa_node_is_never_guessed() {
+    let tree = Tree::new();
+    tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "-1");
+    // No numa_node file at all (a kernel without CONFIG_NUMA).
+    tree.function(
+        "pci0000:97/0000:97:01.0/0000:98:00.0",
+        "0x15b3",
+        "0x020000",
+        None,
+    );
+    let ib = tree.root.sys("class/infiniband/mlx5_0");
+    fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
+    symlink(
+        "../../../devices/pci0000:97/0000:97:01.0/0000:98:00.0",
+        ib.join("device"),
+    )
+    .expect("link");
+    let topo = read_pci_topology(&tree.root).expect("topology");
+    assert_eq!(topo.gpus()[0].placement.numa_node, None);
+    assert_eq!(topo.nics()[0].placement.numa_node, None);
+    assert_eq!(topo.relation(0, 0), Some(NodeOrSys));
+}
+
+#[test]
+fn only_nvidia_3d_and_vga_functions_are_gpus_and_soft_rdma_is_unplaced() {
+    let tree = Tree::new();
+    tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
+    // An H100's sibling functions that are not GPUs: NVSwitch (bridge class), audio.
+    tree.function(
+        "pci0000:15/0000:15:02.0/0000:17:00.0",
+        "0x10de",
+        "0x068000",
+        Some("0"),
+    );
+    tree.function(
+        "pci0000:15/0000:15:01.0/0000:16:00.1",
+        "0x10de",
+        "0x040300",
+        Some("0"),
+    );
+    tree.function("pci0000:00/0000:00:02.0", "0x10de", "0x030000", Some("0"));
+    // rxe0 has no PCI function: no `device` link.
+    fs::create_dir_all(tree.root.sys("class/infiniband/rxe0/ports/1")).expect("mkdir");
+    let topo = read_pci_topology(&tree.root).expect("topology");
+    let gpus: Vec<_> = topo
+        .gpus()
+        .iter()
+        .map(|g| (g.placement.address.as_str(), g.class_code))
+        .collect();
+    assert_eq!(
+        gpus,
+        [("0000:00:02.0", 0x030000), ("0000:16:00.0", 0x030200)]
+    );
+    assert!(topo.nics().is_empty());
+    assert_eq!(topo.unplaced_rdma(), ["rxe0"]);
+    assert_eq!(topo.nearest_nics(0), None);
+    assert_eq!(topo.gpus()[0].placement.bridges, Vec::<String>::new());
+}
+
+#[test]
+fn an_empty_root_has_no_gpu_and_no_nic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = read_pci_topology(&SysRoot::new(dir.path())).expect("topology");
+    assert_eq!(topo, PciTopology::default());
+}
+
+#[test]
+fn a_hyper_v_host_bridge_below_vmbus_is_found() {
+    // Azure GPU VMs: each passed-through device gets its own host bridge under VMBus.
+    let tree = Tree::new();
+    let vmbus = "LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/00000001-0000";
+    let dir = tree
+        .root
+        .sys("devices")
+        .join(format!("{vmbus}/pci0001:00/0001:00:00.0"));
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(dir.join("vendor"), "0x10de\n").expect("write");
+    fs::write(dir.join("class"), "0x030200\n").expect("write");
+    fs::write(dir.join("numa_node"), "0\n").expect("write");
+    let bus = tree.root.sys("bus/pci/devices");
+    fs::create_dir_all(&bus).expect("mkdir");
+    symlink(
+        format!("../../../devices/{vmbus}/pci0001:00/0001:00:00.0"),
+        bus.join("0001:00:00.0"),
+    )
+    .expect("link");
+    let topo = read_pci_topology(&tree.root).expect("topology");
+    let gpu = &topo.gpus()[0].placement;
+    assert_eq!(gpu.host_bridge_name(), "pci0001:00");
+    assert!(gpu.host_bridge.starts_with("LNXSYSTM:00/"), "{gpu:?}");
+    assert!(gpu.bridges.is_empty());
+}
+
+fn error_text(root: &SysRoot) -> String {
+    let err = read_pci_topology(root).expect_err("an error");
+    crate::error_chain(&err)
+}
+
+#[test]
+fn malformed_or_unreadable_files_are_errors_naming_the_file() {
+    let tree = Tree::new();
+    tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "zero");
+    let text = error_text(&tree.root);
+    assert!(
+        text.contains("0000:16:00.0/numa_node") && text.contains("\"zero\""),
+        "{text}"
+    );
+
+    let tree = Tree::new();
+    tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
+    let class = tree
+        .root
+        .sys("devices/pci0000:15/0000:15:01.0/0000:16:00.0/class");
+    fs::write(&class, "3D controller\n").expect("write");
+    let text = error_text(&tree.root);
+    assert!(
+        text.contains("0000:16:00.0/class") && text.contains("hexadecimal"),
+        "{text}"
+    );
+
+    let tree = Tree::new();
+    tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
+    let vendor = tree.root.sys("devices/pci0000:15/0000:15:01.0/vendor");
+    fs::remove_file(&vendor).expect("rm");
+    fs::create_dir(&vendor).expect("a directory where the file should be");
+    let text = error_text(&tree.root);
+    assert!(
+        text.contains("cannot read") && text.contains("0000:15:01.0/vendor"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_gpu_outside_any_pci_hierarchy_is_an_error_naming_its_link() {
+    let tree = Tree::new();
+    // A copied tree where the entry is a plain directory instead of a link into
+    // sys/devices: its place on PCIe is unknowable.
+    let dir = tree.root.sys("bus/pci/devices/0000:16:00.0");
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(dir.join("vendor"), "0x10de\n").expect("write");
+    fs::write(dir.join("class"), "0x030200\n").expect("write");
+    let text = error_text(&tree.root);
+    assert!(
+        text.contains("bus/pci/devices/0000:16:00.0") && text.contains("not under sys/devices"),
+        "{text}"
+    );
+
+    let tree = Tree::new();
+    let gpu = tree.root.sys("devices/platform/gpu0/0000:16:00.0");
+    fs::create_dir_all(&gpu).expect("mkdir");
+    fs::write(gpu.join("vendor"), "0x10de\n").expect("write");
+    fs::write(gpu.join("class"), "0x030200\n").expect("write");
+    let bus = tree.root.sys("bus/pci/devices");
+    fs::create_dir_all(&bus).expect("mkdir");
+    symlink(
+        "../../../devices/platform/gpu0/0000:16:00.0",
+        bus.join("0000:16:00.0"),
+    )
+    .expect("link");
+    let text = error_text(&tree.root);
+    assert!(text.contains("no PCI host bridge"), "{text}");
+}
+
+#[test]
+fn a_dangling_rdma_device_link_is_an_error_naming_it() {
+    let tree = Tree::new();
+    let ib = tree.root.sys("class/infiniband/mlx5_0");
+    fs::create_dir_all(&ib).expect("mkdir");
+    symlink(
+        "../../../devices/pci0000:15/0000:15:01.0",
+        ib.join("device"),
+    )
+    .expect("link");
+    let text = error_text(&tree.root);
+    assert!(text.contains("mlx5_0/device"), "{text}");
+}
