@@ -3,7 +3,7 @@
 //!
 //! Readers (RDMA sysfs, netdev statistics, netlink, block stats) produce [`Sample`]s; the
 //! [`Collector`] brackets them with monotonic timestamps so the skew between the first and
-//! last read is known; [`diff`] turns two snapshots into per-counter deltas that never go
+//! last read is known; [`diff()`] turns two snapshots into per-counter deltas that never go
 //! negative or jump by a bogus 2^64 when a counter resets or wraps.
 
 mod collect;
