@@ -92,7 +92,7 @@ pub(crate) enum OutputFormat {
 pub(crate) enum Command {
     /// Host-side lab checklist: BlueField on PCIe, link, MTU, RDMA ports, GID table, agent.
     #[command(
-        after_help = "Examples:\n  dpuctl check --list                 # what is checked, why, how to fix\n  dpuctl check --interface ens1f0np0 --mtu 9000\n  dpuctl -o json check --no-agent     # host only, machine-readable\n  eval \"$(dpuctl check --no-agent --env)\"   # NCCL/UCX/perftest settings for this fabric"
+        after_help = "Examples:\n  dpuctl check --list                 # what is checked, why, how to fix\n  dpuctl check --interface ens1f0np0 --mtu 9000\n  dpuctl check --device mlx5_0 --device mlx5_1   # two rails of a GPU server\n  dpuctl -o json check --no-agent     # host only, machine-readable\n  eval \"$(dpuctl check --no-agent --env)\"   # NCCL/UCX/perftest settings for this fabric"
     )]
     Check(CheckArgs),
     /// The DPU through its agent: inventory, health, counters.
@@ -169,13 +169,22 @@ pub(crate) struct CheckArgs {
     /// List the checks and what each verifies; run nothing.
     #[arg(long)]
     pub(crate) list: bool,
-    /// The data interface to check (default: the first BlueField netdev with carrier and
-    /// an RDMA device).
-    #[arg(long, value_name = "IF")]
-    pub(crate) interface: Option<String>,
+    /// A data interface (rail) to check; repeat for several (default: the netdev of every
+    /// RDMA port of the host that is not on an SR-IOV virtual function).
+    #[arg(long, value_name = "IF", value_parser = parse_interface)]
+    pub(crate) interface: Vec<String>,
+    /// An RDMA port whose netdev to check, DEV or DEV/PORT (port 1 by default); repeat for
+    /// several. Not with --interface.
+    #[arg(long, value_name = "DEV[/PORT]", value_parser = parse_rdma_port, conflicts_with = "interface")]
+    pub(crate) device: Vec<String>,
     /// Require this MTU on the data interface.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub(crate) mtu: Option<u32>,
+    /// Expected NIC firmware settings: a TOML file with a `[fw]` table of PARAM = "VALUE"
+    /// or number (examples/profiles/gpu-lossless-roce.toml), checked by fw.profile through
+    /// mlxconfig/mstconfig query (read-only). A bad file exits 2 naming the line.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) profile: Option<PathBuf>,
     /// Require every InfiniBand port to run at least this rate, in Gbit/s (400 for NDR
     /// 4X, 200 for HDR 4X); without it a port narrower than 4X is a warning.
     #[arg(long, value_name = "GBPS", value_parser = parse_ib_rate)]
@@ -197,6 +206,53 @@ pub(crate) struct CheckArgs {
 }
 
 /// `--ib-rate`: a positive whole number of Gbit/s, said plainly when it is not.
+/// An interface name as the kernel allows it (`dev_valid_name`): 1 to 15 bytes, not `.`
+/// or `..`, no `/`, `:` or whitespace.
+fn parse_interface(text: &str) -> Result<String, String> {
+    let valid = !text.is_empty()
+        && text.len() <= 15
+        && text != "."
+        && text != ".."
+        && !text
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace());
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "{text:?} is not an interface name (1-15 characters, no '/', ':' or spaces)"
+        ))
+    }
+}
+
+/// `DEV` or `DEV/PORT`: an RDMA device name (letters, digits, `_`, `-`, `.`; at most 63)
+/// and a port number from 1.
+fn parse_rdma_port(text: &str) -> Result<String, String> {
+    let (device, port) = match text.split_once('/') {
+        Some((device, port)) => (device, Some(port)),
+        None => (text, None),
+    };
+    let device_ok = !device.is_empty()
+        && device.len() <= 63
+        && device
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && device != "."
+        && device != "..";
+    if !device_ok {
+        return Err(format!(
+            "{device:?} is not an RDMA device name (e.g. mlx5_0; letters, digits, '_', '-', '.')"
+        ));
+    }
+    if let Some(port) = port {
+        match port.parse::<u32>() {
+            Ok(n) if n >= 1 => {}
+            _ => return Err(format!("{port:?} is not a port number (1, 2, ...)")),
+        }
+    }
+    Ok(text.to_owned())
+}
+
 fn parse_ib_rate(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(gbps) if gbps > 0 => Ok(gbps),

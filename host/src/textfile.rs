@@ -236,10 +236,14 @@ pub fn checks(results: &[CheckResult], at: SystemTime) -> Textfile {
             Status::Fail => "fail",
             Status::Skip => "skip",
         };
+        let labels: Vec<(&str, &str)> = match r.subject.as_deref() {
+            Some(rail) => vec![("check", r.id), ("rail", rail)],
+            None => vec![("check", r.id)],
+        };
         t.state_set(
             "dpu_check_status",
             "The check's result: 1 for the state it reached",
-            &[("check", r.id)],
+            &labels,
             "status",
             &["pass", "warn", "fail", "skip"],
             status,

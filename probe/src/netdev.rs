@@ -29,6 +29,9 @@ pub struct NetdevInfo {
     pub phys_port_name: Option<String>,
     /// `phys_switch_id` (hex), shared by every port of one eswitch.
     pub phys_switch_id: Option<String>,
+    /// The device sits on an SR-IOV virtual function (`device/physfn` exists): a VF left
+    /// in the host, not one of the host's rails.
+    pub virtual_function: bool,
 }
 
 /// What a port is on a BlueField eswitch, decoded from its `phys_port_name`.
@@ -135,6 +138,7 @@ pub fn read_netdev(root: &SysRoot, ifname: &str) -> Result<NetdevInfo, ProbeErro
         pci_address: link_basename(&device).filter(|bdf| looks_like_pci_address(bdf)),
         phys_port_name: read_optional_attr(&dir.join("phys_port_name")),
         phys_switch_id: read_optional_attr(&dir.join("phys_switch_id")),
+        virtual_function: device.join("physfn").exists(),
     })
 }
 

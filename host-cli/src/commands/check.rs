@@ -4,6 +4,7 @@
 
 use dpu_host::check::catalog::CHECKS;
 use dpu_host::check::env::{fabric_env, DEPENDS_ON};
+use dpu_host::check::fw_profile::FwProfile;
 use dpu_host::check::rules::Status;
 use dpu_host::check::{self, CheckParams, CheckResult};
 
@@ -16,11 +17,18 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     if args.list {
         return list(env);
     }
+    // Read and validated before anything runs: a bad profile is exit 2, naming the line.
+    let profile = match &args.profile {
+        Some(path) => Some(FwProfile::load(path)?),
+        None => None,
+    };
     let params = CheckParams {
-        interface: args.interface.clone(),
+        interfaces: args.interface.clone(),
+        devices: args.device.clone(),
         mtu: args.mtu,
         ib_rate: args.ib_rate,
         no_agent: args.no_agent,
+        profile,
     };
     let results = check::run(&env.session, &params).await?;
     let outcome = if args.env {
@@ -93,17 +101,22 @@ fn label(status: Status) -> &'static str {
 }
 
 fn print(results: &[CheckResult]) -> anyhow::Result<()> {
-    let mut table = output::table(["check", "result", "detail"]);
+    let mut table = output::table(["check", "rail", "result", "detail"]);
     for r in results {
-        table.add_row([r.id, label(r.status), r.detail.as_str()]);
+        let rail = r.subject.as_deref().unwrap_or("");
+        table.add_row([r.id, rail, label(r.status), r.detail.as_str()]);
     }
     output::print_table(&table)?;
     for r in results
         .iter()
         .filter(|r| matches!(r.status, Status::Fail | Status::Warn))
     {
+        let rail = r
+            .subject
+            .as_deref()
+            .map_or(String::new(), |s| format!(" ({s})"));
         output::line(&format!(
-            "{} {}: {}\n  why: {}\n  fix: {}",
+            "{} {}{rail}: {}\n  why: {}\n  fix: {}",
             label(r.status),
             r.id,
             r.verifies,

@@ -84,6 +84,22 @@ fn print_report(report: &NcclReport) -> anyhow::Result<()> {
     for line in &report.evidence {
         output::line(&format!("  {line}"))?;
     }
+    if !report.net_channels.is_empty() {
+        let gdr = report.net_channels.iter().filter(|c| c.gdrdma).count();
+        output::line(&format!(
+            "GPUDirect RDMA (GDRDMA): {gdr} of {} network channels",
+            report.net_channels.len()
+        ))?;
+        for c in report.net_channels.iter().filter(|c| !c.gdrdma) {
+            output::line(&format!(
+                "  no GDRDMA: channel {} {} via {}",
+                c.channel, c.route, c.via
+            ))?;
+        }
+    }
+    for line in &report.gdr_disabled {
+        output::line(&format!("GPU Direct RDMA Disabled: {line}"))?;
+    }
     if let Some(c) = &report.counters {
         output::line(&format!("RDMA counters: {} ({})", c.verdict, c.reason))?;
     }

@@ -138,6 +138,48 @@ pub const CHECKS: &[CheckSpec] = &[
         why: "NCCL's proxy threads and host buffers follow the GPU's NUMA node: a NIC on another node DMAs across the socket interconnect, and a wrong node from firmware misleads every affinity tool",
         fix: "move the NIC to a slot on the GPU's socket; if both sit behind one switch yet report different nodes, update the BIOS (the ACPI proximity data is wrong) and check nobody wrote /sys/bus/pci/devices/BDF/numa_node",
     },
+    CheckSpec {
+        id: "fw.tool",
+        verifies: "mlxconfig (NVIDIA MFT) or mstconfig (mstflint) is on PATH and reads every NVIDIA/Mellanox NIC's firmware settings (query only, never set)",
+        why: "link type, SR-IOV, NVMe emulation, ATS and RoCE congestion control live in firmware: sysfs cannot show them, and a wrong one silently changes how the card behaves",
+        fix: "apt install mstflint (or install NVIDIA MFT); run as root; a device the tool cannot open may need its driver loaded or the mst service started",
+    },
+    CheckSpec {
+        id: "fw.mode",
+        verifies: "each BlueField's mode of operation from INTERNAL_CPU_MODEL and INTERNAL_CPU_OFFLOAD_ENGINE: DPU mode (EMBEDDED_CPU, ENABLED), NIC mode (DISABLED), separated host; and the mode after the next firmware reset",
+        why: "in NIC mode the Arm owns nothing: no representors, no OVS offload, no SNAP, and the agent's proofs are meaningless; a pending mode change surprises the next reboot",
+        fix: "DPU mode: mlxconfig -d BDF set INTERNAL_CPU_OFFLOAD_ENGINE=0 (BlueField-3), then mlxfwreset or a power cycle; pin the intended mode in --profile",
+    },
+    CheckSpec {
+        id: "fw.profile",
+        verifies: "every parameter of --profile FILE has its expected value now and after the next firmware reset, on every device that reports it",
+        why: "a lab profile (ETH links, SR-IOV, ATS, CNP DSCP, RoCE CC priorities) is only true when the firmware runs it; a value set but not yet active works only after a reset",
+        fix: "mlxconfig -d BDF set PARAM=VALUE for the named ones, then mlxfwreset -d BDF reset or a power cycle; a value already set for the next boot needs only the reset",
+    },
+    CheckSpec {
+        id: "fw.pending",
+        verifies: "no firmware parameter's next-boot value differs from the value the firmware runs with now",
+        why: "a pending change (someone ran mlxconfig set) takes effect at an unplanned reboot or firmware reset and changes the card's behaviour then",
+        fix: "apply it on purpose with mlxfwreset -d BDF reset or a power cycle, or undo it with mlxconfig -d BDF set PARAM=CURRENT",
+    },
+    CheckSpec {
+        id: "gdr.peermem",
+        verifies: "with NVIDIA GPUs and RDMA NICs present, the NIC can register GPU memory: nvidia_peermem (or nv_peer_mem) is loaded, or DMA-BUF is possible (kernel 5.12+ with the NVIDIA open kernel module)",
+        why: "without either NCCL logs \"GPU Direct RDMA Disabled for HCA\" and stages every GPU transfer through host memory: lower bandwidth, more latency, busy CPUs",
+        fix: "modprobe nvidia_peermem (ships with the driver since R470; GPU Operator: driver.rdma.enabled=true), or use the open kernel module on a 5.12+ kernel for DMA-BUF; then look for GDRDMA in NCCL_DEBUG=INFO channel lines (dpuctl roce nccl-check)",
+    },
+    CheckSpec {
+        id: "gdr.acs",
+        verifies: "no PCIe switch port between a GPU and its nearest NIC has ACS P2P Request or Completion Redirect enabled (ACSCtl ReqRedir/CmpltRedir)",
+        why: "ACS redirect sends the NIC's reads and writes of GPU memory up to the root complex (and its IOMMU) instead of across the switch: GPUDirect RDMA bandwidth drops or transfers fail",
+        fix: "disable ACS in the BIOS (or VT-d/IOMMU ACS enforcement) on bare-metal GPU servers; at runtime setpci -s BRIDGE ECAP_ACS+6.w=0000 on each listed bridge (lost on reboot); run dpuctl check as root to read the bridges' extended config space",
+    },
+    CheckSpec {
+        id: "gdr.iommu",
+        verifies: "the IOMMU does not translate the GPUs' DMA: it is off, or in passthrough (iommu=pt, identity domains)",
+        why: "peer-to-peer DMA through a translating IOMMU (DMA, DMA-FQ domains) breaks or slows GPUDirect RDMA: the NIC's addresses for GPU memory go through IOMMU page tables or are refused",
+        fix: "add iommu=pt to the kernel command line (GRUB_CMDLINE_LINUX, then update-grub and reboot), or disable the IOMMU in the BIOS when no VMs or SR-IOV need it",
+    },
 ];
 
 /// The spec for an id; ids are compile-time constants, so a miss is a bug caught by tests.

@@ -101,63 +101,72 @@ fn ids(unmet: &[Unmet]) -> String {
     unmet.iter().map(|u| u.id).collect::<Vec<_>>().join(", ")
 }
 
-/// The NCCL, UCX and perftest settings for the checked fabric:
-/// `NCCL_IB_HCA=DEV:PORT`, `NCCL_IB_GID_INDEX=N` (RoCE), `NCCL_SOCKET_IFNAME=IF`,
-/// `UCX_NET_DEVICES=DEV:PORT`, `UCX_IB_GID_INDEX=N` (RoCE) and
-/// `PERFTEST_FLAGS='-d DEV -i PORT -x N'` (`-x` on RoCE only).
+/// The NCCL, UCX and perftest settings for the checked fabric, over every rail the
+/// checks judged: `NCCL_IB_HCA=DEV:PORT[,DEV:PORT...]`, `NCCL_IB_GID_INDEX=N` (RoCE),
+/// `NCCL_SOCKET_IFNAME=IF` (the first rail: bootstrap needs one), `UCX_NET_DEVICES` (every
+/// rail), `UCX_IB_GID_INDEX=N` (RoCE) and `PERFTEST_FLAGS='-d DEV -i PORT -x N'` (the
+/// first rail; `-x` on RoCE only).
 ///
-/// Refuses when a check in [`DEPENDS_ON`] failed, or did not record a fact the settings
-/// need (no interface found, several RoCE v2 GIDs to choose from, ...). Other checks
+/// Refuses when a check in [`DEPENDS_ON`] failed for any rail, or did not record a fact
+/// the settings need (no interface found, several RoCE v2 GIDs to choose from, ...), or
+/// when the RoCE rails use different GID indexes (NCCL and UCX take one). Other checks
 /// (PCIe width, MTUs, the agent) do not change these values and are not looked at.
 pub fn fabric_env(results: &[CheckResult]) -> Result<FabricEnv, EnvRefused> {
-    let mut unmet = Vec::new();
-    let find = |id: &str| results.iter().find(|r| r.id == id);
-    for &id in DEPENDS_ON {
-        match find(id) {
-            Some(r) if r.status == Status::Fail => unmet.push(Unmet {
-                id,
-                status: r.status,
-                detail: r.detail.clone(),
-            }),
-            Some(_) => {}
-            None => unmet.push(Unmet {
-                id,
-                status: Status::Skip,
-                detail: "not run".to_owned(),
-            }),
+    // The rails, in order: the subjects of the first dependency's results (one result
+    // without a subject when the host had none).
+    let mut subjects: Vec<Option<&str>> = Vec::new();
+    for r in results.iter().filter(|r| r.id == DEPENDS_ON[0]) {
+        if !subjects.contains(&r.subject.as_deref()) {
+            subjects.push(r.subject.as_deref());
         }
     }
-    if !unmet.is_empty() {
+    if subjects.is_empty() {
+        subjects.push(None);
+    }
+    let mut unmet = Vec::new();
+    let rails: Vec<Rail> = subjects
+        .into_iter()
+        .filter_map(|subject| rail_settings(results, subject, &mut unmet))
+        .collect();
+    if !unmet.is_empty() || rails.is_empty() {
         return Err(EnvRefused { unmet });
     }
-    // Every dependency ran and none failed: now each needed fact must be there.
-    let mut fact = |id, key| fact(results, &mut unmet, id, key);
-    let ifname = fact("netdev.up", "interface")
-        .and_then(FactValue::as_str)
-        .map(str::to_owned);
-    let device = fact("rdma.bound", "rdma_device")
-        .and_then(FactValue::as_str)
-        .map(str::to_owned);
-    let port = fact("rdma.bound", "rdma_port").and_then(FactValue::as_u64);
-    // Without a device the link layer and GID checks skip for that reason alone: the
-    // checks above already say why, so stop here.
-    let (Some(ifname), Some(device), Some(port)) = (ifname, device, port) else {
-        return Err(EnvRefused { unmet });
-    };
-    let link_layer = fact("rdma.link-layer", "link_layer").and_then(FactValue::as_str);
-    let infiniband = link_layer == Some("InfiniBand");
-    let gid_index = if infiniband || link_layer.is_none() {
-        None
-    } else {
-        fact("rdma.gid", "gid_index").and_then(FactValue::as_u64)
-    };
-    if link_layer.is_none() || (!infiniband && gid_index.is_none()) {
-        return Err(EnvRefused { unmet });
+    let mut gid_indexes: Vec<(&str, u64)> = rails
+        .iter()
+        .filter_map(|r| Some((r.ifname.as_str(), r.gid_index?)))
+        .collect();
+    let gid_index = gid_indexes.first().map(|(_, index)| *index);
+    if gid_indexes
+        .iter()
+        .any(|(_, index)| Some(*index) != gid_index)
+    {
+        gid_indexes.sort_by_key(|(_, index)| *index);
+        let each: Vec<String> = gid_indexes
+            .iter()
+            .map(|(ifname, index)| format!("{ifname} {index}"))
+            .collect();
+        return Err(EnvRefused {
+            unmet: vec![Unmet {
+                id: "rdma.gid",
+                status: Status::Warn,
+                detail: format!(
+                    "the RoCE rails use different GID indexes ({}); NCCL_IB_GID_INDEX and \
+                     UCX_IB_GID_INDEX take one: give the rails matching GIDs, or select \
+                     rails that agree with --interface",
+                    each.join(", ")
+                ),
+            }],
+        });
     }
-    let hca = format!("{device}:{port}");
+    let first = &rails[0];
+    let hcas: Vec<String> = rails
+        .iter()
+        .map(|r| format!("{}:{}", r.device, r.port))
+        .collect();
+    let hcas = hcas.join(",");
     let mut vars = vec![EnvVar {
         name: "NCCL_IB_HCA",
-        value: hca.clone(),
+        value: hcas.clone(),
     }];
     if let Some(index) = gid_index {
         vars.push(EnvVar {
@@ -167,11 +176,11 @@ pub fn fabric_env(results: &[CheckResult]) -> Result<FabricEnv, EnvRefused> {
     }
     vars.push(EnvVar {
         name: "NCCL_SOCKET_IFNAME",
-        value: ifname,
+        value: first.ifname.clone(),
     });
     vars.push(EnvVar {
         name: "UCX_NET_DEVICES",
-        value: hca,
+        value: hcas,
     });
     if let Some(index) = gid_index {
         vars.push(EnvVar {
@@ -179,8 +188,8 @@ pub fn fabric_env(results: &[CheckResult]) -> Result<FabricEnv, EnvRefused> {
             value: index.to_string(),
         });
     }
-    let mut perftest = format!("-d {device} -i {port}");
-    if let Some(index) = gid_index {
+    let mut perftest = format!("-d {} -i {}", first.device, first.port);
+    if let Some(index) = first.gid_index {
         perftest.push_str(&format!(" -x {index}"));
     }
     vars.push(EnvVar {
@@ -190,23 +199,87 @@ pub fn fabric_env(results: &[CheckResult]) -> Result<FabricEnv, EnvRefused> {
     Ok(FabricEnv { vars })
 }
 
-/// A fact of a check, or an [`Unmet`] entry (once per check) saying which is missing.
-fn fact<'a>(
-    results: &'a [CheckResult],
+/// What one rail contributes to the settings.
+struct Rail {
+    ifname: String,
+    device: String,
+    port: u64,
+    /// RoCE only.
+    gid_index: Option<u64>,
+}
+
+/// One rail's settings from the results about it (`subject`), or `None` with the reasons
+/// added to `unmet`.
+fn rail_settings(
+    results: &[CheckResult],
+    subject: Option<&str>,
     unmet: &mut Vec<Unmet>,
-    id: &'static str,
-    key: &str,
-) -> Option<&'a FactValue> {
-    let r = results.iter().find(|r| r.id == id)?;
-    let value = r.facts.get(key);
-    if value.is_none() && !unmet.iter().any(|u| u.id == id) {
-        unmet.push(Unmet {
-            id,
-            status: r.status,
-            detail: format!("{} (no {key} found)", r.detail),
-        });
+) -> Option<Rail> {
+    let of_rail: Vec<&CheckResult> = results
+        .iter()
+        .filter(|r| r.subject.as_deref() == subject)
+        .collect();
+    let named = |detail: &str| match subject {
+        Some(rail) => format!("{rail}: {detail}"),
+        None => detail.to_owned(),
+    };
+    let before = unmet.len();
+    for &id in DEPENDS_ON {
+        match of_rail.iter().find(|r| r.id == id) {
+            Some(r) if r.status == Status::Fail => unmet.push(Unmet {
+                id,
+                status: r.status,
+                detail: named(&r.detail),
+            }),
+            Some(_) => {}
+            None => unmet.push(Unmet {
+                id,
+                status: Status::Skip,
+                detail: named("not run"),
+            }),
+        }
     }
-    value
+    if unmet.len() > before {
+        return None;
+    }
+    // Every dependency ran and none failed: now each needed fact must be there.
+    let mut fact = |id: &'static str, key: &str| -> Option<FactValue> {
+        let r = of_rail.iter().find(|r| r.id == id)?;
+        let value = r.facts.get(key).cloned();
+        if value.is_none() && !unmet[before..].iter().any(|u| u.id == id) {
+            unmet.push(Unmet {
+                id,
+                status: r.status,
+                detail: named(&format!("{} (no {key} found)", r.detail)),
+            });
+        }
+        value
+    };
+    let ifname = fact("netdev.up", "interface").and_then(|v| v.as_str().map(str::to_owned));
+    let device = fact("rdma.bound", "rdma_device").and_then(|v| v.as_str().map(str::to_owned));
+    let port = fact("rdma.bound", "rdma_port").and_then(|v| v.as_u64());
+    // Without a device the link layer and GID checks skip for that reason alone: the
+    // checks above already say why, so stop here.
+    let (Some(ifname), Some(device), Some(port)) = (ifname, device, port) else {
+        return None;
+    };
+    let link_layer =
+        fact("rdma.link-layer", "link_layer").and_then(|v| v.as_str().map(str::to_owned));
+    let infiniband = link_layer.as_deref() == Some("InfiniBand");
+    let gid_index = if infiniband || link_layer.is_none() {
+        None
+    } else {
+        fact("rdma.gid", "gid_index").and_then(|v| v.as_u64())
+    };
+    if link_layer.is_none() || (!infiniband && gid_index.is_none()) {
+        return None;
+    }
+    Some(Rail {
+        ifname,
+        device,
+        port,
+        gid_index,
+    })
 }
 
 /// Quotes a value for a POSIX shell: as is when it is made only of characters no shell

@@ -7,6 +7,7 @@ use dpu_probe::rdma::RdmaPortInfo;
 
 use super::env::{fabric_env, shell_quote, EnvRefused, FabricEnv};
 use super::facts::{AgentFacts, HostFacts};
+use super::fw_tool::FwFacts;
 use super::rules::{judge, Expectations, Status};
 use super::rules_tests::{gid, healthy_gids, host, netdev, port, v4};
 use super::{describe, CheckResult};
@@ -88,6 +89,8 @@ fn a_port_that_is_not_active_or_a_missing_interface_is_refused() {
         rdma: Ok(vec![]),
         ib_ports: Ok(vec![]),
         gpu_topology: Ok(Default::default()),
+        firmware: FwFacts::NotRun("a hand-built host".to_owned()),
+        gdr: Default::default(),
     };
     let refused = env_of(&none).expect_err("refused");
     let ids: Vec<_> = refused.unmet.iter().map(|u| u.id).collect();

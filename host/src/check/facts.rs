@@ -14,6 +14,8 @@ use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
+use super::fw_tool::{gather_fw, FwFacts, SystemFwTool};
+use super::gdr::GdrFacts;
 use crate::session::Session;
 
 /// The host as sysfs shows it. Each part keeps its own error so one unreadable tree
@@ -31,6 +33,11 @@ pub struct HostFacts {
     /// Every RDMA port's InfiniBand attributes (LID, SM, rate, P_Key), RoCE ports too so
     /// the `ib.*` checks can name what they skipped.
     pub ib_ports: Result<Vec<IbPortAttributes>, String>,
+    /// The NICs' firmware settings (`mlxconfig`/`mstconfig -e query`; the `fw.*` checks).
+    pub firmware: FwFacts,
+    /// Peer memory, DMA-BUF, IOMMU mode and the ACS of the bridges between GPUs and
+    /// their NICs (the `gdr.*` checks).
+    pub gdr: GdrFacts,
 }
 
 /// The interface the RDMA and MTU checks are about, and how it was chosen.
@@ -70,6 +77,8 @@ impl HostFacts {
             rdma: rdma::list_rdma_devices(root).map_err(text),
             gpu_topology: pci_topology::read_pci_topology(root).map_err(text),
             ib_ports: rdma_ib::list_ib_port_attributes(root).map_err(text),
+            firmware: gather_fw(root, &SystemFwTool),
+            gdr: GdrFacts::gather(root),
         }
     }
 
@@ -94,15 +103,140 @@ impl HostFacts {
             .find(|n| n.ifname == ifname)
     }
 
-    /// The data interface: `--interface` if given, else the first BlueField NIC netdev
-    /// with an RDMA device and carrier, else the first BlueField NIC netdev.
-    pub fn data_interface(&self, requested: Option<&str>) -> Option<DataInterface> {
-        if let Some(ifname) = requested {
-            return Some(DataInterface {
-                ifname: ifname.to_owned(),
-                chosen_because: "--interface".to_owned(),
-            });
+    /// The data interfaces (rails) the per-port checks judge, in order: every
+    /// `--interface` given; else the netdev of every `--device DEV[/PORT]` given; else the
+    /// netdev of every RDMA port of the host that is not on an SR-IOV virtual function and
+    /// not administratively down (a GPU server's eight ConnectX rails, a BlueField's
+    /// uplink PFs in use, a soft-RoCE port);
+    /// else, on a host whose BlueField has no RDMA device, its first netdev (so the RDMA
+    /// checks say what is missing). An unknown device or port, or a port without a
+    /// netdev, is an error naming it and what the host has.
+    pub fn data_interfaces(
+        &self,
+        interfaces: &[String],
+        devices: &[String],
+    ) -> Result<Vec<DataInterface>, String> {
+        if !interfaces.is_empty() {
+            return Ok(interfaces
+                .iter()
+                .map(|ifname| DataInterface {
+                    ifname: ifname.clone(),
+                    chosen_because: "--interface".to_owned(),
+                })
+                .collect());
         }
+        let rdma = self.rdma.as_deref().unwrap_or_default();
+        if !devices.is_empty() {
+            return devices
+                .iter()
+                .map(|wanted| self.selected_rail(rdma, wanted))
+                .collect();
+        }
+        let mut rails = Vec::new();
+        for device in rdma {
+            for port in &device.ports {
+                let Some(netdev) = self.rail_netdev(device, port) else {
+                    continue;
+                };
+                // An SR-IOV VF left in the host, or a netdev the operator keeps
+                // administratively down (its `carrier` is unreadable then), is not a rail.
+                let unused = netdev.virtual_function || netdev.carrier.is_none();
+                if unused
+                    || rails
+                        .iter()
+                        .any(|r: &DataInterface| r.ifname == netdev.ifname)
+                {
+                    continue;
+                }
+                rails.push(DataInterface {
+                    ifname: netdev.ifname.clone(),
+                    chosen_because: format!(
+                        "the netdev of RDMA port {}/{}",
+                        device.ibdev, port.port
+                    ),
+                });
+            }
+        }
+        if rails.is_empty() {
+            if let Some(first) = self.bluefield_netdev() {
+                rails.push(first);
+            }
+        }
+        Ok(rails)
+    }
+
+    /// The rail `--device DEV[/PORT]` names (port 1 when none is given).
+    fn selected_rail(
+        &self,
+        rdma: &[RdmaDeviceInfo],
+        wanted: &str,
+    ) -> Result<DataInterface, String> {
+        let (ibdev, port) = match wanted.split_once('/') {
+            Some((ibdev, port)) => {
+                let port = port
+                    .parse::<u32>()
+                    .map_err(|_| format!("--device {wanted}: {port:?} is not a port number"))?;
+                (ibdev, port)
+            }
+            None => (wanted, 1),
+        };
+        let known = || {
+            let names: Vec<&str> = rdma.iter().map(|d| d.ibdev.as_str()).collect();
+            if names.is_empty() {
+                "this host has no RDMA device".to_owned()
+            } else {
+                format!("this host has {}", names.join(", "))
+            }
+        };
+        let device = rdma
+            .iter()
+            .find(|d| d.ibdev == ibdev)
+            .ok_or_else(|| format!("--device {wanted}: no RDMA device {ibdev} ({})", known()))?;
+        let rdma_port = device
+            .ports
+            .iter()
+            .find(|p| p.port == port)
+            .ok_or_else(|| {
+                let ports: Vec<String> = device.ports.iter().map(|p| p.port.to_string()).collect();
+                format!(
+                    "--device {wanted}: {ibdev} has no port {port} (ports: {})",
+                    ports.join(", ")
+                )
+            })?;
+        let netdev = self.rail_netdev(device, rdma_port).ok_or_else(|| {
+            format!(
+                "--device {wanted}: {ibdev}/{port} has no netdev to check (pass --interface IF)"
+            )
+        })?;
+        Ok(DataInterface {
+            ifname: netdev.ifname.clone(),
+            chosen_because: format!("--device {ibdev}/{port}"),
+        })
+    }
+
+    /// The netdev that carries an RDMA port's traffic: the netdev of the port's own GIDs
+    /// that sits on the device's PCI function (any, for a device without one, such as
+    /// soft-RoCE), else a netdev of that function that is not a representor.
+    fn rail_netdev(&self, device: &RdmaDeviceInfo, port: &RdmaPortInfo) -> Option<&NetdevInfo> {
+        let on_function =
+            |n: &NetdevInfo| device.pci_address.is_none() || n.pci_address == device.pci_address;
+        port.gids
+            .iter()
+            .filter_map(|g| self.netdev(g.netdev.as_deref()?))
+            .find(|n| on_function(n))
+            .or_else(|| {
+                let netdevs = self.netdevs.as_deref().unwrap_or_default();
+                netdevs.iter().find(|n| {
+                    device.pci_address.is_some()
+                        && n.pci_address == device.pci_address
+                        && n.role().is_none()
+                })
+            })
+    }
+
+    /// The first BlueField NIC netdev with an RDMA device and carrier, else the first
+    /// BlueField NIC netdev.
+    fn bluefield_netdev(&self) -> Option<DataInterface> {
         let nics = self.bluefield_nics();
         let candidates = nics
             .iter()

@@ -9,12 +9,23 @@ pub mod env;
 #[cfg(test)]
 mod env_tests;
 pub mod facts;
+mod fw;
+pub mod fw_profile;
+pub mod fw_query;
+#[cfg(test)]
+mod fw_tests;
+pub mod fw_tool;
+pub mod gdr;
+#[cfg(test)]
+mod gdr_tests;
 mod gpu;
 #[cfg(test)]
 mod gpu_tests;
 mod ib;
 #[cfg(test)]
 mod ib_tests;
+#[cfg(test)]
+mod rails_tests;
 pub mod rules;
 #[cfg(test)]
 mod rules_tests;
@@ -30,14 +41,20 @@ use rules::{judge, Expectations, Facts, Status, Verdict};
 /// `dpuctl check` as parameters.
 #[derive(Debug, Clone, Default)]
 pub struct CheckParams {
-    /// The interface the lab expects (`--interface`).
-    pub interface: Option<String>,
+    /// The data interfaces (rails) to check (`--interface`, repeatable); empty: every
+    /// RDMA port's netdev.
+    pub interfaces: Vec<String>,
+    /// The RDMA ports to check (`--device DEV[/PORT]`, repeatable), when no interface is
+    /// named.
+    pub devices: Vec<String>,
     /// The MTU it should have (`--mtu`).
     pub mtu: Option<u32>,
     /// The rate every InfiniBand port must reach, in Gbit/s (`--ib-rate`).
     pub ib_rate: Option<u32>,
     /// Host checks only: do not ask the agent.
     pub no_agent: bool,
+    /// The expected firmware settings (`--profile FILE`, already validated).
+    pub profile: Option<fw_profile::FwProfile>,
 }
 
 /// One result as printed in JSON: the check's spec and its verdict.
@@ -45,6 +62,10 @@ pub struct CheckParams {
 pub struct CheckResult {
     /// The check's id (`catalog`).
     pub id: &'static str,
+    /// The rail (data interface) a per-port check judged; absent for host-wide checks.
+    /// A host with eight rails has eight results of each per-port check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// Its verdict.
     pub status: Status,
     /// What was found.
@@ -65,15 +86,20 @@ pub struct CheckResult {
 pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<CheckResult>> {
     let root = session.sys_root();
     let host = tokio::task::spawn_blocking(move || HostFacts::gather(&root)).await?;
+    // A `--device` that names nothing is bad input: refused before the agent is asked.
+    host.data_interfaces(&args.interfaces, &args.devices)
+        .map_err(anyhow::Error::msg)?;
     let agent = if args.no_agent {
         AgentFacts::NotAsked
     } else {
         AgentFacts::gather(session).await
     };
     let expect = Expectations {
-        interface: args.interface.clone(),
+        interfaces: args.interfaces.clone(),
+        devices: args.devices.clone(),
         mtu: args.mtu,
         ib_rate: args.ib_rate,
+        profile: args.profile.clone(),
     };
     Ok(describe(judge(&host, &agent, &expect)))
 }
@@ -86,6 +112,7 @@ pub fn describe(judged: Vec<(&'static str, Verdict)>) -> Vec<CheckResult> {
             let spec = spec(id);
             CheckResult {
                 id,
+                subject: verdict.subject,
                 status: verdict.status,
                 detail: verdict.detail,
                 facts: verdict.facts,

@@ -11,6 +11,9 @@ use dpu_probe::rdma::{
 use dpu_proto::v1;
 
 use super::facts::{AgentFacts, DataInterface, HostFacts};
+use super::fw;
+use super::fw_profile::FwProfile;
+use super::gdr;
 use super::gpu;
 use super::ib;
 
@@ -20,40 +23,88 @@ pub use super::verdict::{FactValue, Facts, Status, Verdict};
 /// User choices that change what "right" means.
 #[derive(Debug, Clone, Default)]
 pub struct Expectations {
-    /// The data interface to check instead of the first BlueField one.
-    pub interface: Option<String>,
+    /// The data interfaces (rails) to check (`--interface`, repeatable) instead of every
+    /// RDMA port's netdev.
+    pub interfaces: Vec<String>,
+    /// The RDMA ports whose netdevs to check (`--device DEV[/PORT]`, repeatable), when no
+    /// interface is named.
+    pub devices: Vec<String>,
     /// The MTU it must have.
     pub mtu: Option<u32>,
     /// The rate (Gbit/s) every InfiniBand port must reach; without it a port narrower
     /// than 4X is a warning.
     pub ib_rate: Option<u32>,
+    /// The expected firmware settings (`--profile FILE`); without it `fw.profile` skips.
+    pub profile: Option<FwProfile>,
 }
 
-/// Runs every rule, in catalog order.
+/// One rule: fills the facts it judged and returns its verdict.
+type Rule<'a> = dyn Fn(&mut Facts) -> Verdict + 'a;
+
+/// Runs every rule, in catalog order; the per-port ones once per rail.
 pub fn judge(
     host: &HostFacts,
     agent: &AgentFacts,
     expect: &Expectations,
 ) -> Vec<(&'static str, Verdict)> {
-    let data = host.data_interface(expect.interface.as_deref());
-    let data = data.as_ref();
     let rule = |id, check: &dyn Fn(&mut Facts) -> Verdict| {
         let mut facts = Facts::new();
         let mut verdict = check(&mut facts);
         verdict.facts = facts;
         (id, verdict)
     };
-    vec![
+    let (rails, selection_error) = match host.data_interfaces(&expect.interfaces, &expect.devices) {
+        Ok(rails) => (rails, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    // The per-port checks, once per rail, each naming its rail; once with no rail (each
+    // then skips, or fails on a bad selection) when the host has none.
+    let per_rail = |data: Option<&DataInterface>| {
+        let checks: [(&'static str, &Rule<'_>); 7] = [
+            ("netdev.up", &|f| netdev_up(host, data, f)),
+            ("netdev.mtu", &|f| netdev_mtu(host, data, expect.mtu, f)),
+            ("rdma.bound", &|f| match &selection_error {
+                Some(e) => fail(e.clone()),
+                None => rdma_bound(host, data, f),
+            }),
+            ("rdma.port", &|f| rdma_port(host, data, f)),
+            ("rdma.link-layer", &|f| rdma_link_layer(host, data, f)),
+            ("rdma.gid", &|f| rdma_gid(host, data, f)),
+            ("rdma.mtu", &|f| rdma_mtu(host, data, f)),
+        ];
+        checks
+            .into_iter()
+            .map(|(id, check)| {
+                let (id, mut verdict) = rule(id, check);
+                verdict.subject = data.map(|d| d.ifname.clone());
+                (id, verdict)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut rail_results = Vec::new();
+    if rails.is_empty() {
+        rail_results.extend(per_rail(None));
+    }
+    for data in &rails {
+        rail_results.extend(per_rail(Some(data)));
+    }
+    // Catalog order: the rails' checks grouped by check, rails in order within each.
+    rail_results.sort_by_key(|(id, _)| super::catalog::CHECKS.iter().position(|c| c.id == *id));
+    let bluefield = !host.bluefield_nics().is_empty();
+    let mut results = vec![
         rule("pcie.bluefield", &|f| pcie_bluefield(host, f)),
         rule("pcie.link", &|f| pcie_link(host, f)),
-        rule("netdev.up", &|f| netdev_up(host, data, f)),
-        rule("netdev.mtu", &|f| netdev_mtu(host, data, expect.mtu, f)),
-        rule("rdma.bound", &|f| rdma_bound(host, data, f)),
-        rule("rdma.port", &|f| rdma_port(host, data, f)),
-        rule("rdma.link-layer", &|f| rdma_link_layer(host, data, f)),
-        rule("rdma.gid", &|f| rdma_gid(host, data, f)),
-        rule("rdma.mtu", &|f| rdma_mtu(host, data, f)),
-        rule("agent.reachable", &|f| agent_reachable(agent, f)),
+    ];
+    results.extend(rail_results);
+    // The agent's MTU chain is about the BlueField's rail.
+    let on_bluefield = |r: &&DataInterface| {
+        host.bluefield_nics()
+            .iter()
+            .any(|f| f.netdevs.contains(&r.ifname))
+    };
+    let data = rails.iter().find(on_bluefield).or(rails.first());
+    results.extend([
+        rule("agent.reachable", &|f| agent_reachable(agent, bluefield, f)),
         rule("agent.consistent", &|f| agent_consistent(host, agent, f)),
         rule("agent.mtu", &|f| agent_mtu(host, agent, data, f)),
         rule("ib.port", &|f| ib::port_state(host, f)),
@@ -64,7 +115,23 @@ pub fn judge(
         rule("gpu.nic-affinity", &|f| gpu::nic_affinity(host, f)),
         rule("gpu.nic-sharing", &|f| gpu::nic_sharing(host, f)),
         rule("gpu.numa", &|f| gpu::numa(host, f)),
-    ]
+        rule("fw.tool", &|f| fw::tool(&host.firmware, f)),
+        rule("fw.mode", &|f| {
+            fw::mode(&host.firmware, expect.profile.as_ref(), f)
+        }),
+        rule("fw.profile", &|f| {
+            fw::profile(&host.firmware, expect.profile.as_ref(), f)
+        }),
+        rule("fw.pending", &|f| fw::pending(&host.firmware, f)),
+        rule("gdr.peermem", &|f| {
+            gdr::peermem(&host.gdr, &host.gpu_topology, f)
+        }),
+        rule("gdr.acs", &|f| gdr::acs(&host.gdr, &host.gpu_topology, f)),
+        rule("gdr.iommu", &|f| {
+            gdr::iommu(&host.gdr, &host.gpu_topology, f)
+        }),
+    ]);
+    results
 }
 
 /// The data interface's name as a fact.
@@ -84,7 +151,8 @@ fn put_mtu(f: &mut Facts, mtu: u32) {
     put(f, "path_mtu", roce_path_mtu(mtu));
 }
 
-const NO_INTERFACE: &str = "no BlueField data interface found on this host; pass --interface IF";
+const NO_INTERFACE: &str =
+    "no RDMA data interface found on this host; pass --interface IF or --device DEV/PORT";
 
 fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
     let functions = match &host.pci {
@@ -117,6 +185,21 @@ fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
         ));
     }
     if nics.is_empty() {
+        // A GPU server's ConnectX rails without a BlueField: the other checks judge them.
+        let rdma: Vec<&str> = host
+            .rdma
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(|d| d.pci_address.is_some())
+            .map(|d| d.ibdev.as_str())
+            .collect();
+        if !rdma.is_empty() {
+            return skip(format!(
+                "no BlueField on this host; its RDMA NICs ({}) are checked as rails",
+                rdma.join(", ")
+            ));
+        }
         return fail("no BlueField NIC function (15b3:a2d2/a2d6/a2d9/a2dc/a2df) on PCIe");
     }
     let unbound: Vec<_> = nics
@@ -462,12 +545,16 @@ fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Ve
     ))
 }
 
-fn agent_reachable(agent: &AgentFacts, f: &mut Facts) -> Verdict {
+fn agent_reachable(agent: &AgentFacts, bluefield: bool, f: &mut Facts) -> Verdict {
     if let AgentFacts::Reached { serving, .. } = agent {
         f.insert("serving", (*serving).into());
     }
     match agent {
         AgentFacts::NotAsked => skip("--no-agent"),
+        // No BlueField here and no agent answering: nothing says there should be one.
+        AgentFacts::Unreachable(e) if !bluefield => skip(format!(
+            "no BlueField on this host, and no agent answered ({e})"
+        )),
         AgentFacts::Unreachable(e) => fail(e.clone()),
         AgentFacts::Reached { serving: true, .. } => pass("SERVING"),
         AgentFacts::Reached { serving: false, .. } => {

@@ -124,6 +124,9 @@ pub struct Verdict {
     pub detail: String,
     /// What was found, as typed values (may be empty; partial when the check stopped early).
     pub facts: Facts,
+    /// The rail a per-port check judged (its data interface), so that eight rails'
+    /// results of one check can be told apart; `None` for host-wide checks.
+    pub subject: Option<String>,
 }
 
 pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
@@ -131,6 +134,7 @@ pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
         status,
         detail: detail.into(),
         facts: Facts::new(),
+        subject: None,
     }
 }
 pub(super) fn pass(detail: impl Into<String>) -> Verdict {

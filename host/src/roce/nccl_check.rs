@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::nccl::{parse_results, NcclResults};
 use super::nccl_corroborate::{corroborate, snapshot, Corroboration};
-use super::nccl_transport::{scan_transport, NcclTransport};
+use super::nccl_transport::{scan_transport, NcclTransport, NetChannel};
 use super::rdma_evidence::PortReading;
 
 /// What `nccl-check` found, as printed with `-o json`.
@@ -23,6 +23,10 @@ pub struct NcclReport {
     pub ib_devices: Vec<String>,
     /// The log lines the transport was read from.
     pub evidence: Vec<String>,
+    /// Each network channel NCCL connected and whether it used GPUDirect RDMA (`GDRDMA`).
+    pub net_channels: Vec<NetChannel>,
+    /// NCCL's "GPU Direct RDMA Disabled" lines, when any (why channels lack `GDRDMA`).
+    pub gdr_disabled: Vec<String>,
     /// `# Avg bus bandwidth`, GB/s.
     pub avg_busbw_gbps: Option<f64>,
     /// (bytes, out-of-place busbw GB/s, in-place busbw GB/s) per size.
@@ -123,6 +127,8 @@ pub fn judge(mut text: String, run: Option<NcclRun>) -> (NcclReport, NcclVerdict
         },
         ib_devices: verdict.ib_devices,
         evidence: verdict.evidence,
+        net_channels: verdict.net_channels,
+        gdr_disabled: verdict.gdr_disabled,
         avg_busbw_gbps: results.as_ref().and_then(|r| r.avg_busbw_gbps),
         busbw_by_size: results
             .as_ref()

@@ -337,6 +337,41 @@ fn measure_rdma_netlink(lab: &Lab) {
     }
 }
 
+/// The AI-cluster checks on the lab's real kernel, which has no GPU, no InfiniBand port
+/// and no firmware tool: each skips, and says why (never a pass).
+fn ai_cluster_checks_skip_with_the_reason_on_the_lab_kernel(lab: &Lab) {
+    let (_, stdout, stderr) = lab.run("bluefield", "host", "dpuctl -o json check --no-agent");
+    let results: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("check: not JSON ({e}): {stdout}\n{stderr}"));
+    let results = results.as_array().cloned().unwrap_or_default();
+    let find = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {results:?}"))
+            .clone()
+    };
+    for (id, reason) in [
+        ("gpu.nic-affinity", "no NVIDIA GPU"),
+        ("gpu.nic-sharing", "no NVIDIA GPU"),
+        ("gpu.numa", "no NVIDIA GPU"),
+        ("gdr.peermem", "GPU"),
+        ("gdr.acs", "GPU"),
+        ("gdr.iommu", "GPU"),
+        ("ib.port", "no InfiniBand port"),
+        ("ib.lid", "no InfiniBand port"),
+        ("fw.tool", "mstconfig"),
+    ] {
+        let r = find(id);
+        let detail = r["detail"].as_str().unwrap_or_default();
+        assert_eq!(r["status"], "skip", "{id}: {detail}");
+        assert!(
+            detail.contains(reason),
+            "{id} skipped for another reason: {detail}"
+        );
+    }
+}
+
 #[test]
 fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     if std::env::var("DPU_TEST_LAB").as_deref() != Ok("1") {
@@ -405,6 +440,7 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     rdma_netlink_agrees_with_rdma_statistic(&lab, rdma_object);
     rdma_netlink_agrees_with_sysfs(&lab, rdma_object);
     measure_rdma_netlink(&lab);
+    ai_cluster_checks_skip_with_the_reason_on_the_lab_kernel(&lab);
     let host_rx = host_rx_bytes(&lab) - host_rx_before;
     assert!(
         host_rx < TARGET_BYTES / 16,

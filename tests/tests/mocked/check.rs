@@ -165,3 +165,49 @@ fn check_list_describes_every_check_and_runs_nothing() {
         }
     }
 }
+
+/// `--profile`: a bad file is refused before anything runs (exit 2, naming the line and
+/// the key); the shipped example loads, and against a fixture tree the firmware checks
+/// skip with the reason instead of querying this machine's cards.
+#[test]
+fn a_bad_profile_is_refused_by_line_and_the_shipped_one_loads() {
+    let (dir, root) = fixture::bluefield3_host_tempdir();
+    let root = root.to_str().expect("utf-8 path");
+    let bad = dir.path().join("bad.toml");
+    fs::write(&bad, "[fw]\nCNP_DSCP_P1 = 64\n").expect("write");
+    let out = dpuctl(&[
+        "--sys-root",
+        root,
+        "check",
+        "--no-agent",
+        "--profile",
+        bad.to_str().expect("utf-8 path"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 2") && stderr.contains("CNP_DSCP_P1"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/profiles/gpu-lossless-roce.toml"
+    );
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "--sys-root",
+        root,
+        "check",
+        "--no-agent",
+        "--profile",
+        shipped,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the fixture's x8 link fails");
+    let r = results(&out.stdout);
+    let (s, d) = status(&r, "fw.profile");
+    assert_eq!(s, "skip", "{d}");
+    assert!(d.contains("--sys-root"), "{d}");
+}

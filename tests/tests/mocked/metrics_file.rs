@@ -33,9 +33,14 @@ fn check_writes_each_result_as_a_state_set_matching_the_json() {
             r["id"].as_str().expect("id"),
             r["status"].as_str().expect("status"),
         );
+        // Per-port checks name their rail, so each rail's result is its own series.
+        let rail = r["subject"]
+            .as_str()
+            .map_or(String::new(), |rail| format!(",rail=\"{rail}\""));
         for state in ["pass", "warn", "fail", "skip"] {
             let want = u8::from(state == status);
-            let line = format!("dpu_check_status{{check=\"{id}\",status=\"{state}\"}} {want}");
+            let line =
+                format!("dpu_check_status{{check=\"{id}\"{rail},status=\"{state}\"}} {want}");
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in:\n{text}"

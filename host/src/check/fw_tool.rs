@@ -1,0 +1,264 @@
+//! Runs the firmware configuration tool, read-only: `mlxconfig` (NVIDIA MFT) or
+//! `mstconfig` (Debian's `mstflint`), whichever is on PATH, as `TOOL -e -d BDF query` for
+//! every NVIDIA/Mellanox PCI function 0, with an argument vector, a deadline and captured
+//! output. Nothing here writes firmware: `query` is the only verb ever passed. A missing
+//! tool, a failed start, a timeout or a non-zero exit is a result the `fw.*` checks
+//! report, never a panic. The runner is a trait so tests feed canned output.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dpu_probe::pci::{self, PciFilter, PciFunction, PciFunctionKind, MELLANOX_VENDOR_ID};
+use dpu_probe::SysRoot;
+
+use super::fw_query::{parse_fw_query, FwQuery};
+use crate::roce::local_run::run_measured;
+
+/// How long one query may take; mlxconfig reads a few hundred TLVs over PCI config
+/// space, which takes seconds, not minutes.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The tools, in the order they are looked for: NVIDIA's own first (its parameter
+/// database knows the newest cards), then the open-source build.
+pub const TOOL_NAMES: [&str; 2] = ["mlxconfig", "mstconfig"];
+
+/// A firmware configuration tool found on PATH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FwTool {
+    /// `mlxconfig` or `mstconfig`.
+    pub name: &'static str,
+    /// Where it was found.
+    pub path: PathBuf,
+}
+
+/// What one run of the tool produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Its stdout (mlxconfig prints its `-E-` errors there too).
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+    /// Its exit code; `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// Whether it was stopped at the deadline.
+    pub timed_out: bool,
+}
+
+/// Finds and runs the tool; the real one searches PATH and spawns processes, tests
+/// answer with canned output.
+pub trait FwToolRunner {
+    /// The tool to use, if any is installed.
+    fn locate(&self) -> Option<FwTool>;
+    /// Runs `tool args`, stdin closed, stopped at `timeout`.
+    fn run(&self, tool: &FwTool, args: &[String], timeout: Duration)
+        -> std::io::Result<ToolOutput>;
+}
+
+/// The real runner: PATH lookup and [`run_measured`].
+#[derive(Debug, Clone, Default)]
+pub struct SystemFwTool;
+
+impl FwToolRunner for SystemFwTool {
+    fn locate(&self) -> Option<FwTool> {
+        let path = std::env::var_os("PATH")?;
+        TOOL_NAMES.iter().find_map(|name| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| is_executable(candidate))
+                .map(|path| FwTool { name, path })
+        })
+    }
+
+    fn run(
+        &self,
+        tool: &FwTool,
+        args: &[String],
+        timeout: Duration,
+    ) -> std::io::Result<ToolOutput> {
+        let run = run_measured(&tool.path, args, timeout)?;
+        Ok(ToolOutput {
+            stdout: run.stdout,
+            stderr: run.stderr,
+            exit_code: run.exit_code,
+            timed_out: run.timed_out,
+        })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The argument vector of one read-only query: `-e` adds the Default and Current columns.
+pub fn query_args(address: &str) -> Vec<String> {
+    ["-e", "-d", address, "query"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+/// One queried device.
+#[derive(Debug, Clone)]
+pub struct FwDevice {
+    /// Its PCI address (function 0).
+    pub address: String,
+    /// Its kind by PCI ID (BlueField NIC, ConnectX, ...).
+    pub kind: PciFunctionKind,
+    /// `BlueField-3`, when it is a BlueField.
+    pub model: Option<&'static str>,
+    /// The parsed table, or why there is none (the tool's words).
+    pub query: Result<FwQuery, String>,
+}
+
+impl FwDevice {
+    /// `0000:03:00.0 (BlueField-3)`, for verdicts.
+    pub fn label(&self) -> String {
+        match self.model {
+            Some(model) => format!("{} ({model})", self.address),
+            None => self.address.clone(),
+        }
+    }
+
+    /// Whether the `fw.mode` check applies: a BlueField's NIC function.
+    pub fn is_bluefield(&self) -> bool {
+        self.kind == PciFunctionKind::BlueFieldNic
+    }
+}
+
+/// The firmware settings of the host's NVIDIA/Mellanox devices, or why they were not read.
+#[derive(Debug, Clone)]
+pub enum FwFacts {
+    /// Not attempted (a `--sys-root` that is not this machine); says why.
+    NotRun(String),
+    /// Neither tool is on PATH.
+    NoTool,
+    /// The PCI functions could not be listed.
+    PciUnreadable(String),
+    /// The tool ran for every device.
+    Queried {
+        /// The tool used.
+        tool: FwTool,
+        /// Every NVIDIA/Mellanox PCI function 0, in address order.
+        devices: Vec<FwDevice>,
+    },
+}
+
+impl FwFacts {
+    /// The devices whose table was read, with their tables.
+    pub fn read_devices(&self) -> Vec<(&FwDevice, &FwQuery)> {
+        match self {
+            Self::Queried { devices, .. } => devices
+                .iter()
+                .filter_map(|d| d.query.as_ref().ok().map(|q| (d, q)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Queries every NVIDIA/Mellanox function 0 under `root` with `runner`. The tool talks to
+/// this machine's devices, so a `--sys-root` other than `/` (a fixture tree, an image) is
+/// not queried.
+pub fn gather_fw(root: &SysRoot, runner: &dyn FwToolRunner) -> FwFacts {
+    if root.path() != Path::new("/") {
+        return FwFacts::NotRun(format!(
+            "--sys-root {}: mlxconfig/mstconfig query this machine's devices, not a tree",
+            root.path().display()
+        ));
+    }
+    // The tools open the devices' configuration space, which only root may: as another
+    // user every query would fail, and a check run without root is not a firmware fault.
+    if !nix::unistd::geteuid().is_root() {
+        return FwFacts::NotRun(
+            "reading firmware settings (mlxconfig/mstconfig) needs root: run dpuctl check as root"
+                .to_owned(),
+        );
+    }
+    gather_fw_devices(root, runner)
+}
+
+/// [`gather_fw`] without the root check, for tests over fixture trees.
+pub fn gather_fw_devices(root: &SysRoot, runner: &dyn FwToolRunner) -> FwFacts {
+    let Some(tool) = runner.locate() else {
+        return FwFacts::NoTool;
+    };
+    let functions = match pci::list_pci_functions(root, PciFilter::Mellanox) {
+        Ok(functions) => functions,
+        Err(e) => return FwFacts::PciUnreadable(format!("{:#}", anyhow::Error::from(e))),
+    };
+    let devices = functions
+        .iter()
+        .filter(|f| is_queried(root, f))
+        .map(|f| FwDevice {
+            address: f.address.clone(),
+            kind: f.kind,
+            model: f.model(),
+            query: query_one(runner, &tool, &f.address),
+        })
+        .collect();
+    FwFacts::Queried { tool, devices }
+}
+
+/// Function 0 of a Mellanox NIC: not a VF (no `physfn` link), not an emulated or SoC
+/// function, which have no firmware configuration of their own.
+fn is_queried(root: &SysRoot, f: &PciFunction) -> bool {
+    let nic = matches!(
+        f.kind,
+        PciFunctionKind::BlueFieldNic | PciFunctionKind::ConnectX | PciFunctionKind::OtherMellanox
+    );
+    let is_vf = root
+        .sys("bus/pci/devices")
+        .join(&f.address)
+        .join("physfn")
+        .exists();
+    nic && !is_vf && f.vendor_id == Some(MELLANOX_VENDOR_ID) && f.address.ends_with(".0")
+}
+
+fn query_one(runner: &dyn FwToolRunner, tool: &FwTool, address: &str) -> Result<FwQuery, String> {
+    let argv = query_args(address);
+    let shown = format!("{} {}", tool.name, argv.join(" "));
+    let out = runner
+        .run(tool, &argv, QUERY_TIMEOUT)
+        .map_err(|e| format!("{shown}: cannot run {}: {e}", tool.path.display()))?;
+    if out.timed_out {
+        return Err(format!("{shown}: no answer within {QUERY_TIMEOUT:?}"));
+    }
+    let parsed = parse_fw_query(&out.stdout);
+    match (out.exit_code, parsed) {
+        (Some(0), Ok(query)) => Ok(query),
+        (Some(0), Err(e)) => Err(format!("{shown}: unreadable output: {e}")),
+        // A partial table (some TLVs unreadable) still says what it could; the tool's
+        // errors travel with it.
+        (_, Ok(query)) if !query.params.is_empty() => Ok(query),
+        (code, _) => Err(format!(
+            "{shown} exited {}: {}",
+            code.map_or("on a signal".to_owned(), |c| c.to_string()),
+            tool_message(&out)
+        )),
+    }
+}
+
+/// The tool's own words about a failure: its `-E-` lines, else stderr, else stdout's tail.
+fn tool_message(out: &ToolOutput) -> String {
+    let errors: Vec<&str> = out
+        .stdout
+        .lines()
+        .chain(out.stderr.lines())
+        .map(str::trim)
+        .filter(|l| l.starts_with("-E-"))
+        .collect();
+    let text = if !errors.is_empty() {
+        errors.join("; ")
+    } else if !out.stderr.trim().is_empty() {
+        out.stderr.trim().to_owned()
+    } else {
+        out.stdout
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("no output")
+            .to_owned()
+    };
+    text.chars().take(300).collect()
+}
