@@ -9,6 +9,7 @@
 pub mod block;
 mod counter_file;
 pub mod counters;
+pub mod dcb;
 mod error;
 pub mod ethtool_stats;
 pub mod gdr_env;

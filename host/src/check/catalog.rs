@@ -73,6 +73,30 @@ pub const CHECKS: &[CheckSpec] = &[
         fix: "set the same MTU on the VLAN/bond interface the RoCE v2 GID belongs to",
     },
     CheckSpec {
+        id: "dcb.pfc",
+        verifies: "PFC is enabled on exactly the priority RoCE traffic maps to (DCB_CMD_IEEE_GET of the rail, live system only)",
+        why: "without PFC on the RoCE priority a congested switch drops RoCE frames and every drop costs a go-back-N retransmission; PFC on other priorities only spends buffer",
+        fix: "dcb pfc set dev IF prio-pfc 3:on (or mlnx_qos -i IF --pfc 0,0,0,1,0,0,0,0) for the RoCE priority, the same on the switch port; disable it on the others",
+    },
+    CheckSpec {
+        id: "dcb.trust",
+        verifies: "the rail classifies traffic by DSCP (its APP table has DSCP entries: mlx5 trust dscp), not by VLAN PCP",
+        why: "a routed RoCE v2 fabric carries no VLAN tag across L3 hops: under PCP trust the priority, and with it PFC, is lost",
+        fix: "mlnx_qos -i IF --trust dscp, or dcb app add dev IF dscp-prio 26:3 (each DSCP entry also switches mlx5 to DSCP trust)",
+    },
+    CheckSpec {
+        id: "dcb.chain",
+        verifies: "RoCE's ToS (rdma_cm default_roce_tos in configfs, else 0) gives a DSCP (ToS >> 2), the DSCP a priority (APP table, else DSCP >> 3), and PFC is on that priority",
+        why: "PFC on priority 3 protects nothing when the RoCE ToS maps to priority 4: the most common lossless-RoCE misconfiguration, invisible until congestion",
+        fix: "make the three agree: echo 106 > /sys/kernel/config/rdma_cm/DEV/ports/1/default_roce_tos (mkdir the DEV directory first), dcb app add dev IF dscp-prio 26:3, dcb pfc set dev IF prio-pfc 3:on",
+    },
+    CheckSpec {
+        id: "dcb.ets",
+        verifies: "the ETS bandwidth share of each traffic class and the priority -> class map; the RoCE class has more than 0% under ETS",
+        why: "a RoCE class with 0% ETS bandwidth starves whenever other classes are busy: throughput collapses while PFC holds the frames",
+        fix: "dcb ets set dev IF tc-bw 0:50 3:50 prio-tc 3:3 (or mlnx_qos -i IF --tcbw 50,0,0,50,0,0,0,0 --prio_tc 0,0,0,3,0,0,0,0)",
+    },
+    CheckSpec {
         id: "agent.reachable",
         verifies: "the dpu-agent answers gRPC health at --agent",
         why: "storage, switch offload, counters on the DPU and the proofs all go through the agent",

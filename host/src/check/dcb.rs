@@ -47,7 +47,8 @@ impl DcbFacts {
             Some((ibdev, port)) => read_roce_tos(root, ibdev, port).map_err(|e| error_chain(&e)),
             None => Err(format!("no RDMA port bound to {ifname}")),
         };
-        self.rails.insert(ifname.to_owned(), DcbRail { config, tos });
+        self.rails
+            .insert(ifname.to_owned(), DcbRail { config, tos });
     }
 }
 
@@ -138,7 +139,10 @@ pub(super) fn pfc(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdic
         Err(verdict) => return verdict,
     };
     let Some(pfc) = config.pfc else {
-        return skip(format!("{} reports no IEEE PFC configuration", config.ifname));
+        return skip(format!(
+            "{} reports no IEEE PFC configuration",
+            config.ifname
+        ));
     };
     let enabled = pfc.enabled_priorities();
     enabled_facts(f, &enabled);
@@ -220,7 +224,10 @@ pub(super) fn roce_chain(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) ->
         ));
     };
     let Some(pfc) = config.pfc else {
-        return skip(format!("{} reports no IEEE PFC configuration", config.ifname));
+        return skip(format!(
+            "{} reports no IEEE PFC configuration",
+            config.ifname
+        ));
     };
     let enabled = pfc.enabled_priorities();
     enabled_facts(f, &enabled);
@@ -252,10 +259,16 @@ pub(super) fn ets(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdic
         Err(verdict) => return verdict,
     };
     let Some(ets) = config.ets else {
-        return skip(format!("{} reports no IEEE ETS configuration", config.ifname));
+        return skip(format!(
+            "{} reports no IEEE ETS configuration",
+            config.ifname
+        ));
     };
     let classes = usize::from(ets.ets_cap.clamp(1, 8));
-    let bw: Vec<u32> = ets.tc_tx_bw[..classes].iter().map(|b| u32::from(*b)).collect();
+    let bw: Vec<u32> = ets.tc_tx_bw[..classes]
+        .iter()
+        .map(|b| u32::from(*b))
+        .collect();
     let tsa: Vec<&str> = ets.tc_tsa[..classes].iter().map(|t| tsa_name(*t)).collect();
     let prio_tc: Vec<u32> = ets.prio_tc.iter().map(|t| u32::from(*t)).collect();
     f.insert("tc_tx_bw", bw.clone().into());

@@ -14,6 +14,7 @@ use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
+use super::dcb::DcbFacts;
 use super::fw_tool::{gather_fw, FwFacts, SystemFwTool};
 use super::gdr::GdrFacts;
 use crate::session::Session;
@@ -38,6 +39,9 @@ pub struct HostFacts {
     /// Peer memory, DMA-BUF, IOMMU mode and the ACS of the bridges between GPUs and
     /// their NICs (the `gdr.*` checks).
     pub gdr: GdrFacts,
+    /// Each rail's DCB configuration (`RTM_GETDCB`, live system only) and RoCE default
+    /// ToS (the `dcb.*` checks).
+    pub dcb: DcbFacts,
 }
 
 /// The interface the RDMA and MTU checks are about, and how it was chosen.
@@ -71,7 +75,7 @@ impl HostFacts {
     /// Reads everything under `root`.
     pub fn gather(root: &SysRoot) -> Self {
         let text = |e: dpu_probe::ProbeError| format!("{:#}", anyhow::Error::from(e));
-        Self {
+        let mut host = Self {
             pci: pci::list_pci_functions(root, PciFilter::BlueField).map_err(text),
             netdevs: netdev::list_netdevs(root).map_err(text),
             rdma: rdma::list_rdma_devices(root).map_err(text),
@@ -79,6 +83,26 @@ impl HostFacts {
             ib_ports: rdma_ib::list_ib_port_attributes(root).map_err(text),
             firmware: gather_fw(root, &SystemFwTool),
             gdr: GdrFacts::gather(root),
+            dcb: DcbFacts::default(),
+        };
+        host.gather_dcb(root, &[], &[]);
+        host
+    }
+
+    /// Reads the DCB facts of the rails `interfaces`/`devices` select (as
+    /// [`data_interfaces`](Self::data_interfaces) picks them) that are not read yet:
+    /// [`gather`](Self::gather) reads the default rails, `dpuctl check --interface IF`
+    /// adds its own. A selection that names nothing reads nothing (it is refused later).
+    pub fn gather_dcb(&mut self, root: &SysRoot, interfaces: &[String], devices: &[String]) {
+        let Ok(rails) = self.data_interfaces(interfaces, devices) else {
+            return;
+        };
+        for data in rails {
+            let rdma = self
+                .rdma_port_for(&data.ifname)
+                .map(|(device, port)| (device.ibdev.clone(), port.port));
+            let rdma = rdma.as_ref().map(|(ibdev, port)| (ibdev.as_str(), *port));
+            self.dcb.read_rail(root, &data.ifname, rdma);
         }
     }
 

@@ -5,6 +5,9 @@
 //! which [`env::fabric_env`] derives the NCCL/UCX/perftest settings (`check --env`).
 
 pub mod catalog;
+pub mod dcb;
+#[cfg(test)]
+mod dcb_tests;
 pub mod env;
 #[cfg(test)]
 mod env_tests;
@@ -85,7 +88,13 @@ pub struct CheckResult {
 /// `no_agent`), judged by every rule.
 pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<CheckResult>> {
     let root = session.sys_root();
-    let host = tokio::task::spawn_blocking(move || HostFacts::gather(&root)).await?;
+    let (interfaces, devices) = (args.interfaces.clone(), args.devices.clone());
+    let host = tokio::task::spawn_blocking(move || {
+        let mut host = HostFacts::gather(&root);
+        host.gather_dcb(&root, &interfaces, &devices);
+        host
+    })
+    .await?;
     // A `--device` that names nothing is bad input: refused before the agent is asked.
     host.data_interfaces(&args.interfaces, &args.devices)
         .map_err(anyhow::Error::msg)?;

@@ -10,6 +10,7 @@ use dpu_probe::rdma::{
 };
 use dpu_proto::v1;
 
+use super::dcb;
 use super::facts::{AgentFacts, DataInterface, HostFacts};
 use super::fw;
 use super::fw_profile::FwProfile;
@@ -60,7 +61,8 @@ pub fn judge(
     // The per-port checks, once per rail, each naming its rail; once with no rail (each
     // then skips, or fails on a bad selection) when the host has none.
     let per_rail = |data: Option<&DataInterface>| {
-        let checks: [(&'static str, &Rule<'_>); 7] = [
+        let rail_name = data.map(|d| d.ifname.as_str());
+        let checks: [(&'static str, &Rule<'_>); 11] = [
             ("netdev.up", &|f| netdev_up(host, data, f)),
             ("netdev.mtu", &|f| netdev_mtu(host, data, expect.mtu, f)),
             ("rdma.bound", &|f| match &selection_error {
@@ -71,6 +73,10 @@ pub fn judge(
             ("rdma.link-layer", &|f| rdma_link_layer(host, data, f)),
             ("rdma.gid", &|f| rdma_gid(host, data, f)),
             ("rdma.mtu", &|f| rdma_mtu(host, data, f)),
+            ("dcb.pfc", &|f| dcb::pfc(&host.dcb, rail_name, f)),
+            ("dcb.trust", &|f| dcb::trust(&host.dcb, rail_name, f)),
+            ("dcb.chain", &|f| dcb::roce_chain(&host.dcb, rail_name, f)),
+            ("dcb.ets", &|f| dcb::ets(&host.dcb, rail_name, f)),
         ];
         checks
             .into_iter()

@@ -1,0 +1,38 @@
+//! DCB netlink (`RTM_GETDCB`, what iproute2's `dcb` and `mlnx_qos` read): the IEEE
+//! 802.1Qaz configuration of an interface (ETS shares and priority → traffic-class map,
+//! the priorities PFC makes lossless, the APP table whose DSCP entries mean "trust
+//! dscp"), and the rdma_cm default ToS from configfs. Together they tell whether RoCE
+//! traffic lands on a lossless priority: the `dcb.*` checks of `dpuctl check`.
+//!
+//! Owns: the `DCB_CMD_IEEE_GET` request and answer decoding (every truncation an error
+//! naming the attribute), a blocking `NETLINK_ROUTE` socket for it on the shared reply
+//! reader ([`DcbNetlink`]), and the live-only rule ([`read_dcb_config`]: a `--sys-root`
+//! tree has no driver to ask). Must not: send `DCB_CMD_IEEE_SET`/`DEL` or any other set
+//! command. Sources and what is unverified: `shared/reference/dcb-netlink.md`.
+
+mod abi;
+mod config;
+mod decode;
+#[cfg(test)]
+mod decode_tests;
+mod error;
+mod handle;
+mod request;
+mod roce_tos;
+
+pub use config::{
+    tsa_name, DcbApp, DcbConfig, IeeeEts, IeeePfc, APP_SEL_DSCP, TSA_CB_SHAPER, TSA_ETS,
+    TSA_STRICT, TSA_VENDOR,
+};
+pub use error::DcbError;
+pub use handle::{read_dcb_config, DcbNetlink};
+pub use roce_tos::{read_roce_tos, roce_tos_path, RoceTos};
+
+/// Decodes one `RTM_GETDCB` answer (`nlmsghdr` included) as the socket does, for callers
+/// that hold canned answer bytes (tests of the checks built on it, fuzzing). `Ok(None)`
+/// for a message of another type.
+pub fn decode_ieee_answer(
+    message: &[u8],
+) -> Result<Option<DcbConfig>, netlink_packet_core::DecodeError> {
+    decode::dcb_config_from_message(message)
+}
