@@ -2,9 +2,9 @@
 //! mstflint 4.2x and 4.3x, `mlxconfig/mlxcfg_ui.cpp`), a fake runner and a sysfs fixture
 //! with the devices: no test needs the tool or a card.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use dpu_probe::SysRoot;
@@ -136,7 +136,7 @@ CNP_DSCP_P1 = 48
 struct FakeTool {
     tool: Option<FwTool>,
     outputs: BTreeMap<String, (Option<i32>, &'static str)>,
-    calls: Mutex<Vec<Vec<String>>>,
+    calls: RefCell<Vec<Vec<String>>>,
 }
 
 impl FakeTool {
@@ -150,7 +150,7 @@ impl FakeTool {
                 .iter()
                 .map(|(bdf, code, text)| ((*bdf).to_owned(), (*code, *text)))
                 .collect(),
-            calls: Mutex::new(Vec::new()),
+            calls: RefCell::new(Vec::new()),
         }
     }
 
@@ -158,7 +158,7 @@ impl FakeTool {
         Self {
             tool: None,
             outputs: BTreeMap::new(),
-            calls: Mutex::new(Vec::new()),
+            calls: RefCell::new(Vec::new()),
         }
     }
 }
@@ -174,7 +174,7 @@ impl FwToolRunner for FakeTool {
         args: &[String],
         _timeout: Duration,
     ) -> std::io::Result<ToolOutput> {
-        self.calls.lock().expect("calls").push(args.to_vec());
+        self.calls.borrow_mut().push(args.to_vec());
         let bdf = args.get(2).cloned().unwrap_or_default();
         let (code, text) = self
             .outputs
@@ -353,7 +353,7 @@ fn the_tool_missing_is_a_skip_naming_the_debian_package() {
             check.detail
         );
     }
-    assert!(runner.calls.lock().expect("calls").is_empty());
+    assert!(runner.calls.borrow().is_empty());
 }
 
 #[test]
@@ -364,14 +364,14 @@ fn a_fixture_root_is_never_queried() {
     let v = judged(|f| fw::tool(&facts, f));
     assert_eq!(v.status, Status::Skip);
     assert!(v.detail.contains("--sys-root"), "{}", v.detail);
-    assert!(runner.calls.lock().expect("calls").is_empty());
+    assert!(runner.calls.borrow().is_empty());
 }
 
 #[test]
 fn only_function_0_of_each_nic_is_queried_read_only() {
     let (facts, runner) = bf3_with(BF3_DPU, 0);
     assert_eq!(
-        *runner.calls.lock().expect("calls"),
+        *runner.calls.borrow(),
         [query_args("0000:03:00.0")],
         "one query, of function 0, not of .1, the VF or the Intel NIC"
     );

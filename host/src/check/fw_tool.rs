@@ -46,7 +46,7 @@ pub struct ToolOutput {
 
 /// Finds and runs the tool; the real one searches PATH and spawns processes, tests
 /// answer with canned output.
-pub trait FwToolRunner: Sync {
+pub trait FwToolRunner {
     /// The tool to use, if any is installed.
     fn locate(&self) -> Option<FwTool>;
     /// Runs `tool args`, stdin closed, stopped at `timeout`.
@@ -187,33 +187,14 @@ pub fn gather_fw_devices(root: &SysRoot, runner: &dyn FwToolRunner) -> FwFacts {
         Ok(functions) => functions,
         Err(e) => return FwFacts::PciUnreadable(format!("{:#}", anyhow::Error::from(e))),
     };
-    let queried: Vec<&PciFunction> = functions.iter().filter(|f| is_queried(root, f)).collect();
-    // One query per card, all at once: each takes a second or more (up to the timeout),
-    // and a GPU server has eight cards. The results keep the address order.
-    let queries: Vec<Result<FwQuery, String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = queried
-            .iter()
-            .map(|f| {
-                let tool = &tool;
-                scope.spawn(move || query_one(runner, tool, &f.address))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("the query thread panicked".to_owned()))
-            })
-            .collect()
-    });
-    let devices = queried
-        .into_iter()
-        .zip(queries)
-        .map(|(f, query)| FwDevice {
+    let devices = functions
+        .iter()
+        .filter(|f| is_queried(root, f))
+        .map(|f| FwDevice {
             address: f.address.clone(),
             kind: f.kind,
             model: f.model(),
-            query,
+            query: query_one(runner, &tool, &f.address),
         })
         .collect();
     FwFacts::Queried { tool, devices }
