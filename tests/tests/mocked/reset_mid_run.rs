@@ -500,12 +500,14 @@ fn assert_one_tcp_run(perf: &Perf, report: &Value) {
     assert_eq!(report["remote"]["ipv4"], "127.0.0.1", "{report:#}");
     let log = perf.log();
     assert!(log.contains("gid_attrs/types"), "the GID listing: {log}");
-    // The wrapper spans lines; the server's words follow it on its last one.
+    // The wrapper spans lines; the server's words follow it on its last one. Whether the
+    // server stand-in itself got to log a line is not asserted: with no grace (`0`) the
+    // wrapper kills it as soon as the client is done, which on a loaded machine can be
+    // before it ran at all, as a real server could be.
     assert!(
         log.contains("ssh target: sh -c 'grace=$1")
-            && log.contains("' dpuctl-peer 0 qperf -lp 18515\n")
-            && log.lines().any(|l| l == "qperf -lp 18515"),
-        "the server went over ssh and ran: {log}"
+            && log.contains("' dpuctl-peer 0 qperf -lp 18515\n"),
+        "the server went over ssh: {log}"
     );
     assert!(
         log.lines()
