@@ -2,9 +2,9 @@
 //! mstflint 4.2x and 4.3x, `mlxconfig/mlxcfg_ui.cpp`), a fake runner and a sysfs fixture
 //! with the devices: no test needs the tool or a card.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use dpu_probe::SysRoot;
@@ -14,6 +14,7 @@ use super::fw_profile::FwProfile;
 use super::fw_query::{parse_fw_query, FwColumn};
 use super::fw_tool::{
     gather_fw, gather_fw_devices, query_args, FwFacts, FwTool, FwToolRunner, ToolOutput,
+    MAX_PARALLEL_QUERIES,
 };
 use super::verdict::{FactValue, Facts, Status, Verdict};
 
@@ -133,14 +134,70 @@ CNP_DSCP_P1 = 48
 ";
 
 /// Answers each device's query with canned output and records every argument vector.
+/// With a [`Gate`], each query also waits until that many queries are in flight.
 struct FakeTool {
     tool: Option<FwTool>,
-    outputs: BTreeMap<String, (Option<i32>, &'static str)>,
-    calls: RefCell<Vec<Vec<String>>>,
+    outputs: BTreeMap<String, (Option<i32>, String)>,
+    calls: Mutex<Vec<Vec<String>>>,
+    gate: Option<Gate>,
+}
+
+/// Holds each query until `wanted` are in flight at once, which only happens when they
+/// run in parallel. A query that waits `patience` without seeing them opens the gate for
+/// good and records that it gave up, so serialized queries fail the test once, not eight
+/// times over.
+struct Gate {
+    wanted: usize,
+    patience: Duration,
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    in_flight: usize,
+    most_in_flight: usize,
+    open: bool,
+    gave_up: usize,
+}
+
+impl Gate {
+    fn new(wanted: usize) -> Self {
+        Self {
+            wanted,
+            // Generous: the test only fails when the queries never overlap.
+            patience: Duration::from_secs(30),
+            state: Mutex::new(GateState::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn enter(&self) {
+        let mut state = self.state.lock().expect("gate");
+        state.in_flight += 1;
+        state.most_in_flight = state.most_in_flight.max(state.in_flight);
+        if state.in_flight >= self.wanted {
+            state.open = true;
+            self.changed.notify_all();
+        }
+        let (mut state, waited) = self
+            .changed
+            .wait_timeout_while(state, self.patience, |s| !s.open)
+            .expect("gate");
+        if waited.timed_out() {
+            state.gave_up += 1;
+            state.open = true;
+            self.changed.notify_all();
+        }
+    }
+
+    fn leave(&self) {
+        self.state.lock().expect("gate").in_flight -= 1;
+    }
 }
 
 impl FakeTool {
-    fn new(name: &'static str, outputs: &[(&str, Option<i32>, &'static str)]) -> Self {
+    fn new(name: &'static str, outputs: &[(&str, Option<i32>, &str)]) -> Self {
         Self {
             tool: Some(FwTool {
                 name,
@@ -148,9 +205,10 @@ impl FakeTool {
             }),
             outputs: outputs
                 .iter()
-                .map(|(bdf, code, text)| ((*bdf).to_owned(), (*code, *text)))
+                .map(|(bdf, code, text)| ((*bdf).to_owned(), (*code, (*text).to_owned())))
                 .collect(),
-            calls: RefCell::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            gate: None,
         }
     }
 
@@ -158,8 +216,13 @@ impl FakeTool {
         Self {
             tool: None,
             outputs: BTreeMap::new(),
-            calls: RefCell::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            gate: None,
         }
+    }
+
+    fn calls(&self) -> Vec<Vec<String>> {
+        self.calls.lock().expect("calls").clone()
     }
 }
 
@@ -174,15 +237,22 @@ impl FwToolRunner for FakeTool {
         args: &[String],
         _timeout: Duration,
     ) -> std::io::Result<ToolOutput> {
-        self.calls.borrow_mut().push(args.to_vec());
+        self.calls.lock().expect("calls").push(args.to_vec());
+        if let Some(gate) = &self.gate {
+            gate.enter();
+        }
         let bdf = args.get(2).cloned().unwrap_or_default();
-        let (code, text) = self
+        let answer = self
             .outputs
             .get(&bdf)
-            .copied()
-            .ok_or_else(|| std::io::Error::other(format!("no canned output for {bdf}")))?;
+            .cloned()
+            .ok_or_else(|| std::io::Error::other(format!("no canned output for {bdf}")));
+        if let Some(gate) = &self.gate {
+            gate.leave();
+        }
+        let (code, text) = answer?;
         Ok(ToolOutput {
-            stdout: text.to_owned(),
+            stdout: text,
             stderr: String::new(),
             exit_code: code,
             timed_out: false,
@@ -214,7 +284,7 @@ const BF3: (&str, u16, u16, bool) = ("0000:03:00.0", 0x15b3, 0xa2dc, false);
 
 /// Facts for one BlueField-3 (plus its second PF, its VF and an Intel NIC, which are not
 /// queried) answered with `output`.
-fn bf3_with(output: &'static str, code: i32) -> (FwFacts, FakeTool) {
+fn bf3_with(output: &str, code: i32) -> (FwFacts, FakeTool) {
     let dir = tree(&[
         BF3,
         ("0000:03:00.1", 0x15b3, 0xa2dc, false),
@@ -353,7 +423,7 @@ fn the_tool_missing_is_a_skip_naming_the_debian_package() {
             check.detail
         );
     }
-    assert!(runner.calls.borrow().is_empty());
+    assert!(runner.calls().is_empty());
 }
 
 #[test]
@@ -364,14 +434,14 @@ fn a_fixture_root_is_never_queried() {
     let v = judged(|f| fw::tool(&facts, f));
     assert_eq!(v.status, Status::Skip);
     assert!(v.detail.contains("--sys-root"), "{}", v.detail);
-    assert!(runner.calls.borrow().is_empty());
+    assert!(runner.calls().is_empty());
 }
 
 #[test]
 fn only_function_0_of_each_nic_is_queried_read_only() {
     let (facts, runner) = bf3_with(BF3_DPU, 0);
     assert_eq!(
-        *runner.calls.borrow(),
+        runner.calls(),
         [query_args("0000:03:00.0")],
         "one query, of function 0, not of .1, the VF or the Intel NIC"
     );
@@ -406,6 +476,132 @@ fn only_function_0_of_each_nic_is_queried_read_only() {
     assert_eq!(dscp["current"], FactValue::Int(48));
     assert_eq!(dscp["next_boot"], FactValue::Int(48));
     assert_eq!(dscp["default"], FactValue::Int(48));
+}
+
+/// `count` ConnectX-7 function 0s (and each one's second PF), addresses listed out of
+/// order, and a fake that answers each with a table naming its own address.
+fn connectx_server(count: usize, gate: Option<Gate>) -> (tempfile::TempDir, FakeTool) {
+    let addresses: Vec<String> = (0..count)
+        .rev()
+        .map(|i| format!("0000:{:02x}:00.0", 0x18 + 0x10 * i))
+        .collect();
+    let mut functions: Vec<(&str, u16, u16, bool)> = Vec::new();
+    let second: Vec<String> = addresses.iter().map(|a| a.replace(".0", ".1")).collect();
+    for (a, b) in addresses.iter().zip(&second) {
+        functions.push((a.as_str(), 0x15b3, 0x1021, false));
+        functions.push((b.as_str(), 0x15b3, 0x1021, false));
+    }
+    let dir = tree(&functions);
+    let tables: Vec<String> = addresses
+        .iter()
+        .map(|a| CX7_ETH.replace("0000:17:00.0", a))
+        .collect();
+    let outputs: Vec<(&str, Option<i32>, &str)> = addresses
+        .iter()
+        .zip(&tables)
+        .map(|(a, t)| (a.as_str(), Some(0), t.as_str()))
+        .collect();
+    let mut runner = FakeTool::new("mlxconfig", &outputs);
+    runner.gate = gate;
+    (dir, runner)
+}
+
+#[test]
+fn eight_cards_are_queried_at_once_and_reported_in_address_order() {
+    let (dir, runner) = connectx_server(8, Some(Gate::new(8)));
+    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let gate = runner.gate.as_ref().expect("gate");
+    let state = gate.state.lock().expect("gate");
+    assert_eq!(
+        state.gave_up, 0,
+        "a query waited {:?} without the other seven in flight: the queries ran one after another",
+        gate.patience
+    );
+    assert_eq!(state.most_in_flight, 8);
+    drop(state);
+    let FwFacts::Queried { devices, .. } = &facts else {
+        panic!("queried: {facts:?}");
+    };
+    let addresses: Vec<&str> = devices.iter().map(|d| d.address.as_str()).collect();
+    let mut sorted = addresses.clone();
+    sorted.sort_unstable();
+    assert_eq!(addresses, sorted, "address order");
+    assert_eq!(addresses.len(), 8, "function 0 of each card only");
+    for d in devices {
+        let q = d.query.as_ref().expect("read");
+        assert_eq!(
+            q.device.as_deref(),
+            Some(d.address.as_str()),
+            "each device carries its own table"
+        );
+    }
+    assert_eq!(runner.calls().len(), 8);
+    let v = judged(|f| fw::tool(&facts, f));
+    assert_eq!(v.status, Status::Pass, "{}", v.detail);
+}
+
+#[test]
+fn more_cards_than_the_bound_never_run_more_than_the_bound_at_once() {
+    let cards = MAX_PARALLEL_QUERIES + 4;
+    let (dir, runner) = connectx_server(cards, Some(Gate::new(MAX_PARALLEL_QUERIES)));
+    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let state = runner
+        .gate
+        .as_ref()
+        .expect("gate")
+        .state
+        .lock()
+        .expect("gate");
+    assert_eq!(
+        state.gave_up, 0,
+        "the first {MAX_PARALLEL_QUERIES} overlapped"
+    );
+    assert_eq!(state.most_in_flight, MAX_PARALLEL_QUERIES);
+    drop(state);
+    assert_eq!(facts.read_devices().len(), cards, "every card was read");
+    // Negative control: the gate does catch queries that never overlap.
+    let (dir, runner) = connectx_server(
+        1,
+        Some(Gate {
+            patience: Duration::from_millis(10),
+            ..Gate::new(2)
+        }),
+    );
+    gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    assert_eq!(
+        runner
+            .gate
+            .as_ref()
+            .expect("gate")
+            .state
+            .lock()
+            .expect("gate")
+            .gave_up,
+        1
+    );
+}
+
+#[test]
+fn one_unreadable_card_among_eight_fails_only_its_own_entry() {
+    let (dir, mut runner) = connectx_server(8, None);
+    let broken = runner.outputs.keys().nth(3).expect("a fourth card").clone();
+    runner.outputs.insert(
+        broken.clone(),
+        (Some(3), OPEN_FAILED.replace("0000:03:00.0", &broken)),
+    );
+    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let FwFacts::Queried { devices, .. } = &facts else {
+        panic!("queried: {facts:?}");
+    };
+    let failed: Vec<&str> = devices
+        .iter()
+        .filter(|d| d.query.is_err())
+        .map(|d| d.address.as_str())
+        .collect();
+    assert_eq!(failed, [broken.as_str()]);
+    let v = judged(|f| fw::tool(&facts, f));
+    assert_eq!(v.status, Status::Fail);
+    assert!(v.detail.contains(&broken), "{}", v.detail);
 }
 
 #[test]

@@ -4,8 +4,13 @@
 //! output. Nothing here writes firmware: `query` is the only verb ever passed. A missing
 //! tool, a failed start, a timeout or a non-zero exit is a result the `fw.*` checks
 //! report, never a panic. The runner is a trait so tests feed canned output.
+//!
+//! A GPU server has eight ConnectX cards and one query takes a second or more, so the
+//! cards are queried at once, one thread each (at most [`MAX_PARALLEL_QUERIES`]), and the
+//! results are put back in PCI address order.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dpu_probe::pci::{self, PciFilter, PciFunction, PciFunctionKind, MELLANOX_VENDOR_ID};
@@ -17,6 +22,11 @@ use crate::roce::local_run::run_measured;
 /// How long one query may take; mlxconfig reads a few hundred TLVs over PCI config
 /// space, which takes seconds, not minutes.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many queries run at once: one per card of an eight-GPU server. Each is its own
+/// process reading its own card's configuration space, so they do not wait on each
+/// other; the bound keeps a host with many more functions from starting dozens at once.
+pub const MAX_PARALLEL_QUERIES: usize = 8;
 
 /// The tools, in the order they are looked for: NVIDIA's own first (its parameter
 /// database knows the newest cards), then the open-source build.
@@ -45,8 +55,8 @@ pub struct ToolOutput {
 }
 
 /// Finds and runs the tool; the real one searches PATH and spawns processes, tests
-/// answer with canned output.
-pub trait FwToolRunner {
+/// answer with canned output. `Sync` because the cards are queried from one thread each.
+pub trait FwToolRunner: Sync {
     /// The tool to use, if any is installed.
     fn locate(&self) -> Option<FwTool>;
     /// Runs `tool args`, stdin closed, stopped at `timeout`.
@@ -187,14 +197,17 @@ pub fn gather_fw_devices(root: &SysRoot, runner: &dyn FwToolRunner) -> FwFacts {
         Ok(functions) => functions,
         Err(e) => return FwFacts::PciUnreadable(format!("{:#}", anyhow::Error::from(e))),
     };
-    let devices = functions
-        .iter()
-        .filter(|f| is_queried(root, f))
-        .map(|f| FwDevice {
+    let queried: Vec<&PciFunction> = functions.iter().filter(|f| is_queried(root, f)).collect();
+    let addresses: Vec<&str> = queried.iter().map(|f| f.address.as_str()).collect();
+    let queries = query_all(runner, &tool, &addresses);
+    let devices = queried
+        .into_iter()
+        .zip(queries)
+        .map(|(f, query)| FwDevice {
             address: f.address.clone(),
             kind: f.kind,
             model: f.model(),
-            query: query_one(runner, &tool, &f.address),
+            query,
         })
         .collect();
     FwFacts::Queried { tool, devices }
@@ -213,6 +226,56 @@ fn is_queried(root: &SysRoot, f: &PciFunction) -> bool {
         .join("physfn")
         .exists();
     nic && !is_vf && f.vendor_id == Some(MELLANOX_VENDOR_ID) && f.address.ends_with(".0")
+}
+
+/// Queries every address at once (at most [`MAX_PARALLEL_QUERIES`] threads, each taking
+/// the next address until none is left) and returns the results in the order of
+/// `addresses`. A thread that panicked leaves its addresses with an error saying so.
+fn query_all(
+    runner: &dyn FwToolRunner,
+    tool: &FwTool,
+    addresses: &[&str],
+) -> Vec<Result<FwQuery, String>> {
+    let next = AtomicUsize::new(0);
+    let workers = addresses.len().min(MAX_PARALLEL_QUERIES);
+    let mut results: Vec<Option<Result<FwQuery, String>>> = vec![None; addresses.len()];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(address) = addresses.get(index) else {
+                            break done;
+                        };
+                        done.push((index, query_one(runner, tool, address)));
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            // A panicked worker's results are lost; its slots stay empty and say so below.
+            if let Ok(done) = handle.join() {
+                for (index, result) in done {
+                    results[index] = Some(result);
+                }
+            }
+        }
+    });
+    results
+        .into_iter()
+        .zip(addresses)
+        .map(|(result, address)| {
+            result.unwrap_or_else(|| {
+                Err(format!(
+                    "{} {}: the query thread panicked",
+                    tool.name,
+                    query_args(address).join(" ")
+                ))
+            })
+        })
+        .collect()
 }
 
 fn query_one(runner: &dyn FwToolRunner, tool: &FwTool, address: &str) -> Result<FwQuery, String> {
