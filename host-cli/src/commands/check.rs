@@ -1,9 +1,11 @@
 //! `dpuctl check`: flags to the checklist's parameters, the checks (dpu-host), and the
 //! results as a table or JSON. Exit code 1 when any check fails. `--env`: the fabric's
-//! NCCL/UCX/perftest settings instead (dpu-host computes them; this prints them).
+//! NCCL/UCX/perftest settings instead, the traffic class from each rail's DCB
+//! configuration (dpu-host computes them; this prints them).
 
 use dpu_host::check::catalog::CHECKS;
-use dpu_host::check::env::{fabric_env, DEPENDS_ON};
+use dpu_host::check::dcb::DcbFacts;
+use dpu_host::check::env::{lossless_fabric_env, DEPENDS_ON};
 use dpu_host::check::fw_profile::FwProfile;
 use dpu_host::check::rules::Status;
 use dpu_host::check::{self, CheckParams, CheckResult};
@@ -30,9 +32,9 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
         no_agent: args.no_agent,
         profile,
     };
-    let results = check::run(&env.session, &params).await?;
+    let check::CheckRun { results, dcb } = check::run_judged(&env.session, &params).await?;
     let outcome = if args.env {
-        print_env(env, &results)?
+        print_env(env, &results, &dcb)?
     } else {
         print_results(env, &results)?
     };
@@ -59,8 +61,8 @@ fn print_results(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outco
 
 /// `--env`: the settings on stdout, or nothing there and why on stderr (exit 1). Other
 /// failed checks do not change the settings; they are mentioned on stderr.
-fn print_env(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outcome> {
-    let settings = match fabric_env(results) {
+fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::Result<Outcome> {
+    let settings = match lossless_fabric_env(results, dcb) {
         Ok(settings) => settings,
         Err(refused) => {
             eprintln!("dpuctl: {refused}");
@@ -74,10 +76,18 @@ fn print_env(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outcome> 
         .iter()
         .filter(|r| r.status == Status::Fail && !DEPENDS_ON.contains(&r.id))
     {
-        eprintln!(
-            "dpuctl: note: {} failed ({}); the settings do not depend on it",
-            r.id, r.detail
-        );
+        // The dcb.* checks judge the rdma_cm default ToS; the traffic class set here is
+        // chosen from the DCB configuration itself.
+        let why = if r.id.starts_with("dcb.") && settings.get("NCCL_IB_TC").is_some() {
+            "it judges the rdma_cm default ToS; NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS and --tclass below \
+             are chosen to land on a PFC priority instead"
+        } else {
+            "the settings do not depend on it"
+        };
+        eprintln!("dpuctl: note: {} failed ({}); {why}", r.id, r.detail);
+    }
+    for note in &settings.notes {
+        eprintln!("dpuctl: note: {note}");
     }
     if env.json() {
         output::json(&settings)?;

@@ -13,7 +13,7 @@ use super::dcb::{self, DcbFacts, DcbRail};
 use super::facts::{AgentFacts, HostFacts};
 use super::rules::{judge, Expectations, FactValue, Facts, Status, Verdict};
 
-const IF: &str = "ens1f0np0";
+pub(crate) const IF: &str = "ens1f0np0";
 const NLA_F_NESTED: u16 = 0x8000;
 
 fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
@@ -27,18 +27,18 @@ fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
 }
 
 /// What one canned answer says.
-struct Setup {
-    pfc_en: u8,
+pub(crate) struct Setup {
+    pub(crate) pfc_en: u8,
     /// DSCP → priority APP entries.
-    dscp_prio: Vec<(u16, u8)>,
-    tc_tx_bw: [u8; 8],
-    tc_tsa: [u8; 8],
-    prio_tc: [u8; 8],
+    pub(crate) dscp_prio: Vec<(u16, u8)>,
+    pub(crate) tc_tx_bw: [u8; 8],
+    pub(crate) tc_tsa: [u8; 8],
+    pub(crate) prio_tc: [u8; 8],
 }
 
 /// The correct lossless setup: trust DSCP (DSCP 26 → priority 3, 48 → 6), PFC on 3, ETS
 /// with TC0 and the RoCE TC3 at 50 % each.
-fn lossless() -> Setup {
+pub(crate) fn lossless() -> Setup {
     Setup {
         pfc_en: 1 << 3,
         dscp_prio: vec![(26, 3), (48, 6)],
@@ -83,13 +83,13 @@ fn answer(setup: &Setup) -> Vec<u8> {
     out
 }
 
-fn decoded(setup: &Setup) -> DcbConfig {
+pub(crate) fn decoded(setup: &Setup) -> DcbConfig {
     decode_ieee_answer(&answer(setup))
         .expect("decodes")
         .expect("an RTM_GETDCB answer")
 }
 
-fn facts_with(setup: &Setup, tos: u8) -> DcbFacts {
+pub(crate) fn facts_with(setup: &Setup, tos: u8) -> DcbFacts {
     let mut facts = DcbFacts::default();
     facts.rails.insert(
         IF.to_owned(),

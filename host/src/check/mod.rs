@@ -7,7 +7,7 @@
 pub mod catalog;
 pub mod dcb;
 #[cfg(test)]
-mod dcb_tests;
+pub(crate) mod dcb_tests;
 pub mod env;
 #[cfg(test)]
 mod env_tests;
@@ -84,9 +84,24 @@ pub struct CheckResult {
     pub fix: &'static str,
 }
 
+/// What [`run_judged`] returns: the results, and the DCB facts they were judged from,
+/// which `check --env` derives the traffic class from ([`env::lossless_fabric_env`]).
+#[derive(Debug)]
+pub struct CheckRun {
+    /// The results, as printed.
+    pub results: Vec<CheckResult>,
+    /// Each rail's DCB configuration and rdma_cm default ToS.
+    pub dcb: dcb::DcbFacts,
+}
+
 /// Runs `dpuctl check`: host facts under the session's sys root, then the agent's (unless
 /// `no_agent`), judged by every rule.
 pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<CheckResult>> {
+    Ok(run_judged(session, args).await?.results)
+}
+
+/// [`run`], keeping the DCB facts beside the results.
+pub async fn run_judged(session: &Session, args: &CheckParams) -> anyhow::Result<CheckRun> {
     let root = session.sys_root();
     let (interfaces, devices) = (args.interfaces.clone(), args.devices.clone());
     let host = tokio::task::spawn_blocking(move || {
@@ -110,7 +125,11 @@ pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<Ch
         ib_rate: args.ib_rate,
         profile: args.profile.clone(),
     };
-    Ok(describe(judge(&host, &agent, &expect)))
+    let results = describe(judge(&host, &agent, &expect));
+    Ok(CheckRun {
+        results,
+        dcb: host.dcb,
+    })
 }
 
 /// Verdicts (as [`judge`] returns them) with their catalog entries: the results as printed.

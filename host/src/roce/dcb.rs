@@ -13,34 +13,14 @@ use dpu_probe::snapshot::{diff, Collector, Sample, Snapshot, Source, Unit};
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
+use super::dcb_config::RailDcb;
+use super::dcb_tie::{tie, ConfigProof};
 use super::endpoint::Endpoint;
 use crate::accounting::deltas::{named, NamedDeltas};
+use crate::check::dcb::DcbFacts;
 
-/// Counter name → value, from one moment.
-pub type Counters = BTreeMap<String, u64>;
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    /// The mechanism doing its job (PFC pausing on the lossless priority, CNPs flowing).
-    Info,
-    /// Worth a look (drops on a lossy queue, retransmissions).
-    Warning,
-    /// A classic misconfiguration, or loss on the lossless class.
-    Misconfigured,
-}
-
-/// One conclusion with the counters behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// How bad.
-    pub severity: Severity,
-    /// What it means, in a network engineer's words.
-    pub meaning: String,
-    /// The counters and their deltas that show it.
-    pub evidence: Vec<(String, u64)>,
-}
+use super::dcb_findings::{finding, moved};
+pub use super::dcb_findings::{Counters, Finding, Severity};
 
 /// One moment of an interface's driver statistics (SIOCETHTOOL, by their `ethtool -S`
 /// names) and its RDMA port's counters, as a probe snapshot so before and after go through
@@ -107,35 +87,12 @@ pub fn is_judged(name: &str) -> bool {
         || name.contains("timeout")
 }
 
-/// The named counters that moved, with their deltas.
-fn moved(d: &Counters, names: impl IntoIterator<Item = String>) -> Vec<(String, u64)> {
-    names
-        .into_iter()
-        .filter_map(|n| {
-            let v = *d.get(&n)?;
-            (v > 0).then_some((n, v))
-        })
-        .collect()
-}
-
 /// `rx_prio{p}_pause` style names for one priority.
 fn prio_names(p: u8, suffixes: &[&str]) -> Vec<String> {
     suffixes
         .iter()
         .flat_map(|s| [format!("rx_prio{p}_{s}"), format!("tx_prio{p}_{s}")])
         .collect()
-}
-
-fn finding(
-    severity: Severity,
-    meaning: impl Into<String>,
-    evidence: Vec<(String, u64)>,
-) -> Finding {
-    Finding {
-        severity,
-        meaning: meaning.into(),
-        evidence,
-    }
 }
 
 /// Whether the snapshot has anything this check reads: per-priority or global pause
@@ -344,6 +301,17 @@ pub struct DcbReport {
     pub rdma: Option<Endpoint>,
     /// The lossless priority judged.
     pub priority: u8,
+    /// The rail's DCB configuration as the `dcb.*` checks read it (DCB netlink, the
+    /// rdma_cm default ToS), at the start of the window; `None` when it could not be read
+    /// (`dcb_unread` says why).
+    pub dcb: Option<RailDcb>,
+    /// Why the configuration could not be read (a `--sys-root` tree, a driver without
+    /// DCB, a netlink error); the deltas are still reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcb_unread: Option<String>,
+    /// The configuration tied to the per-priority counters: where RoCE should land and
+    /// where the window's traffic and pauses were counted.
+    pub proof: ConfigProof,
     /// The window's length.
     pub seconds: f64,
     /// The workload's exit code.
@@ -388,6 +356,13 @@ pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
         ),
         (None, Err(e)) => anyhow::bail!("{e}; pass --interface"),
     };
+    let mut dcb = DcbFacts::default();
+    dcb.read_rail(
+        root,
+        &interface,
+        rdma.as_ref().map(|ep| (ep.ibdev.as_str(), ep.port)),
+    );
+    let config = RailDcb::from_facts(&dcb, &interface);
     let before = snapshot(&interface, root, rdma.as_ref())?;
     let started = std::time::Instant::now();
     let workload_exit = if let Some((program, rest)) = args.workload.split_first() {
@@ -413,14 +388,22 @@ pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
         .into_iter()
         .filter(|(name, _)| is_judged(name))
         .collect();
-    let findings = evaluate(&d.moved, args.priority);
-    let verdict = if !has_dcb_counters(&values(&after)) {
-        "no-counters"
-    } else if findings
+    let mut findings = evaluate(&d.moved, args.priority);
+    let (proof, tied) = tie(
+        config.as_ref().map_err(String::as_str),
+        &d.moved,
+        args.priority,
+    );
+    findings.extend(tied);
+    // A misconfiguration the configuration itself shows stands even where the driver has
+    // no counters to corroborate it.
+    let verdict = if findings
         .iter()
         .any(|f| f.severity == Severity::Misconfigured)
     {
         "misconfigured"
+    } else if !has_dcb_counters(&values(&after)) {
+        "no-counters"
     } else if !broken.is_empty() {
         "inconclusive"
     } else {
@@ -430,6 +413,9 @@ pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
         interface,
         rdma,
         priority: args.priority,
+        dcb_unread: config.as_ref().err().cloned(),
+        dcb: config.ok(),
+        proof,
         seconds,
         workload_exit,
         deltas: d.moved.into_iter().filter(|(_, v)| *v > 0).collect(),
