@@ -12,6 +12,9 @@ pub mod counters;
 pub mod dcb;
 mod error;
 pub mod ethtool_stats;
+#[cfg(feature = "wire")]
+pub mod fabric_wire;
+pub mod fw_config;
 pub mod gdr_env;
 pub mod netdev;
 pub mod netdev_stats;

@@ -37,6 +37,7 @@ const POLICY: &[(&str, Role)] = &[
     ("/dpu.v1.Inventory/GetRdmaDevice", Viewer),
     ("/dpu.v1.Inventory/ListPciFunctions", Viewer),
     ("/dpu.v1.Inventory/ListEmulationFunctions", Viewer),
+    ("/dpu.v1.Inventory/GetFabricConfig", Viewer),
     ("/dpu.v1.Counters/Snapshot", Viewer),
     ("/dpu.v1.Counters/Watch", Viewer),
     ("/dpu.v1.Storage/CreateRemoteController", Operator),

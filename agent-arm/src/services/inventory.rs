@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use dpu_probe::fw_config::SystemFwTool;
 use dpu_probe::netdev::RepresentorRole;
 use dpu_probe::{netdev, pci, rdma, system, SysRoot};
 use dpu_proto::names::Collection;
@@ -184,6 +185,17 @@ impl Inventory for InventoryService {
                 })
                 .collect(),
         }))
+    }
+
+    async fn get_fabric_config(
+        &self,
+        _request: Request<v1::GetFabricConfigRequest>,
+    ) -> Result<Response<v1::FabricConfig>, Status> {
+        let root = self.root();
+        // Netlink and the firmware tool (each query stopped at its deadline) block.
+        let config =
+            blocking(move || super::fabric::read_fabric_config(&root, &SystemFwTool)).await?;
+        Ok(Response::new(config))
     }
 }
 

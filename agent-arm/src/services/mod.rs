@@ -17,6 +17,7 @@ mod switch_convert;
 pub(crate) mod switch_flows;
 mod switch_offload;
 mod switch_status;
+mod fabric;
 
 pub(crate) use counters::CountersService;
 pub(crate) use inventory::InventoryService;

@@ -68,6 +68,9 @@ pub enum AgentFacts {
         system: Box<Result<v1::System, String>>,
         /// `Inventory.ListNetdevs`.
         netdevs: Result<Vec<v1::Netdev>, String>,
+        /// `Inventory.GetFabricConfig`: the uplinks' DCB and the firmware settings as the
+        /// DPU reads them (the DPU-side `dcb.*` and `fw.*` results).
+        fabric: Box<Result<v1::FabricConfig, String>>,
     },
 }
 
@@ -309,7 +312,7 @@ impl HostFacts {
 }
 
 impl AgentFacts {
-    /// Asks the agent for health, system and netdevs.
+    /// Asks the agent for health, system, netdevs and fabric configuration.
     pub async fn gather(session: &Session) -> Self {
         let channel = match session.channel().await {
             Ok(channel) => channel,
@@ -344,10 +347,17 @@ impl AgentFacts {
         )
         .await
         .map(|r| r.into_inner().netdevs);
+        let fabric = call(
+            deadline,
+            inventory.get_fabric_config(v1::GetFabricConfigRequest {}),
+        )
+        .await
+        .map(tonic::Response::into_inner);
         Self::Reached {
             serving,
             system: Box::new(system),
             netdevs,
+            fabric: Box::new(fabric),
         }
     }
 }

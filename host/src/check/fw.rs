@@ -17,6 +17,9 @@ pub(super) const TAKES_EFFECT: &str =
 fn not_read(fw: &FwFacts) -> Option<Verdict> {
     match fw {
         FwFacts::NotRun(why) => Some(skip(why.clone())),
+        FwFacts::NotRoot => Some(skip(
+            "reading firmware settings (mlxconfig/mstconfig) needs root: run dpuctl check as root",
+        )),
         FwFacts::NoTool => Some(skip(format!(
             "neither {} (NVIDIA MFT) nor {} (Debian package mstflint) is on PATH: \
              install mstflint to read the firmware settings",

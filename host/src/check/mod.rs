@@ -8,6 +8,9 @@ pub mod catalog;
 pub mod dcb;
 #[cfg(test)]
 pub(crate) mod dcb_tests;
+mod dpu_side;
+#[cfg(test)]
+mod dpu_side_tests;
 pub mod env;
 #[cfg(test)]
 mod env_tests;

@@ -137,6 +137,8 @@ pub fn judge(
             gdr::iommu(&host.gdr, &host.gpu_topology, f)
         }),
     ]);
+    // The DPU side (the agent's uplinks and firmware), when the agent answered.
+    results.extend(super::dpu_side::judge(agent, expect.profile.as_ref()));
     results
 }
 

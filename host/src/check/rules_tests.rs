@@ -134,6 +134,7 @@ pub(super) fn agent(model: &str, fw: &str, mode: v1::DpuMode, uplink_mtu: u32) -
             rep("p0", v1::NetdevRole::UplinkRepresentor, uplink_mtu),
             rep("pf0hpf", v1::NetdevRole::PfRepresentor, 9000),
         ]),
+        fabric: Box::new(Err("Unimplemented: not served by this agent".to_owned())),
     }
 }
 

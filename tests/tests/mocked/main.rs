@@ -26,6 +26,7 @@ mod shell_assets;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;
+mod check_dpu_side;
 
 use dpu_tests::fake_snap::FakeSnap;
 use dpu_tests::fixture;
