@@ -191,6 +191,14 @@ impl Inventory for InventoryService {
         &self,
         _request: Request<v1::GetFabricConfigRequest>,
     ) -> Result<Response<v1::FabricConfig>, Status> {
+        // One reading at a time: each may start up to eight firmware tool processes of up
+        // to a minute each, and a burst of callers must not multiply them. Waiting callers
+        // hold nothing; a caller that gives up (its deadline) leaves the queue.
+        static FABRIC_READS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+        let _turn = FABRIC_READS
+            .acquire()
+            .await
+            .map_err(|_| Status::unavailable("the agent is shutting down"))?;
         let root = self.root();
         // Netlink and the firmware tool (each query stopped at its deadline) block.
         let config =
