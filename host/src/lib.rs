@@ -13,6 +13,7 @@
 
 pub mod accounting;
 pub mod agent;
+pub mod agent_health;
 pub mod check;
 pub mod demo;
 pub mod prove;

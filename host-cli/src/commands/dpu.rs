@@ -1,9 +1,8 @@
 //! `dpuctl dpu ...`: inventory, health and counters through the agent.
 
+use dpu_host::agent_health::{agent_health, enum_name};
 use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use serde::Serialize;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use super::env::{rpc_error, Env};
 use crate::cli::DpuCommand;
@@ -130,115 +129,15 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
     output::print_table(&table)
 }
 
-/// "DPU_MODE_ZERO_TRUST" -> "zero-trust".
-fn enum_name(full: &str, prefix: &str) -> String {
-    full.strip_prefix(prefix)
-        .unwrap_or(full)
-        .to_ascii_lowercase()
-        .replace('_', "-")
-}
-
-/// One row of `dpu health`.
-#[derive(Debug, Serialize)]
-struct HealthRow {
-    component: String,
-    state: String,
-    healthy: bool,
-    detail: String,
-}
-
-/// The backends (as `GetSystem` names them) each service's health follows, for the services
-/// that can be switched off by configuration: such a service is NOT_SERVING on purpose
-/// when every backend it needs is disabled, which is not a fault.
-const SERVICE_BACKENDS: &[(&str, &[&str])] = &[
-    ("dpu.v1.Switch", &["ovsdb", "ovs-vswitchd"]),
-    ("dpu.v1.Storage", &["snap", "kernel-nvmeof"]),
-];
-
-/// Whether every backend `service` needs is disabled by configuration.
-fn disabled_on_purpose(service: &str, backends: &[v1::BackendStatus]) -> bool {
-    let Some((_, needs)) = SERVICE_BACKENDS.iter().find(|(s, _)| *s == service) else {
-        return false;
-    };
-    let mut needed = backends
-        .iter()
-        .filter(|b| needs.contains(&b.backend.as_str()))
-        .peekable();
-    needed.peek().is_some() && needed.all(|b| b.state == v1::BackendState::Disabled as i32)
-}
-
 async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
-    let channel = env.channel().await?;
-    let mut health = HealthClient::new(channel.clone());
-    let mut rows = Vec::new();
-    let system = InventoryClient::new(channel)
-        .get_system(v1::GetSystemRequest {})
-        .await
-        .map_err(rpc_error("Inventory.GetSystem"))?
-        .into_inner();
-    let services = std::iter::once("")
-        .chain(dpu_proto::SERVICE_NAMES)
-        .chain([dpu_proto::READINESS_SERVICE]);
-    for service in services {
-        let reply = match health
-            .check(HealthCheckRequest {
-                service: service.to_owned(),
-            })
-            .await
-        {
-            Ok(reply) => reply.into_inner(),
-            // An agent older than the readiness service does not know it.
-            Err(status)
-                if service == dpu_proto::READINESS_SERVICE
-                    && status.code() == tonic::Code::NotFound =>
-            {
-                continue;
-            }
-            Err(status) => return Err(rpc_error("grpc.health.v1.Health/Check")(status).into()),
-        };
-        let status = ServingStatus::try_from(reply.status).unwrap_or(ServingStatus::Unknown);
-        let off =
-            status == ServingStatus::NotServing && disabled_on_purpose(service, &system.backends);
-        rows.push(HealthRow {
-            component: if service.is_empty() {
-                "agent".to_owned()
-            } else {
-                service.to_owned()
-            },
-            state: if off {
-                "disabled".to_owned()
-            } else {
-                status.as_str_name().to_ascii_lowercase()
-            },
-            healthy: status == ServingStatus::Serving || off,
-            detail: if off {
-                "its backends are disabled by configuration".to_owned()
-            } else {
-                String::new()
-            },
-        });
-    }
-    for backend in system.backends {
-        let state =
-            v1::BackendState::try_from(backend.state).unwrap_or(v1::BackendState::Unspecified);
-        rows.push(HealthRow {
-            component: format!("backend {}", backend.backend),
-            state: enum_name(state.as_str_name(), "BACKEND_STATE_"),
-            // A backend switched off on purpose is not a fault.
-            healthy: matches!(state, v1::BackendState::Ready | v1::BackendState::Disabled),
-            detail: [backend.endpoint, backend.version, backend.detail]
-                .into_iter()
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join("  "),
-        });
-    }
-    let healthy = rows.iter().all(|r| r.healthy);
+    let report = agent_health(&env.session).await?;
+    let rows = &report.rows;
+    let healthy = report.healthy();
     if env.json() {
         output::json(&serde_json::json!({ "healthy": healthy, "components": rows }))?;
     } else {
         let mut table = output::table(["component", "state", "detail"]);
-        for r in &rows {
+        for r in rows {
             table.add_row([
                 r.component.as_str(),
                 r.state.as_str(),
