@@ -113,6 +113,12 @@ pub(crate) enum Command {
     /// Scripted end-to-end demos.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// The single-node commands across a fleet of DPUs and hosts at once: one row per
+    /// node, failures grouped by cause, drift from the majority.
+    #[command(
+        after_help = "Examples:\n  dpuctl fleet --inventory fleet.toml health\n  dpuctl fleet --inventory fleet.toml --select rack=r07 check --mtu 9000\n  dpuctl fleet --kube --publish check          # in the cluster (deploy/kubernetes/dpuctl-fleet.yaml)\n  dpuctl -o json fleet --inventory fleet.toml --html fleet.html info"
+    )]
+    Fleet(crate::fleet_cli::FleetArgs),
     /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
     Lab(LabArgs),
     /// Print a shell completion script to stdout.

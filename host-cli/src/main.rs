@@ -10,6 +10,8 @@
 mod cli;
 mod commands;
 mod demo_args;
+mod fleet_cli;
+mod fleet_roce_cli;
 mod outcome;
 mod output;
 

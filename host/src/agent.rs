@@ -49,7 +49,7 @@ pub enum ConnectError {
 
 /// Mutual TLS towards a `tcp:` agent: the CA that signed the agent's certificate, and the
 /// client certificate and key this dpuctl presents.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsFiles {
     /// The CA certificate (PEM) the agent's certificate must chain to (`--ca`).
     pub ca: PathBuf,

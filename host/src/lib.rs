@@ -16,6 +16,7 @@ pub mod agent;
 pub mod agent_health;
 pub mod check;
 pub mod demo;
+pub mod fleet;
 pub mod prove;
 pub mod roce;
 pub mod session;

@@ -7,6 +7,7 @@ mod convert;
 mod counters;
 mod counters_convert;
 mod counters_limits;
+mod fabric;
 mod inventory;
 pub(crate) mod status;
 mod storage;
@@ -17,7 +18,6 @@ mod switch_convert;
 pub(crate) mod switch_flows;
 mod switch_offload;
 mod switch_status;
-mod fabric;
 
 pub(crate) use counters::CountersService;
 pub(crate) use inventory::InventoryService;

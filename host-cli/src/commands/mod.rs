@@ -5,6 +5,9 @@ mod counters;
 mod demo;
 mod dpu;
 mod env;
+mod fleet;
+mod fleet_publish;
+mod fleet_roce;
 mod lab;
 mod prove;
 mod read;
@@ -42,6 +45,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Roce(cmd) => roce::run(&env, cmd),
         Command::Prove(cmd) => prove::run(&env, cmd).await,
         Command::Demo(cmd) => demo::run(&env, cmd).await,
+        Command::Fleet(args) => fleet::run(&env, args).await,
         Command::Lab(args) => lab::run(args),
         // Neither contacts the agent (the session dials on first use only).
         Command::Completions(args) => shell::completions(args),

@@ -1,0 +1,329 @@
+//! `dpuctl fleet ...`: the targets (inventory or Kubernetes), the command on every one of
+//! them (dpu-host's fleet runner), and the aggregated report as a table, JSON or HTML.
+//!
+//! Exit codes, for the whole fleet: 0 when every node passed (warnings and skips
+//! included), 1 when any node failed or was unreachable, 3 when the worst is
+//! INCONCLUSIVE, 2 for bad input (nothing was run), 130 when interrupted (what finished
+//! is printed).
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use dpu_host::fleet::dpu_checks::DpuExpectations;
+use dpu_host::fleet::on_host::OnHost;
+use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
+use dpu_host::fleet::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
+use dpu_host::fleet::runner::{run_fleet, unreachable, RunOptions};
+use dpu_host::fleet::select::{select, Selector};
+use dpu_host::fleet::target::Target;
+use dpu_host::fleet::{html, inventory, ops};
+use dpu_proto::v1;
+
+use super::env::Env;
+use super::fleet_publish::NotReady;
+use crate::fleet_cli::{FleetArgs, FleetCommand, FleetProveCommand, FleetTargets};
+use crate::outcome::Outcome;
+use crate::output;
+
+pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outcome> {
+    let fleet = &args.targets;
+    // Everything that can be refused is refused before any node is asked.
+    let selectors = fleet
+        .select
+        .iter()
+        .map(|term| Selector::parse(term))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = run_options(env, fleet, &args.command)?;
+    if fleet.publish && !cfg!(feature = "kube") {
+        anyhow::bail!("--publish needs dpuctl built with `--features kube`");
+    }
+    let (targets, not_ready) = load_targets(env, fleet).await?;
+    let targets = select(targets, &selectors)?;
+    let report = match &args.command {
+        FleetCommand::Roce(cmd) => {
+            return super::fleet_roce::run(env, fleet, targets, cmd).await;
+        }
+        FleetCommand::Health => {
+            run_fleet("health", &targets, &options, interrupted(), |s, _| {
+                ops::health(s)
+            })
+            .await
+        }
+        FleetCommand::Info => {
+            run_fleet("info", &targets, &options, interrupted(), |s, _| {
+                ops::info(s)
+            })
+            .await
+        }
+        FleetCommand::Check(check) => {
+            let expect = DpuExpectations { mtu: check.mtu };
+            let expect = &expect;
+            run_fleet(
+                "check",
+                &targets,
+                &options,
+                interrupted(),
+                |s, _| async move { ops::check(s, expect).await },
+            )
+            .await
+        }
+        FleetCommand::Prove(cmd) => prove(&targets, &options, cmd).await,
+        FleetCommand::Counters(counters) => {
+            let selectors: Vec<v1::CounterSelector> = counters
+                .sources
+                .iter()
+                .map(dpu_host::snapshot_wire::AgentSelector::to_wire)
+                .collect();
+            let selectors = &selectors;
+            let filter = counters.filter.as_deref();
+            run_fleet("counters", &targets, &options, interrupted(), |s, _| {
+                ops::counters(s, selectors.clone(), filter)
+            })
+            .await
+        }
+    };
+    let report = with_not_ready(report, not_ready, &selectors);
+    print_report(env, &report)?;
+    write_files(fleet, &report)?;
+    if fleet.publish {
+        super::fleet_publish::publish(fleet, &targets, &report, options.parallel).await?;
+    }
+    Ok(outcome(&report))
+}
+
+/// Adds a row per node whose agent pod is not ready (UNREACHABLE: the fleet has a broken
+/// node there), where `--select` would have chosen it by name.
+fn with_not_ready(
+    report: FleetReport,
+    not_ready: Vec<NotReady>,
+    selectors: &[Selector],
+) -> FleetReport {
+    if not_ready.is_empty() {
+        return report;
+    }
+    let mut nodes = report.nodes;
+    for pod in not_ready {
+        let as_target = Target::new(pod.name.clone(), dpu_proto::Endpoint::Unix("/".into()));
+        if !selectors.iter().all(|s| s.matches(&as_target)) {
+            continue;
+        }
+        let outcome = NodeOutcome {
+            problems: vec![Problem::new(
+                NodeStatus::Unreachable,
+                "agent.pod-ready",
+                "agent pod not ready",
+                pod.detail,
+            )],
+            ..NodeOutcome::default()
+        };
+        nodes.push(NodeReport {
+            name: pod.name,
+            agent: "-".to_owned(),
+            status: outcome.status(),
+            elapsed_ms: 0.0,
+            problems: outcome.problems,
+            facts: serde_json::Value::Null,
+            compared: outcome.compared,
+            skipped: None,
+        });
+    }
+    FleetReport::new(&report.command, nodes, report.elapsed_ms, report.cancelled)
+}
+
+/// The default deadline of a proof on a host: it moves real traffic.
+const PROVE_DEADLINE: Duration = Duration::from_secs(600);
+
+/// `fleet prove storage|switch`: the host's own dpuctl over ssh, on a blocking thread per
+/// host (the ssh session); Ctrl-C stops every remote proof.
+async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand) -> FleetReport {
+    let (proof, args) = match cmd {
+        FleetProveCommand::Storage(args) => ("storage", args),
+        FleetProveCommand::Switch(args) => ("switch", args),
+    };
+    let on_host = OnHost {
+        hop: SshHop {
+            program: args.ssh.clone(),
+            port: args.ssh_port,
+            identity: args.ssh_identity.clone(),
+        },
+        dpuctl: args.dpuctl.clone(),
+    };
+    let cancel = Cancel::new();
+    let stop = cancel.clone();
+    let interrupted = async move {
+        interrupted().await;
+        stop.cancel();
+    };
+    // The host's proof is stopped at the deadline by its own session; the runner waits a
+    // little longer so that a stopped proof reads as "ran past its deadline".
+    let limit = options.deadline;
+    let options = RunOptions {
+        deadline: limit + Duration::from_secs(15),
+        ..options.clone()
+    };
+    let command = format!("{proof}-proof");
+    run_fleet(&command, targets, &options, interrupted, |_, target| {
+        let (on_host, target, cancel) = (on_host.clone(), target.clone(), cancel.clone());
+        let words = args.args.clone();
+        async move {
+            let run = move || on_host.prove(&target, proof, &words, limit, &cancel);
+            Ok(tokio::task::spawn_blocking(run)
+                .await
+                .unwrap_or_else(|e| unreachable(format!("the ssh session's thread failed: {e}"))))
+        }
+    })
+    .await
+}
+
+/// `--parallel`, `--deadline` and the global `--timeout` as the runner's options.
+fn run_options(
+    env: &Env<'_>,
+    fleet: &FleetTargets,
+    command: &FleetCommand,
+) -> anyhow::Result<RunOptions> {
+    if fleet.parallel == 0 {
+        anyhow::bail!("--parallel must be at least 1");
+    }
+    let call_timeout = env.session.timeout();
+    let deadline = match fleet.deadline {
+        None if matches!(command, FleetCommand::Prove(_)) => PROVE_DEADLINE,
+        None => call_timeout * 3,
+        Some(secs) => Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--deadline must be a positive number of seconds")?,
+    };
+    Ok(RunOptions {
+        parallel: fleet.parallel,
+        deadline,
+        call_timeout: call_timeout.min(deadline),
+    })
+}
+
+/// The targets from `--inventory` or `--kube`, and (from `--kube`) the nodes whose agent
+/// pod is not ready.
+async fn load_targets(
+    env: &Env<'_>,
+    fleet: &FleetTargets,
+) -> anyhow::Result<(Vec<Target>, Vec<NotReady>)> {
+    if let Some(path) = &fleet.inventory {
+        return Ok((inventory::load(path)?, Vec::new()));
+    }
+    if fleet.kube {
+        return super::fleet_publish::discover(fleet, super::env::tls_files(env.cli)).await;
+    }
+    anyhow::bail!("name the fleet: --inventory FILE (docs/fleet.md has the format) or --kube")
+}
+
+/// Resolves on Ctrl-C; a runtime without signal handling never resolves.
+async fn interrupted() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The fleet's exit code: its worst node's.
+fn outcome(report: &FleetReport) -> Outcome {
+    if report.cancelled {
+        return Outcome::PassThrough(130);
+    }
+    match report.worst() {
+        NodeStatus::Pass | NodeStatus::Skip | NodeStatus::Warn => Outcome::Success,
+        NodeStatus::Inconclusive => Outcome::Inconclusive,
+        NodeStatus::Fail | NodeStatus::Unreachable | NodeStatus::Cancelled => Outcome::Failed,
+    }
+}
+
+/// `--html` and `--metrics-file`, after the report is out (a file that cannot be written
+/// is then exit 2 with the report still shown).
+fn write_files(fleet: &FleetTargets, report: &FleetReport) -> anyhow::Result<()> {
+    if let Some(path) = &fleet.html {
+        std::fs::write(path, html::page(report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &fleet.metrics_file {
+        dpu_host::textfile::fleet(report, SystemTime::now()).write_atomic(path)?;
+    }
+    Ok(())
+}
+
+/// How many names a group or drift line lists before "+N more".
+const NAMES_SHOWN: usize = 8;
+
+fn print_report(env: &Env<'_>, report: &FleetReport) -> anyhow::Result<()> {
+    if env.json() {
+        return output::json(report);
+    }
+    let mut table = output::table(["node", "result", "ms", "problem"]);
+    for node in &report.nodes {
+        let problem = match node.problems.as_slice() {
+            [] => node.skipped.clone().unwrap_or_default(),
+            [only] => format!("{}: {}", only.check, only.detail),
+            [first, rest @ ..] => {
+                format!("{}: {} (+{} more)", first.check, first.detail, rest.len())
+            }
+        };
+        table.add_row([
+            node.name.clone(),
+            node.status.label().to_owned(),
+            format!("{:.0}", node.elapsed_ms),
+            problem,
+        ]);
+    }
+    output::print_table(&table)?;
+    for group in &report.groups {
+        output::line(&format!(
+            "{} {} node(s): {} ({}): {}",
+            group.status.label(),
+            group.nodes.len(),
+            group.cause,
+            group.check,
+            names(group.nodes.iter().map(String::as_str))
+        ))?;
+    }
+    for drift in &report.drift {
+        output::line(&format!(
+            "drift {}: {} on {} node(s); {}",
+            drift.fact,
+            drift.majority,
+            drift.majority_nodes,
+            names(
+                drift
+                    .odd
+                    .iter()
+                    .map(|(node, value)| format!("{node} {value}"))
+            )
+        ))?;
+    }
+    let summary: Vec<String> = report
+        .summary
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect();
+    output::line(&format!(
+        "{} of {} node(s) in {:.1} s: {}{}",
+        report.command,
+        report.targets,
+        report.elapsed_ms / 1e3,
+        summary.join(", "),
+        if report.cancelled {
+            " (interrupted: the rest are CANCELLED)"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// The first few names, then how many more.
+fn names<S: AsRef<str>>(all: impl ExactSizeIterator<Item = S>) -> String {
+    let total = all.len();
+    let shown: Vec<String> = all
+        .take(NAMES_SHOWN)
+        .map(|s| s.as_ref().to_owned())
+        .collect();
+    if total > NAMES_SHOWN {
+        format!("{} (+{} more)", shown.join(", "), total - NAMES_SHOWN)
+    } else {
+        shown.join(", ")
+    }
+}

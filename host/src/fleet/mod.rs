@@ -1,0 +1,27 @@
+//! `dpuctl fleet ...`: the single-node commands asked of every node of a fleet at once.
+//!
+//! Why: a platform team has a rack, then a cluster, not one BlueField. Finding the one bad
+//! node among two hundred takes asking all of them concurrently (one that hangs or refuses
+//! never hides the others), grouping the failures by cause, and showing where a node
+//! differs from the majority.
+//!
+//! Owns: the [`target`]s and where they come from ([`inventory`] files, [`select`]ion,
+//! Kubernetes discovery behind the `kube` feature), the bounded concurrent [`runner`], the
+//! per-node operations, the aggregated report, the RoCE pair tests and publishing results
+//! to Kubernetes. Like the rest of this library it neither prints nor parses argv.
+
+pub mod dpu_checks;
+pub mod dpu_facts;
+pub mod html;
+pub mod inventory;
+#[cfg(feature = "kube")]
+pub mod kube;
+pub mod on_host;
+pub mod ops;
+pub mod pairs;
+#[cfg(feature = "kube")]
+pub mod publish_marks;
+pub mod report;
+pub mod runner;
+pub mod select;
+pub mod target;

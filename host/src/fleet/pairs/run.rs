@@ -1,0 +1,711 @@
+//! Running the plan: each host's port read once over ssh, then round by round every run of
+//! the round at once, each as `dpuctl roce perf` on its client host over ssh
+//! ([`super::remote_perf`]), judged ([`super::judge`]) and concluded
+//! ([`super::report`]). Progress goes to the caller as [`PairsEvent`]s; [`Cancel`] stops
+//! the remote commands and every run not started, and the report keeps what finished.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dpu_proto::names::{check_ifname, NameError};
+
+use super::judge::{judge, LineRate, Measurement};
+use super::plan::{PairPlan, PlannedRun};
+use super::probe::{host_port, listing_command, HostPort};
+use super::remote::{Cancel, Ended, RemoteOutput, SshHop};
+use super::remote_perf::{self, PerfCommand, RemoteRun};
+use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
+use crate::fleet::target::Target;
+use crate::roce::peer::SshPeer;
+use crate::roce::perf::{PathVerdict, PerfTest};
+
+/// Consecutive rounds use different server ports, this many strides apart, so that a
+/// server socket of the last round still closing never meets the next round's.
+const PORT_ROTATION: u16 = 8;
+/// What `roce perf` adds to a port when it retries a run (a failed perftest clock).
+const RETRY_PORT_OFFSET: u32 = 500;
+
+/// `fleet roce pairs` as parameters (the flags of the same names).
+#[derive(Debug, Clone)]
+pub struct PairsParams {
+    /// RDMA bandwidth tests ([`parse_tests`]).
+    pub tests: Vec<PerfTest>,
+    /// Message sizes, bytes.
+    pub sizes: Vec<u64>,
+    /// perftest `-n`.
+    pub iterations: u64,
+    /// The first server port.
+    pub base_port: u16,
+    /// Per perftest run limit on the hosts, seconds.
+    pub run_timeout_s: u64,
+    /// The share of the line rate a run must reach, %.
+    pub line_rate_percent: f64,
+    /// The line rate to hold every run to instead of the ports' sysfs rates.
+    pub line_rate_gbps: Option<f64>,
+    /// The dpuctl program on the hosts (a name on their PATH, or a path).
+    pub dpuctl: String,
+    /// How this machine reaches the hosts.
+    pub hop: SshHop,
+    /// How long reading one host's ports over ssh may take.
+    pub probe_timeout: Duration,
+    /// How many hosts are probed at once (runs per round are bounded by the plan).
+    pub parallel: usize,
+}
+
+/// A parameter or a target that cannot be used; nothing has run yet.
+#[derive(Debug, thiserror::Error)]
+pub enum PairsError {
+    /// `--tests` names something that is not an RDMA bandwidth test.
+    #[error(
+        "--tests: {0:?} is not an RDMA bandwidth test (send_bw, write_bw, read_bw): a pair is judged by its bandwidth over RDMA"
+    )]
+    BadTest(String),
+    /// A flag out of its range.
+    #[error("{flag}: {reason}")]
+    BadValue {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A target's ssh destination could become an option or shell text.
+    #[error("target {host}: ssh {ssh:?} is not a host: use HOST, USER@HOST or an IP address")]
+    BadSsh {
+        /// The target.
+        host: String,
+        /// Its ssh destination.
+        ssh: String,
+    },
+    /// A target's interface is not an interface name.
+    #[error("target {host}: interface")]
+    BadInterface {
+        /// The target.
+        host: String,
+        /// Why.
+        #[source]
+        source: NameError,
+    },
+}
+
+/// What `run_pairs` tells its caller as it goes.
+#[derive(Debug)]
+pub enum PairsEvent<'a> {
+    /// A host's port was read (or could not be).
+    Probed {
+        /// The host.
+        host: &'a str,
+        /// Its port, or why it cannot be used.
+        port: Result<&'a HostPort, &'a str>,
+    },
+    /// A round starts.
+    RoundStarted {
+        /// 1-based.
+        round: usize,
+        /// Rounds in the plan.
+        rounds: usize,
+        /// Its runs.
+        runs: &'a [PlannedRun],
+    },
+    /// A run has ended.
+    RunDone(&'a PairRun),
+}
+
+/// The tests from their names (`write_bw` or `ib_write_bw`): RDMA bandwidth tests only;
+/// none: `write_bw`.
+pub fn parse_tests(names: &[String]) -> Result<Vec<PerfTest>, PairsError> {
+    if names.is_empty() {
+        return Ok(vec![PerfTest::WriteBw]);
+    }
+    let mut tests = Vec::new();
+    for name in names {
+        let test = PerfTest::parse(name)
+            .filter(|t| t.is_rdma() && t.is_bandwidth())
+            .ok_or_else(|| PairsError::BadTest(name.clone()))?;
+        if !tests.contains(&test) {
+            tests.push(test);
+        }
+    }
+    Ok(tests)
+}
+
+fn bad(flag: &'static str, reason: impl Into<String>) -> PairsError {
+    PairsError::BadValue {
+        flag,
+        reason: reason.into(),
+    }
+}
+
+impl PairsParams {
+    /// Runs per pair direction: every test at every size.
+    fn stride(&self) -> u32 {
+        u32::try_from(self.tests.len() * self.sizes.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Checks every value before anything runs.
+    pub fn validate(&self) -> Result<(), PairsError> {
+        if self.tests.is_empty() {
+            return Err(bad("--tests", "at least one test"));
+        }
+        if self.sizes.is_empty() || self.sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
+            return Err(bad("--sizes", "each size must be 1 byte .. 1 GiB"));
+        }
+        if self.iterations == 0 || self.iterations > 100_000_000 {
+            return Err(bad("--iterations", "must be 1 .. 100000000"));
+        }
+        if self.run_timeout_s == 0 || self.run_timeout_s > 86_400 {
+            return Err(bad("--run-timeout", "must be 1 .. 86400 seconds"));
+        }
+        if !(self.line_rate_percent > 0.0 && self.line_rate_percent <= 100.0) {
+            return Err(bad(
+                "--line-rate-percent",
+                "must be above 0 and at most 100",
+            ));
+        }
+        if let Some(g) = self.line_rate_gbps {
+            if !(g.is_finite() && g > 0.0) {
+                return Err(bad("--line-rate-gbps", "must be a positive number"));
+            }
+        }
+        let last = u32::from(self.base_port)
+            + u32::from(PORT_ROTATION) * self.stride()
+            + RETRY_PORT_OFFSET;
+        if self.base_port < 1024 || last > u32::from(u16::MAX) {
+            return Err(bad(
+                "--base-port",
+                format!(
+                    "the runs use ports {} .. {last}, which must lie within 1024 .. 65535",
+                    self.base_port
+                ),
+            ));
+        }
+        if self.dpuctl.is_empty() || self.dpuctl.starts_with('-') || self.dpuctl.contains('\0') {
+            return Err(bad(
+                "--dpuctl",
+                "a program name or path, not starting with '-'",
+            ));
+        }
+        if self.parallel == 0 {
+            return Err(bad("--parallel", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The ssh destination and interface of every host in the plan, checked.
+pub fn check_targets(targets: &[Target], plan: &PairPlan) -> Result<(), PairsError> {
+    for t in planned(targets, plan) {
+        let ssh = t.ssh.clone().unwrap_or_default();
+        if SshPeer::new(&ssh, "ssh".into(), None, None).is_err() {
+            return Err(PairsError::BadSsh {
+                host: t.name.clone(),
+                ssh,
+            });
+        }
+        if let Some(interface) = &t.interface {
+            check_ifname("interface", interface).map_err(|source| PairsError::BadInterface {
+                host: t.name.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The targets in the plan's pairs, in inventory order.
+fn planned<'a>(targets: &'a [Target], plan: &PairPlan) -> Vec<&'a Target> {
+    targets
+        .iter()
+        .filter(|t| plan.pairs.iter().any(|(a, b)| *a == t.name || *b == t.name))
+        .collect()
+}
+
+/// The last lines of a command's stderr, for a message.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(4)..].join(" | ")
+}
+
+/// Reads `target`'s RDMA port and rate over ssh; the error does not repeat its name.
+fn probe(target: &Target, params: &PairsParams, cancel: &Cancel) -> Result<HostPort, String> {
+    let ssh = target.ssh.as_deref().unwrap_or_default();
+    let out = params
+        .hop
+        .run(ssh, &listing_command(), params.probe_timeout, cancel)
+        .map_err(|e| e.to_string())?;
+    match out.ended {
+        Ended::Exited(Some(0)) => {
+            // The port's errors name the host first; every caller does that already.
+            host_port(&out.stdout, target.interface.as_deref(), &target.name).map_err(|e| {
+                e.strip_prefix(&format!("{}: ", target.name))
+                    .map_or(e.clone(), str::to_owned)
+            })
+        }
+        Ended::Exited(code) => Err(format!(
+            "reading its RDMA ports over ssh {ssh} failed (exit {}): {}",
+            code.map_or_else(|| "by a signal".to_owned(), |c| c.to_string()),
+            tail(&out.stderr)
+        )),
+        Ended::TimedOut => Err(format!(
+            "no answer over ssh {ssh} within {} s",
+            params.probe_timeout.as_secs()
+        )),
+        Ended::Cancelled => Err("cancelled".to_owned()),
+    }
+}
+
+/// Every planned host's port, `parallel` at a time, each told as it arrives.
+fn probe_all(
+    hosts: &[&Target],
+    params: &PairsParams,
+    cancel: &Cancel,
+    on_event: &mut dyn FnMut(PairsEvent<'_>),
+) -> BTreeMap<String, Result<HostPort, String>> {
+    let mut ports = BTreeMap::new();
+    for chunk in hosts.chunks(params.parallel) {
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            for target in chunk {
+                let tx = tx.clone();
+                s.spawn(move || {
+                    let _ = tx.send((target.name.clone(), probe(target, params, cancel)));
+                });
+            }
+            drop(tx);
+            for (name, port) in rx {
+                on_event(PairsEvent::Probed {
+                    host: &name,
+                    port: port.as_ref().map_err(String::as_str),
+                });
+                ports.insert(name, port);
+            }
+        });
+    }
+    ports
+}
+
+/// The rate a run between the two ports is held to.
+fn line_rate(
+    params: &PairsParams,
+    (client, client_port): (&str, &HostPort),
+    (server, server_port): (&str, &HostPort),
+) -> Option<LineRate> {
+    if let Some(gbps) = params.line_rate_gbps {
+        return Some(LineRate {
+            gbps,
+            source: "--line-rate-gbps".to_owned(),
+        });
+    }
+    let (c, s) = (client_port.rate.as_ref()?, server_port.rate.as_ref()?);
+    let port =
+        |host: &str, p: &HostPort| format!("{host} {}/{}", p.endpoint.ibdev, p.endpoint.port);
+    let (gbps, source) = if c.gbps == s.gbps {
+        (
+            c.gbps,
+            format!(
+                "both ports' sysfs rate: {} and {} \"{}\"",
+                port(client, client_port),
+                port(server, server_port),
+                c.text
+            ),
+        )
+    } else {
+        let (host, p, rate) = if s.gbps < c.gbps {
+            (server, server_port, s)
+        } else {
+            (client, client_port, c)
+        };
+        (
+            rate.gbps,
+            format!(
+                "the lower of the two ports' sysfs rate: {} \"{}\"",
+                port(host, p),
+                rate.text
+            ),
+        )
+    };
+    Some(LineRate { gbps, source })
+}
+
+/// A row for every test and size of a run that produced no measurement.
+fn failed_rows(run: &PlannedRun, params: &PairsParams, error: &str) -> Vec<PairRun> {
+    let mut rows = Vec::new();
+    for test in &params.tests {
+        for &size in &params.sizes {
+            rows.push(row(
+                run,
+                *test,
+                size,
+                None,
+                None,
+                Some(error.to_owned()),
+                params,
+            ));
+        }
+    }
+    rows
+}
+
+/// One row, judged.
+fn row(
+    run: &PlannedRun,
+    test: PerfTest,
+    size: u64,
+    remote: Option<&RemoteRun>,
+    line_rate: Option<LineRate>,
+    error: Option<String>,
+    params: &PairsParams,
+) -> PairRun {
+    let error = error.or_else(|| remote.and_then(|r| r.error.clone()));
+    let path = remote.map_or(PathVerdict::Unknown, |r| r.rdma.path());
+    let m = Measurement {
+        bw_gbps: remote.and_then(|r| r.bw_gbps),
+        path,
+        counters_inconclusive: remote.and_then(|r| r.rdma.inconclusive.as_deref()),
+        packets_delta: remote.and_then(|r| r.rdma.packets_delta),
+        payload_packets: remote.map_or(0, |r| r.rdma.payload_packets),
+        error: error.as_deref(),
+    };
+    let j = judge(&m, line_rate.as_ref(), params.line_rate_percent);
+    PairRun {
+        round: run.round,
+        from: run.client.clone(),
+        to: run.server.clone(),
+        direction: run.direction,
+        test: test.name().to_owned(),
+        size,
+        bw_gbps: m.bw_gbps,
+        line_rate,
+        percent_of_line_rate: j.percent_of_line_rate,
+        path,
+        counter_source: remote.map(|r| r.rdma.source.clone()),
+        packets_delta: m.packets_delta,
+        payload_packets: remote.map(|r| r.rdma.payload_packets),
+        counters_inconclusive: m.counters_inconclusive.map(str::to_owned),
+        error,
+        verdict: j.verdict,
+        problems: j.problems,
+        reasons: j.reasons,
+    }
+}
+
+/// The rows of a finished remote `roce perf`.
+fn rows_from(
+    run: &PlannedRun,
+    out: &RemoteOutput,
+    code: Option<i32>,
+    rate: Option<LineRate>,
+    params: &PairsParams,
+) -> Vec<PairRun> {
+    let sweep = match remote_perf::parse(&out.stdout) {
+        Ok(sweep) => sweep,
+        Err(e) => {
+            let why = match code {
+                Some(255) => format!("ssh to {} failed: {}", run.client, tail(&out.stderr)),
+                Some(127) => format!(
+                    "{} is not installed on {} (--dpuctl PATH names it): {}",
+                    params.dpuctl,
+                    run.client,
+                    tail(&out.stderr)
+                ),
+                _ => format!(
+                    "`dpuctl roce perf` on {} exited {}: {} ({e})",
+                    run.client,
+                    code.map_or_else(|| "by a signal".to_owned(), |c| c.to_string()),
+                    tail(&out.stderr)
+                ),
+            };
+            return failed_rows(run, params, &why);
+        }
+    };
+    let mut rows = Vec::new();
+    for test in &params.tests {
+        for &size in &params.sizes {
+            let remote = sweep
+                .runs
+                .iter()
+                .find(|r| PerfTest::parse(&r.test) == Some(*test) && r.size == size);
+            let missing = remote.is_none().then(|| {
+                format!(
+                    "the report from {} has no {} {size} B run",
+                    run.client,
+                    test.name()
+                )
+            });
+            rows.push(row(run, *test, size, remote, rate.clone(), missing, params));
+        }
+    }
+    rows
+}
+
+/// One planned run; None when it was cancelled before it finished.
+fn run_one(
+    run: &PlannedRun,
+    targets: &BTreeMap<&str, &Target>,
+    ports: &BTreeMap<String, Result<HostPort, String>>,
+    params: &PairsParams,
+    cancel: &Cancel,
+) -> Option<Vec<PairRun>> {
+    let port = |host: &str| -> Result<&HostPort, String> {
+        match ports.get(host) {
+            Some(Ok(p)) => Ok(p),
+            Some(Err(e)) => Err(format!("{host} cannot be used: {e}")),
+            None => Err(format!("{host} was not probed")),
+        }
+    };
+    let (client, server) = match (port(&run.client), port(&run.server)) {
+        (Ok(c), Ok(s)) => (c, s),
+        (Err(e), _) | (_, Err(e)) => return Some(failed_rows(run, params, &e)),
+    };
+    let (client_t, server_t) = (targets[run.client.as_str()], targets[run.server.as_str()]);
+    let server_ssh = server_t.ssh.as_deref().unwrap_or_default();
+    let rotation = u16::try_from((run.round - 1) % usize::from(PORT_ROTATION)).unwrap_or(0);
+    let stride = u16::try_from(params.stride()).unwrap_or(u16::MAX);
+    let command = PerfCommand {
+        dpuctl: &params.dpuctl,
+        tests: &params.tests,
+        sizes: &params.sizes,
+        iterations: params.iterations,
+        run_timeout_s: params.run_timeout_s,
+        base_port: params
+            .base_port
+            .saturating_add(rotation.saturating_mul(stride)),
+    };
+    let words = command.words(client, server_ssh, server);
+    // Every perftest run may take its limit twice (roce perf retries a broken clock once),
+    // plus the endpoints' resolution.
+    let limit = Duration::from_secs(
+        params
+            .run_timeout_s
+            .saturating_mul(2 * u64::from(params.stride()))
+            .saturating_add(120),
+    );
+    let rate = line_rate(params, (&run.client, client), (&run.server, server));
+    let ssh = client_t.ssh.as_deref().unwrap_or_default();
+    let out = match params.hop.run(ssh, &words, limit, cancel) {
+        Ok(out) => out,
+        Err(e) => return Some(failed_rows(run, params, &e.to_string())),
+    };
+    match out.ended {
+        Ended::Cancelled => None,
+        Ended::TimedOut => Some(failed_rows(
+            run,
+            params,
+            &format!(
+                "`dpuctl roce perf` on {} did not finish within {} s",
+                run.client,
+                limit.as_secs()
+            ),
+        )),
+        Ended::Exited(code) => Some(rows_from(run, &out, code, rate, params)),
+    }
+}
+
+/// Runs `plan` over `targets` (the same list the plan was made from).
+pub fn run_pairs(
+    targets: &[Target],
+    plan: &PairPlan,
+    params: &PairsParams,
+    cancel: &Cancel,
+    on_event: &mut dyn FnMut(PairsEvent<'_>),
+) -> Result<PairsReport, PairsError> {
+    params.validate()?;
+    check_targets(targets, plan)?;
+    let hosts = planned(targets, plan);
+    let by_name: BTreeMap<&str, &Target> = hosts.iter().map(|t| (t.name.as_str(), *t)).collect();
+    let ports = probe_all(&hosts, params, cancel, on_event);
+    let mut runs = Vec::new();
+    let mut not_run = Vec::new();
+    for (i, round) in plan.rounds.iter().enumerate() {
+        if cancel.is_cancelled() {
+            not_run.extend(round.iter().cloned());
+            continue;
+        }
+        on_event(PairsEvent::RoundStarted {
+            round: i + 1,
+            rounds: plan.rounds.len(),
+            runs: round,
+        });
+        let (tx, rx) = mpsc::channel();
+        let mut done: Vec<(usize, Vec<PairRun>)> = Vec::new();
+        std::thread::scope(|s| {
+            for (index, run) in round.iter().enumerate() {
+                let tx = tx.clone();
+                let (by_name, ports) = (&by_name, &ports);
+                s.spawn(move || {
+                    let _ = tx.send((index, run_one(run, by_name, ports, params, cancel)));
+                });
+            }
+            drop(tx);
+            for (index, rows) in rx {
+                match rows {
+                    Some(rows) => {
+                        for row in &rows {
+                            on_event(PairsEvent::RunDone(row));
+                        }
+                        done.push((index, rows));
+                    }
+                    None => not_run.push(round[index].clone()),
+                }
+            }
+        });
+        done.sort_by_key(|(index, _)| *index);
+        runs.extend(done.into_iter().flat_map(|(_, rows)| rows));
+    }
+    let host_reports = hosts
+        .iter()
+        .map(|t| {
+            let port = ports.get(&t.name);
+            HostReport {
+                name: t.name.clone(),
+                ssh: t.ssh.clone().unwrap_or_default(),
+                interface: t.interface.clone(),
+                port: port.and_then(|p| p.as_ref().ok()).cloned(),
+                error: port.and_then(|p| p.as_ref().err()).cloned(),
+            }
+        })
+        .collect();
+    let settings = PairsSettings {
+        pattern: plan.pattern.to_string(),
+        line_rate_percent: params.line_rate_percent,
+        line_rate_gbps: params.line_rate_gbps,
+        tests: params.tests.iter().map(|t| t.name().to_owned()).collect(),
+        sizes: params.sizes.clone(),
+        iterations: params.iterations,
+    };
+    Ok(PairsReport::conclude(
+        settings,
+        plan,
+        host_reports,
+        runs,
+        not_run,
+        cancel.is_cancelled(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> PairsParams {
+        PairsParams {
+            tests: vec![PerfTest::WriteBw],
+            sizes: vec![1 << 20],
+            iterations: 1000,
+            base_port: 18515,
+            run_timeout_s: 300,
+            line_rate_percent: 90.0,
+            line_rate_gbps: None,
+            dpuctl: "dpuctl".into(),
+            hop: SshHop {
+                program: "ssh".into(),
+                port: None,
+                identity: None,
+            },
+            probe_timeout: Duration::from_secs(60),
+            parallel: 128,
+        }
+    }
+
+    #[test]
+    fn only_rdma_bandwidth_tests_are_accepted() {
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(parse_tests(&[]).expect("default"), [PerfTest::WriteBw]);
+        assert_eq!(
+            parse_tests(&names(&["send_bw", "ib_read_bw", "send_bw"])).expect("tests"),
+            [PerfTest::SendBw, PerfTest::ReadBw]
+        );
+        for bad in ["tcp_bw", "write_lat", "rc_bw"] {
+            let err = parse_tests(&names(&[bad])).expect_err(bad);
+            assert!(
+                err.to_string().contains("not an RDMA bandwidth test"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_out_of_range_name_their_flag() {
+        assert!(params().validate().is_ok());
+        type Change = fn(&mut PairsParams);
+        let cases: [(Change, &str); 5] = [
+            (|p| p.line_rate_percent = 0.0, "--line-rate-percent"),
+            (|p| p.line_rate_percent = 101.0, "--line-rate-percent"),
+            (|p| p.line_rate_gbps = Some(f64::NAN), "--line-rate-gbps"),
+            (|p| p.base_port = 65100, "--base-port"),
+            (|p| p.dpuctl = "-oProxyCommand=x".into(), "--dpuctl"),
+        ];
+        for (change, flag) in cases {
+            let mut p = params();
+            change(&mut p);
+            let err = p.validate().expect_err(flag);
+            assert!(err.to_string().starts_with(flag), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_line_rate_is_the_lower_port_or_the_flag_and_unknown_without_both() {
+        use super::super::probe::PortRate;
+        use crate::roce::endpoint::Endpoint;
+        let port = |gbps: Option<f64>| HostPort {
+            endpoint: Endpoint {
+                ibdev: "mlx5_0".into(),
+                port: 1,
+                gid_index: 3,
+                ipv4: None,
+                netdev: None,
+            },
+            rate: gbps.map(|g| PortRate {
+                gbps: g,
+                text: format!("{g} Gb/sec (4X)"),
+            }),
+        };
+        let (fast, slow) = (port(Some(400.0)), port(Some(100.0)));
+        let rate = line_rate(&params(), ("a", &fast), ("b", &slow)).expect("rate");
+        assert_eq!(rate.gbps, 100.0);
+        assert!(
+            rate.source.contains("b mlx5_0/1 \"100 Gb/sec (4X)\""),
+            "{}",
+            rate.source
+        );
+        let tie = line_rate(&params(), ("a", &slow), ("b", &slow)).expect("rate");
+        assert_eq!(tie.gbps, 100.0);
+        assert!(
+            tie.source
+                .starts_with("both ports' sysfs rate: a mlx5_0/1 and b"),
+            "{}",
+            tie.source
+        );
+        assert_eq!(line_rate(&params(), ("a", &fast), ("b", &port(None))), None);
+        let mut p = params();
+        p.line_rate_gbps = Some(25.0);
+        let given = line_rate(&p, ("a", &fast), ("b", &port(None))).expect("flag");
+        assert_eq!(
+            (given.gbps, given.source.as_str()),
+            (25.0, "--line-rate-gbps")
+        );
+    }
+
+    #[test]
+    fn targets_with_odd_ssh_or_interface_are_refused_before_anything_runs() {
+        use super::super::pattern::PairPattern;
+        let target = |name: &str, ssh: &str| {
+            let mut t = Target::new(name, "unix:/run/x.sock".parse().expect("endpoint"));
+            t.ssh = Some(ssh.to_owned());
+            t
+        };
+        let mut targets = vec![target("a", "root@a"), target("b", "root@b;reboot")];
+        let plan = super::super::plan::plan(&targets, &PairPattern::Ring, 4).expect("plan");
+        let err = check_targets(&targets, &plan).expect_err("ssh");
+        assert!(
+            err.to_string().contains("target b: ssh \"root@b;reboot\""),
+            "{err}"
+        );
+        targets[1].ssh = Some("root@b".into());
+        targets[1].interface = Some("eth0 -x".into());
+        let err = check_targets(&targets, &plan).expect_err("interface");
+        assert!(err.to_string().starts_with("target b: interface"), "{err}");
+        targets[1].interface = Some("ens1f0np0".into());
+        assert!(check_targets(&targets, &plan).is_ok());
+    }
+}

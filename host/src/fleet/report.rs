@@ -1,0 +1,277 @@
+//! The fleet's answer: a row per node, the failures grouped by cause, and the facts where
+//! a node differs from the majority.
+//!
+//! Why grouped: with two hundred nodes, "12 nodes: RDMA port not ACTIVE" is what a person
+//! acts on; the row per node is what a script reads. Why drift: a node can pass every check
+//! and still be the odd one (older firmware, another MTU), and that is often the answer to
+//! "why is this one slow".
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// How a node (or one of its problems) came out. Ordered from best to worst: a node's
+/// status is its worst problem's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeStatus {
+    /// Everything asked of it was fine.
+    Pass,
+    /// Nothing could be judged (the command does not apply to it).
+    Skip,
+    /// Fine, with something worth a look.
+    Warn,
+    /// The evidence was missing (a counter missing, reset or wrapped).
+    Inconclusive,
+    /// A check failed or the agent reported itself unhealthy.
+    Fail,
+    /// The agent could not be reached, refused the connection, or ran past its deadline.
+    Unreachable,
+    /// The run was cancelled (Ctrl-C) before this node finished.
+    Cancelled,
+}
+
+impl NodeStatus {
+    /// The upper-case name the JSON and the table print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Skip => "SKIP",
+            Self::Warn => "WARN",
+            Self::Inconclusive => "INCONCLUSIVE",
+            Self::Fail => "FAIL",
+            Self::Unreachable => "UNREACHABLE",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+/// One thing wrong with a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The check (or step) that found it, e.g. `dpu.rdma-port`.
+    pub check: String,
+    /// The cause in words shared by every node with the same fault: what groups them.
+    pub cause: String,
+    /// This node's particulars (which port, which value).
+    pub detail: String,
+    /// How bad it is.
+    pub status: NodeStatus,
+}
+
+impl Problem {
+    /// A problem of `status` found by `check`.
+    pub fn new(
+        status: NodeStatus,
+        check: impl Into<String>,
+        cause: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            check: check.into(),
+            cause: cause.into(),
+            detail: detail.into(),
+            status,
+        }
+    }
+}
+
+/// What one node's command found, before the runner adds its name and time.
+#[derive(Debug, Clone, Default)]
+pub struct NodeOutcome {
+    /// What is wrong; empty: PASS (unless `skipped`).
+    pub problems: Vec<Problem>,
+    /// The command's own result for this node, as JSON (what `dpu info` etc. would print).
+    pub facts: serde_json::Value,
+    /// Facts every node should agree on, by name (`firmware`, `mtu p0`): what drift
+    /// compares.
+    pub compared: BTreeMap<String, String>,
+    /// Why nothing was judged, when nothing was.
+    pub skipped: Option<String>,
+}
+
+impl NodeOutcome {
+    /// The node's status: its worst problem's, PASS without problems, SKIP when skipped.
+    pub fn status(&self) -> NodeStatus {
+        let worst = self.problems.iter().map(|p| p.status).max();
+        match (worst, &self.skipped) {
+            (Some(worst), _) => worst,
+            (None, Some(_)) => NodeStatus::Skip,
+            (None, None) => NodeStatus::Pass,
+        }
+    }
+}
+
+/// One node's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    /// The target's name.
+    pub name: String,
+    /// Its agent, as dialled.
+    pub agent: String,
+    /// Its overall result.
+    pub status: NodeStatus,
+    /// How long its command took, in milliseconds.
+    pub elapsed_ms: f64,
+    /// What is wrong, worst first.
+    pub problems: Vec<Problem>,
+    /// The command's result for this node.
+    pub facts: serde_json::Value,
+    /// The facts drift compares.
+    pub compared: BTreeMap<String, String>,
+    /// Why it was skipped, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// Every node with the same problem.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    /// The check that found it.
+    pub check: String,
+    /// The shared cause.
+    pub cause: String,
+    /// How bad.
+    pub status: NodeStatus,
+    /// The nodes, in report order.
+    pub nodes: Vec<String>,
+}
+
+/// A fact on which some nodes differ from the majority.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drift {
+    /// The fact's name.
+    pub fact: String,
+    /// The value most nodes have.
+    pub majority: String,
+    /// How many nodes have it.
+    pub majority_nodes: usize,
+    /// Every other node and its value.
+    pub odd: BTreeMap<String, String>,
+}
+
+/// The fleet's answer to one command.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetReport {
+    /// The command (`health`, `info`, `check`, `counters`).
+    pub command: String,
+    /// How many targets were asked.
+    pub targets: usize,
+    /// Wall time of the whole run, in milliseconds.
+    pub elapsed_ms: f64,
+    /// Whether the run was cancelled before every node finished.
+    pub cancelled: bool,
+    /// A row per node, in target order.
+    pub nodes: Vec<NodeReport>,
+    /// The problems grouped by cause, largest group first.
+    pub groups: Vec<Group>,
+    /// The facts where a minority differs, by fact name.
+    pub drift: Vec<Drift>,
+    /// How many nodes ended in each status.
+    pub summary: BTreeMap<&'static str, usize>,
+}
+
+impl FleetReport {
+    /// Builds the groups, the drift and the summary from the rows.
+    pub fn new(command: &str, nodes: Vec<NodeReport>, elapsed_ms: f64, cancelled: bool) -> Self {
+        let groups = groups(&nodes);
+        let drift = drift(&nodes);
+        let mut summary = BTreeMap::new();
+        for node in &nodes {
+            *summary.entry(node.status.label()).or_insert(0) += 1;
+        }
+        Self {
+            command: command.to_owned(),
+            targets: nodes.len(),
+            elapsed_ms,
+            cancelled,
+            nodes,
+            groups,
+            drift,
+            summary,
+        }
+    }
+
+    /// The fleet's overall status: its worst node's (CANCELLED and UNREACHABLE count as
+    /// failures for exit codes; see [`Self::worst`]).
+    pub fn worst(&self) -> NodeStatus {
+        self.nodes
+            .iter()
+            .map(|n| n.status)
+            .max()
+            .unwrap_or(NodeStatus::Pass)
+    }
+}
+
+/// Problems grouped by (check, cause); a group's status is its worst member's.
+fn groups(nodes: &[NodeReport]) -> Vec<Group> {
+    let mut by_cause: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for node in nodes {
+        for problem in &node.problems {
+            let group = by_cause
+                .entry((problem.check.clone(), problem.cause.clone()))
+                .or_insert_with(|| Group {
+                    check: problem.check.clone(),
+                    cause: problem.cause.clone(),
+                    status: problem.status,
+                    nodes: Vec::new(),
+                });
+            group.status = group.status.max(problem.status);
+            if group.nodes.last() != Some(&node.name) {
+                group.nodes.push(node.name.clone());
+            }
+        }
+    }
+    let mut groups: Vec<Group> = by_cause.into_values().collect();
+    groups.sort_by(|a, b| {
+        b.status
+            .cmp(&a.status)
+            .then(b.nodes.len().cmp(&a.nodes.len()))
+            .then(a.check.cmp(&b.check))
+    });
+    groups
+}
+
+/// For each compared fact, the majority value and the nodes that differ. A fact only some
+/// nodes report is compared among those; a tie has no majority and every value is listed
+/// against the first in value order. Facts all nodes agree on are left out.
+fn drift(nodes: &[NodeReport]) -> Vec<Drift> {
+    let mut values: BTreeMap<&str, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+    for node in nodes {
+        for (fact, value) in &node.compared {
+            values
+                .entry(fact)
+                .or_default()
+                .entry(value)
+                .or_default()
+                .push(&node.name);
+        }
+    }
+    let mut drift = Vec::new();
+    for (fact, by_value) in values {
+        if by_value.len() < 2 {
+            continue;
+        }
+        let (majority, holders) = by_value
+            .iter()
+            .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))
+            .map(|(v, n)| (*v, n.len()))
+            .unwrap_or_default();
+        let odd = by_value
+            .iter()
+            .filter(|(v, _)| **v != majority)
+            .flat_map(|(v, names)| names.iter().map(|n| ((*n).to_owned(), (*v).to_owned())))
+            .collect();
+        drift.push(Drift {
+            fact: fact.to_owned(),
+            majority: majority.to_owned(),
+            majority_nodes: holders,
+            odd,
+        });
+    }
+    drift
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

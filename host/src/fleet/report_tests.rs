@@ -1,0 +1,130 @@
+use std::collections::BTreeMap;
+
+use super::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
+
+fn row(name: &str, problems: Vec<Problem>, compared: &[(&str, &str)]) -> NodeReport {
+    let outcome = NodeOutcome {
+        problems,
+        compared: compared
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        ..NodeOutcome::default()
+    };
+    NodeReport {
+        name: name.to_owned(),
+        agent: format!("unix:/{name}"),
+        status: outcome.status(),
+        elapsed_ms: 1.0,
+        problems: outcome.problems,
+        facts: serde_json::Value::Null,
+        compared: outcome.compared,
+        skipped: None,
+    }
+}
+
+fn port_down(detail: &str) -> Problem {
+    Problem::new(
+        NodeStatus::Fail,
+        "dpu.rdma-port",
+        "RDMA port not ACTIVE",
+        detail,
+    )
+}
+
+#[test]
+fn problems_group_by_cause_and_healthy_nodes_are_in_no_group() {
+    let report = FleetReport::new(
+        "check",
+        vec![
+            row("a", vec![], &[]),
+            row("b", vec![port_down("mlx5_0 port 1 is DOWN")], &[]),
+            row(
+                "c",
+                vec![
+                    port_down("mlx5_1 port 1 is DOWN"),
+                    Problem::new(NodeStatus::Warn, "dpu.mtu", "MTU differs", "p0 1500"),
+                ],
+                &[],
+            ),
+            row(
+                "d",
+                vec![Problem::new(
+                    NodeStatus::Unreachable,
+                    "agent.reachable",
+                    "agent unreachable",
+                    "deadline",
+                )],
+                &[],
+            ),
+        ],
+        10.0,
+        false,
+    );
+    let groups: Vec<(&str, NodeStatus, Vec<&str>)> = report
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.cause.as_str(),
+                g.status,
+                g.nodes.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("agent unreachable", NodeStatus::Unreachable, vec!["d"]),
+            ("RDMA port not ACTIVE", NodeStatus::Fail, vec!["b", "c"]),
+            ("MTU differs", NodeStatus::Warn, vec!["c"]),
+        ]
+    );
+    assert_eq!(
+        report.nodes[2].status,
+        NodeStatus::Fail,
+        "the worst problem"
+    );
+    assert_eq!(report.worst(), NodeStatus::Unreachable);
+    assert_eq!(
+        report.summary,
+        BTreeMap::from([("FAIL", 2), ("PASS", 1), ("UNREACHABLE", 1)])
+    );
+}
+
+#[test]
+fn drift_names_the_minority_against_the_majority() {
+    let report = FleetReport::new(
+        "info",
+        vec![
+            row(
+                "a",
+                vec![],
+                &[("firmware", "32.41.1000"), ("mtu p0", "9000")],
+            ),
+            row(
+                "b",
+                vec![],
+                &[("firmware", "32.41.1000"), ("mtu p0", "9000")],
+            ),
+            row(
+                "c",
+                vec![],
+                &[("firmware", "32.39.2048"), ("mtu p0", "9000")],
+            ),
+            // A node that does not report a fact is not counted either way.
+            row("d", vec![], &[("firmware", "32.41.1000")]),
+        ],
+        1.0,
+        false,
+    );
+    assert_eq!(report.drift.len(), 1, "MTU agrees: {:?}", report.drift);
+    let firmware = &report.drift[0];
+    assert_eq!(firmware.fact, "firmware");
+    assert_eq!(firmware.majority, "32.41.1000");
+    assert_eq!(firmware.majority_nodes, 3);
+    assert_eq!(
+        firmware.odd,
+        BTreeMap::from([("c".to_owned(), "32.39.2048".to_owned())])
+    );
+}
