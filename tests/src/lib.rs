@@ -10,6 +10,7 @@ pub mod command;
 pub mod docs;
 pub mod fake_snap;
 pub mod fixture;
+pub mod fleet;
 pub mod harness;
 pub mod openai_stub;
 pub mod ovs;

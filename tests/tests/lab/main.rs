@@ -14,6 +14,7 @@
 //! Boots two TCG VMs (about 1 minute from the image cache, 2-3 from nothing), so it runs
 //! only with `DPU_TEST_LAB=1` (CI sets it) and as root; the tests take turns on the one lab.
 
+mod fleet_pairs;
 mod runnable_docs;
 
 use std::collections::BTreeMap;

@@ -94,7 +94,7 @@ fn utf8(path: &Path) -> &str {
 }
 
 /// A temp dir on a disk filesystem (tmpfs may refuse O_DIRECT), as `storage_read` uses.
-fn disk_tempdir() -> tempfile::TempDir {
+pub(crate) fn disk_tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("dpuctl-prove-")
         .tempdir_in("/var/tmp")
@@ -104,7 +104,7 @@ fn disk_tempdir() -> tempfile::TempDir {
 
 /// The host fixture with `statistics/` on both of its netdevs, so the sysfs netdev reader
 /// (what `--sys-root` selects) gives the proof host NICs to account.
-fn host_root_with_netdev_stats() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn host_root_with_netdev_stats() -> (tempfile::TempDir, PathBuf) {
     let (dir, root) = fixture::bluefield3_host_tempdir();
     for (i, ifname) in ["ens1f0np0", "ens1f1np1"].into_iter().enumerate() {
         let base = 5_000_000 + i as u64 * 1_000;
@@ -122,7 +122,7 @@ fn host_root_with_netdev_stats() -> (tempfile::TempDir, PathBuf) {
 
 /// Exposes a remote namespace through the fake SNAP: remote controller `disk0` (NVMe/RDMA)
 /// with volume `volumes/disk0n1`, what `prove storage` needs on the agent.
-fn expose_volume(lab: &Lab) {
+pub(crate) fn expose_volume(lab: &Lab) {
     let endpoint = lab.agent.endpoint();
     let out = dpuctl(&[
         "--agent",

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod check;
+mod check_dpu_side;
 mod check_env;
 mod cli;
 mod counters;
@@ -10,6 +11,9 @@ mod daemonset;
 mod dashboard;
 mod demo_serving;
 mod errors;
+mod fleet_manifest;
+mod fleet_pairs;
+mod fleet_prove;
 mod health;
 mod host_session;
 mod lifecycle;
@@ -26,7 +30,6 @@ mod shell_assets;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;
-mod check_dpu_side;
 
 use dpu_tests::fake_snap::FakeSnap;
 use dpu_tests::fixture;
