@@ -20,7 +20,7 @@
 # toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass -Zsanitizer=address.
 #
 # The seed corpora live in the repo under <crate>/fuzz/corpus/<target>/ (real samples
-# from shared/reference and the crates' unit-test fixtures); ovs/fuzz keeps its seeds in
+# from docs/reference and the crates' unit-test fixtures); ovs/fuzz keeps its seeds in
 # ovs/tests/data. A crash leaves its input under <crate>/fuzz/artifacts/<target>/;
 # reproduce with `cargo fuzz run <target> <file>` and minimise with `cargo fuzz tmin`.
 # A crash is a bug in the parser under test, never in the target: fix the parser.

@@ -1,5 +1,5 @@
 //! Block device I/O statistics from `/sys/block/*/stat` (format:
-//! `shared/reference/storage.md` §4.3; kernel `Documentation/block/stat.rst` and
+//! `docs/reference/storage.md` §4.3; kernel `Documentation/block/stat.rst` and
 //! `block/genhd.c` `part_stat_show`).
 //!
 //! On the host these are the proof that reads of a SNAP-emulated namespace happened:

@@ -3,7 +3,7 @@
 //! DMA-BUF path (kernel 5.12 or later with NVIDIA's open kernel module), and an IOMMU that
 //! does not translate the GPUs' peer traffic. NCCL decides the same from the same files
 //! and otherwise logs "GPU Direct RDMA Disabled" and stages every transfer through host
-//! memory (sources: `shared/reference/gpudirect-rdma.md`).
+//! memory (sources: `docs/reference/gpudirect-rdma.md`).
 
 use std::io;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! PCI functions from `/sys/bus/pci/devices`, classified for a BlueField deployment (IDs:
-//! `shared/reference/rdma-bluefield.md` §2.1; discovery without MFT: §2.2; link files:
+//! `docs/reference/rdma-bluefield.md` §2.1; discovery without MFT: §2.2; link files:
 //! §1.1, kernel `drivers/pci/pci-sysfs.c`).
 //!
 //! The host checks need three answers from PCI alone: is a BlueField there (and which

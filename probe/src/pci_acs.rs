@@ -2,7 +2,7 @@
 //! ACS P2P Request Redirect and Completion Redirect on a switch port send peer-to-peer
 //! traffic (a NIC reading GPU memory: GPUDirect RDMA) up to the root complex instead of
 //! across the switch, which costs bandwidth or breaks it (sources and layout:
-//! `shared/reference/gpudirect-rdma.md`).
+//! `docs/reference/gpudirect-rdma.md`).
 //!
 //! The parsing is pure functions over the bytes of `config` (extended capability walk,
 //! ACS decode); [`read_bridge_acs`] reads the file under a [`SysRoot`]. sysfs returns only

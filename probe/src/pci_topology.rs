@@ -2,7 +2,7 @@
 //! `nvidia-smi topo -m` (PIX, PXB, PHB, NODE, SYS), read from the `/sys/devices` tree.
 //! NCCL sends each GPU's network traffic through its nearest NIC and allows GPUDirect
 //! RDMA only up to PXB by default, so this relation decides a GPU server's network
-//! bandwidth (definitions and sources: `shared/reference/gpu-topology.md`).
+//! bandwidth (definitions and sources: `docs/reference/gpu-topology.md`).
 //!
 //! Each device's link (`sys/bus/pci/devices/<bdf>`, `sys/class/infiniband/<dev>/device`)
 //! resolves to its real path, `sys/devices/[...]/pciDDDD:BB/<root port>/<bridge>.../<bdf>`:

@@ -1,5 +1,5 @@
 //! RDMA devices, ports and GID tables from `/sys/class/infiniband`
-//! (formats: `shared/reference/rdma-bluefield.md` §1.1 and §1.4).
+//! (formats: `docs/reference/rdma-bluefield.md` §1.1 and §1.4).
 
 mod devices;
 mod gid;

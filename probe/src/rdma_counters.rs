@@ -1,6 +1,6 @@
 //! RDMA port counters as snapshot [`Sample`]s: the IB PMA `ports/N/counters/` and the
 //! driver's `ports/N/hw_counters/` (and `<dev>/hw_counters/`), with units and widths from
-//! `shared/reference/rdma-bluefield.md` §1.1–1.3.
+//! `docs/reference/rdma-bluefield.md` §1.1–1.3.
 //!
 //! These are the counters that tell RoCE from TCP: on mlx5, `port_xmit_data` and
 //! `port_rcv_data` count only RDMA traffic, in 4-byte words.

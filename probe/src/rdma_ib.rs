@@ -4,7 +4,7 @@
 //! ones too, so a caller can tell which ports are InfiniBand and name the others.
 //!
 //! Formats are the kernel's (`drivers/infiniband/core/sysfs.c`), with sources in
-//! `shared/reference/rdma-sysfs-ib.md`. A missing attribute is `None`, never a guessed
+//! `docs/reference/rdma-sysfs-ib.md`. A missing attribute is `None`, never a guessed
 //! value; an unreadable or malformed one is an error naming the file.
 
 use std::fs;

@@ -4,7 +4,7 @@
 //! leave its traffic class some bandwidth. Each link of that chain is read from the
 //! kernel (`RTM_GETDCB`, [`dpu_probe::dcb`]); a mismatch is named with the numbers
 //! ("RoCE traffic (ToS 106 → DSCP 26) maps to priority 3; PFC is enabled on priority 4").
-//! Sources and what is unverified: `shared/reference/dcb-netlink.md`.
+//! Sources and what is unverified: `docs/reference/dcb-netlink.md`.
 //!
 //! The checks take [`DcbFacts`] and the rail's name rather than the whole `HostFacts`,
 //! so that `facts.rs` can hold a [`DcbFacts`] without this module importing it back.

@@ -90,7 +90,7 @@ enum Domain {
 const BOOL: Domain = Domain::Names(&[("False", 0), ("True", 1)]);
 
 /// The parameters the `fw.*` checks and the shipped profile use (mstflint
-/// `mlxconfig_host.db`; `shared/reference/firmware-config.md`).
+/// `mlxconfig_host.db`; `docs/reference/firmware-config.md`).
 fn domain(param: &str) -> Option<Domain> {
     let per_port = |base: &str| {
         param

@@ -3,7 +3,7 @@
 //! PCIe switch ports that do not redirect the peer traffic to the root complex (ACS), and
 //! an IOMMU that does not translate it. Without the first NCCL logs "GPU Direct RDMA
 //! Disabled" and stages every byte through host memory; the other two cost bandwidth or
-//! break the transfers. Sources and what is unverified: `shared/reference/gpudirect-rdma.md`.
+//! break the transfers. Sources and what is unverified: `docs/reference/gpudirect-rdma.md`.
 //!
 //! The checks take [`GdrFacts`] and the PCIe topology rather than the whole `HostFacts`,
 //! so that `facts.rs` can hold a [`GdrFacts`] without this module importing it back.

@@ -3,7 +3,7 @@
 //! GPU's network traffic through its nearest NIC (ties shared) and uses GPUDirect RDMA
 //! only up to PXB by default, so the relations decide a training job's bandwidth.
 //! Relations come from [`dpu_probe::pci_topology`]; the legend and its sources are in
-//! `shared/reference/gpu-topology.md`.
+//! `docs/reference/gpu-topology.md`.
 
 use dpu_probe::pci_topology::{PciRelation, PciTopology, TopologyGpu, TopologyNic};
 

@@ -3,7 +3,7 @@
 //! `DynamicObject` data (one code path for PyTorchJob v1 and TrainJob v2, whose schema
 //! still churns inside v1alpha1), `--dry-run` prints them as YAML, and the tests check
 //! them without a cluster. Field names and defaults follow
-//! shared/reference/demo-ecosystem.md §1 (Kubeflow) and §3 (vLLM).
+//! docs/reference/demo-ecosystem.md §1 (Kubeflow) and §3 (vLLM).
 //!
 //! Storage reaches the pods as a `hostPath` of `storage.shared_path`, mounted at the same
 //! path, rather than a PVC: the DPU exposes the NVMe-oF namespace to each *host* as a local

@@ -3,7 +3,7 @@
 //! up by label selector. Everything goes through `DynamicObject` with a fixed table of
 //! kinds, so PyTorchJob v1 and TrainJob v2 share one code path and no Kubeflow CRD types
 //! are compiled in (the TrainJob schema still churns inside v1alpha1;
-//! shared/reference/demo-ecosystem.md §1.5, §2.2).
+//! docs/reference/demo-ecosystem.md §1.5, §2.2).
 //!
 //! Waiting is by polling `get`, not by watching: the Kubeflow SDKs poll as well, polling
 //! needs only `get`/`list` RBAC, and every request is bounded by the wait's own deadline,

@@ -1,5 +1,5 @@
 //! Why a training job is not making progress, read from its pods: the failure modes users
-//! report most (shared/reference/demo-ecosystem.md §1.6) are pods Pending for RDMA/GPU
+//! report most (docs/reference/demo-ecosystem.md §1.6) are pods Pending for RDMA/GPU
 //! resources the device plugins do not offer, and a master (launcher) that starts and
 //! dies before its workers are Ready. Pure functions over `Pod` objects, so they are
 //! tested from fabricated pods.

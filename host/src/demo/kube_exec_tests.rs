@@ -1,6 +1,6 @@
 //! Tests of the kubernetes executor against a fake API server: kube-rs's client runs over
 //! a tower-test mock service, and a task answers each request from a function of method,
-//! path and query, recording what it saw (shared/reference/demo-ecosystem.md §2.5). The
+//! path and query, recording what it saw (docs/reference/demo-ecosystem.md §2.5). The
 //! poll interval is shortened so every test ends in well under a second. This file holds
 //! the fake and the create/readiness/cleanup/connect tests; the training waits are in
 //! `kube_exec_training_tests.rs`.

@@ -1,7 +1,7 @@
 //! Waiting for the training job: success and failure are both terminal (the operator's
 //! own `IsSucceeded`/`IsFailed`: any condition of that type with status True), every wait
 //! is bounded, and the outcome carries a diagnosis from the pods and the master's NCCL
-//! log (shared/reference/demo-ecosystem.md §1.3, §1.5-1.7).
+//! log (docs/reference/demo-ecosystem.md §1.3, §1.5-1.7).
 
 use std::time::{Duration, Instant};
 

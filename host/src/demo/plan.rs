@@ -247,7 +247,7 @@ pub struct ServingSection {
 }
 
 /// One archived answer, compared fuzzily because vLLM output is not reproducible byte for
-/// byte (shared/reference/demo-ecosystem.md §3.4).
+/// byte (docs/reference/demo-ecosystem.md §3.4).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Answer {

@@ -3,7 +3,7 @@
 //! the plan's model, does that model still give the archived answers, and does a streamed
 //! completion reach us as a stream. Talks plain HTTP through reqwest with lenient JSON
 //! (`serde_json::Value`), because vLLM adds fields and renames others between releases
-//! (shared/reference/demo-ecosystem.md §3.2, §3.5).
+//! (docs/reference/demo-ecosystem.md §3.2, §3.5).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

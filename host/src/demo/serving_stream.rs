@@ -1,7 +1,7 @@
 //! The streamed-completion half of `demo check-serving`: an incremental Server-Sent Events
 //! reader that timestamps every event as it arrives, and the analysis that tells a real
 //! token stream from one a proxy held back and released at once (ingress-nginx with
-//! `proxy-buffering` on; shared/reference/demo-ecosystem.md §3.4). Kept apart from the
+//! `proxy-buffering` on; docs/reference/demo-ecosystem.md §3.4). Kept apart from the
 //! HTTP calls so the timing rules are tested on synthetic timings.
 
 use std::time::Duration;

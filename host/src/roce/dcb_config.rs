@@ -7,7 +7,7 @@
 //! The chain is the one `dcb.chain` judges: ToS → DSCP (`ToS >> 2`) → priority (the APP
 //! table's DSCP entry; under DSCP trust without an entry, mlx5's default map `DSCP >> 3`,
 //! UNVERIFIED on hardware) → PFC on that priority → its ETS traffic class. Sources:
-//! `shared/reference/dcb-netlink.md`.
+//! `docs/reference/dcb-netlink.md`.
 
 use dpu_probe::dcb::{tsa_name, DcbConfig, RoceTos};
 use serde::Serialize;

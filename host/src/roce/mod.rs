@@ -1,7 +1,7 @@
 //! Parsers for the RoCE benchmark tools' text output (perftest, qperf, nccl-tests and
 //! NCCL_DEBUG=INFO logs), so `dpuctl roce perf` can report numbers and the transport
 //! actually used instead of asking people to read the logs. Formats and their sources:
-//! shared/reference/rdma-bluefield.md §3.1–3.4. Every parser takes any text and returns
+//! docs/reference/rdma-bluefield.md §3.1–3.4. Every parser takes any text and returns
 //! an error naming the offending line; none of them panics (fuzzed in host/fuzz).
 
 pub mod dcb;

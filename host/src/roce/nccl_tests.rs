@@ -1,4 +1,4 @@
-//! Samples from shared/reference/rdma-bluefield.md §3.3/§3.4 (header and message formats
+//! Samples from docs/reference/rdma-bluefield.md §3.3/§3.4 (header and message formats
 //! from nccl-tests and NCCL source; numbers illustrative).
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Samples from shared/reference/rdma-bluefield.md §3.1 (layout and header constants from
+//! Samples from docs/reference/rdma-bluefield.md §3.1 (layout and header constants from
 //! perftest's source; numbers illustrative). Variants not shown verbatim there are built
 //! from the documented header constants.
 

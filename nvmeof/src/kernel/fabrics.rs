@@ -1,5 +1,5 @@
 //! The nvme-fabrics initiator: connect through `/dev/nvme-fabrics`, find and disconnect
-//! controllers through sysfs (`shared/reference/storage.md` §4.2).
+//! controllers through sysfs (`docs/reference/storage.md` §4.2).
 
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};

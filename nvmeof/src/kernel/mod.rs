@@ -4,7 +4,7 @@
 //!
 //! # What this relies on, and how sure we are
 //!
-//! Verified against kernel sources (`shared/reference/storage.md` §4;
+//! Verified against kernel sources (`docs/reference/storage.md` §4;
 //! `drivers/nvme/target/configfs.c`, `drivers/nvme/host/fabrics.c`, `core.c`,
 //! `multipath.c`, `tcp.c`):
 //! - the configfs layout: `subsystems/<nqn>/{attr_allow_any_host,attr_serial,attr_model,

@@ -1,5 +1,5 @@
 //! The nvmet target through configfs: idempotent `ensure_*` and `remove_*` operations on
-//! hosts, subsystems, namespaces and ports (layout: `shared/reference/storage.md` §4.1).
+//! hosts, subsystems, namespaces and ports (layout: `docs/reference/storage.md` §4.1).
 //!
 //! Each `ensure_*` validates everything first, then converges the tree and reports a
 //! [`Change`]; if it fails half-way it removes what it created in that call (directories,

@@ -1,7 +1,7 @@
 //! The DCB netlink ABI this reader speaks: the numbers and struct sizes of
 //! `include/uapi/linux/dcbnl.h` and `include/uapi/linux/rtnetlink.h`, checked against the
 //! kernel's `net/dcb/dcbnl.c` (`dcbnl_ieee_fill`) and the headers installed here (sources:
-//! `shared/reference/dcb-netlink.md`). Kept in one file because they are ABI: the kernel
+//! `docs/reference/dcb-netlink.md`). Kept in one file because they are ABI: the kernel
 //! never renumbers them, and a typo here would silently ask for something else.
 
 /// `RTM_GETDCB`: the rtnetlink message type of a DCB request, and of its answer.

@@ -8,7 +8,7 @@
 //! naming the attribute), a blocking `NETLINK_ROUTE` socket for it on the shared reply
 //! reader ([`DcbNetlink`]), and the live-only rule ([`read_dcb_config`]: a `--sys-root`
 //! tree has no driver to ask). Must not: send `DCB_CMD_IEEE_SET`/`DEL` or any other set
-//! command. Sources and what is unverified: `shared/reference/dcb-netlink.md`.
+//! command. Sources and what is unverified: `docs/reference/dcb-netlink.md`.
 
 mod abi;
 mod config;

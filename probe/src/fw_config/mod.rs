@@ -8,7 +8,7 @@
 //! Owns: the query-output parser ([`parse_fw_query`], pure), locating and running the tool
 //! with an argument vector and a deadline ([`SystemFwTool`]), and querying every card at
 //! once ([`gather_fw`]: live root and root only). Must not: pass any verb but `query` to
-//! the tool. Format and sources: `shared/reference/firmware-config.md`.
+//! the tool. Format and sources: `docs/reference/firmware-config.md`.
 
 mod gather;
 mod query;

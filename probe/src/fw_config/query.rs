@@ -1,7 +1,7 @@
 //! The text `mstconfig -e -d BDF query` (Debian's mstflint) and `mlxconfig -e -d BDF query`
 //! (NVIDIA MFT) print, parsed into typed parameters. Pure: text in, table out. The format
 //! (mstflint `mlxconfig/mlxcfg_ui.cpp`, `printOpening`, `printConfHeader`,
-//! `printSingleParam`; samples and sources in `shared/reference/firmware-config.md`):
+//! `printSingleParam`; samples and sources in `docs/reference/firmware-config.md`):
 //!
 //! ```text
 //! Device #1:

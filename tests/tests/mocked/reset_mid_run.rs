@@ -72,7 +72,7 @@ const ANSWER: &str = "Networking, storage and security work from the host CPU.";
 const SAMPLE: &str =
     "{\"prompt\":\"What does a BlueField DPU offload?\",\"completion\":\"Networking, storage and security.\"}\n";
 const SAMPLE_SHA256: &str = "294583dc438357ae58a09e472511d3741e6799f21e902ca51c064ad450fa4ff0";
-/// An nccl-tests all-reduce over NET/IB (formats: shared/reference/rdma-bluefield.md §3.3).
+/// An nccl-tests all-reduce over NET/IB (formats: docs/reference/rdma-bluefield.md §3.3).
 const NCCL_IB: &str = "\
 n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
 n1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA

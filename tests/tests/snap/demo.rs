@@ -22,7 +22,7 @@ const HOST_NQN: &str = "nqn.2022-10.io.nvda.nvme:0";
 const MODEL: &str = "demo-lora";
 const PROMPT: &str = "What does a BlueField DPU offload?";
 const ANSWER: &str = "Networking, storage and security work from the host CPU.";
-/// An nccl-tests all-reduce over NET/IB (formats: shared/reference/rdma-bluefield.md §3.3).
+/// An nccl-tests all-reduce over NET/IB (formats: docs/reference/rdma-bluefield.md §3.3).
 const NCCL_IB: &str = "\
 n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
 n1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
