@@ -274,6 +274,9 @@ pub(crate) struct CountersArgs {
     /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV], volume[:ID] (the
     /// agent's storage volumes). Repeatable; none means every RDMA port, netdev and NVMe
     /// namespace.
+    // The comment above is clap's help text as users read it, not rustdoc markdown: its
+    // brackets are the selector grammar, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(short, long = "select", value_name = "SELECTOR")]
     pub(crate) selectors: Vec<dpu_host::snapshot_wire::AgentSelector>,
     /// Stream a snapshot every SECS seconds and print what changed since the previous one.

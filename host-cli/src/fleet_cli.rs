@@ -111,6 +111,9 @@ pub(crate) struct FleetCheckArgs {
 pub(crate) struct FleetCountersArgs {
     /// What to read, as `dpu counters -s` takes it: rdma[:DEV[/PORT]], netdev[:IF],
     /// tc:IF, block[:DEV], volume[:ID]. Repeatable; none: every source.
+    // The comment above is clap's help text as users read it, not rustdoc markdown: its
+    // brackets are the selector grammar, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(short = 's', long = "source", value_name = "SELECTOR")]
     pub(crate) sources: Vec<dpu_host::snapshot_wire::AgentSelector>,
     /// Only counters whose name contains this text.

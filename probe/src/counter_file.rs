@@ -58,7 +58,7 @@ pub fn kept_file_budget() -> usize {
 
 /// The kept-file budget under a descriptor limit of `fd_limit`: a quarter of it (the
 /// rest is for sockets, connections and everything else; the agent leaves this share out
-/// of its connection budgets), at most [`MAX_KEPT_FILES`]. Files beyond the budget are
+/// of its connection budgets), at most `MAX_KEPT_FILES` (16,384). Files beyond the budget are
 /// still read, by opening them each snapshot.
 pub fn kept_file_budget_for(fd_limit: u64) -> usize {
     usize::try_from((fd_limit / 4).min(MAX_KEPT_FILES)).unwrap_or(0)

@@ -102,7 +102,7 @@ const STANDARD_FAULTS: [(usize, Fault); 12] = [
 ];
 
 impl FleetSpec {
-    /// 200 nodes, twelve of them faulty ([`STANDARD_FAULTS`]): the fleet of issue 21.
+    /// 200 nodes, twelve of them faulty (`STANDARD_FAULTS`): the fleet of issue 21.
     pub fn standard() -> Self {
         Self {
             size: 200,

@@ -34,7 +34,7 @@ pub(crate) struct Reading {
 }
 
 impl Reading {
-    /// Marks `source` as read: up unless one of its objects failed (see [`Self::failed`]).
+    /// Marks `source` as read: up, unless [`Self::read_named`] already marked it not fully read.
     pub(crate) fn read(&mut self, source: Source) {
         self.source_up.entry(source.as_str()).or_insert(true);
     }

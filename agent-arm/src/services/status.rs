@@ -35,7 +35,7 @@ pub(crate) fn bounded(message: String) -> String {
 
 /// `INVALID_ARGUMENT` naming the request field, e.g. "name: resource name ... does not
 /// match". The message always starts with `{field}:`; values in `err` should be quoted
-/// with [`echo`], and the whole is [`bounded`] whatever `err` holds.
+/// with [`echo()`], and the whole is [`bounded`] whatever `err` holds.
 pub(crate) fn invalid(field: &str, err: impl Display) -> Status {
     Status::invalid_argument(bounded(format!("{field}: {err}")))
 }

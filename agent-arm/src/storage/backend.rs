@@ -4,7 +4,7 @@
 //!
 //! Operations are small and idempotent in the backend's own terms: "ensure" calls succeed
 //! when the object already exists, "remove" calls succeed when it is already gone. The
-//! reconciler ([`super::converge`]) composes them; it never needs to know which backend
+//! reconciler ([`mod@super::converge`]) composes them; it never needs to know which backend
 //! it drives.
 
 use crate::errors::error_chain;

@@ -1,5 +1,5 @@
 //! The configured storage backend and the forwarding of each operation to it, so the
-//! reconciler ([`super::converge`]) never needs to know which backend it drives. Kept apart
+//! reconciler ([`mod@super::converge`]) never needs to know which backend it drives. Kept apart
 //! from the contract types ([`super::backend`]) that the backends themselves use, so that
 //! no backend imports the file that names it.
 
