@@ -18,9 +18,25 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Directory holding the `dpu-agent` and `dpuctl` binaries of the current profile, built
 /// on first use so tests never run stale binaries.
+///
+/// `DPU_TEST_BIN_DIR` names a directory whose binaries were built already (`.ci/run`
+/// builds the x86-64 release pair once and hands it to every benchmark and to the
+/// packages): used as it is, with no cargo call. A directory without both binaries is a
+/// broken set-up and panics rather than testing something else.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("DPU_TEST_BIN_DIR") {
+            let dir = PathBuf::from(dir);
+            for binary in ["dpu-agent", "dpuctl"] {
+                assert!(
+                    dir.join(binary).is_file(),
+                    "DPU_TEST_BIN_DIR={} holds no {binary}",
+                    dir.display()
+                );
+            }
+            return dir;
+        }
         let exe = std::env::current_exe().expect("current_exe");
         // target/<profile>/deps/<test> -> target/<profile>
         let profile_dir = exe

@@ -3,7 +3,7 @@
 //! The lab has two hosts with an RDMA port each: the bluefield VM's host namespace (rxe0 on
 //! the storage uplink `p0`, reached by ssh as `root@10.20.0.2` through `ovsbr1`) and the
 //! target VM (rxe0 on `t0`, `root@10.20.0.1`). The lab's scripts start sshd only on the
-//! target; this test starts one in the host namespace too, so each host can be the client
+//! target; this part starts one in the host namespace too, so each host can be the client
 //! of the pair: one pair, both directions, each run by the host's own
 //! `/opt/dpu/bin/dpuctl roce perf` over ssh, which reads its RDMA counters (the target in
 //! sysfs, the host namespace over RDMA netlink) and starts the server on the other host.
@@ -13,13 +13,16 @@
 //! sysfs `rate`; each verdict follows from its share of that rate alone (never a path or
 //! run failure), and with one pair isolation says the link cannot be told from a node. The
 //! same runs held to a rate any run reaches (`--line-rate-gbps 0.001`) all PASS with
-//! nothing blamed: the control that the judgement, not the runs, decided a FAIL. The JSON
-//! report and both tables are printed (`--nocapture`): docs/fleet.md's example is one.
+//! nothing blamed: the control that the judgement, not the runs, decided a FAIL; that run
+//! is read as a person reads it (the table). The JSON report and the table are printed
+//! (`--nocapture`): docs/fleet.md's example is one.
+//!
+//! It runs on the lab the storage and switch test booted (one boot per tier, issue 32),
+//! after that test detached its disk.
 
 use serde_json::Value;
 
 use crate::Lab;
-use dpu_tests::skip;
 
 /// The lab's hosts as an inventory (in the bluefield VM, host namespace).
 const INVENTORY: &str = r#"[[target]]
@@ -35,19 +38,13 @@ ssh = "root@10.20.0.1"
 interface = "t0"
 "#;
 
-/// Small runs: soft-RoCE under TCG moves a few MB/s.
+/// Small runs: soft-RoCE under TCG moves a few MB/s, and 50 messages of 64 KiB are far
+/// more packets than the 90 % evidence rule needs to tell RDMA from anything else.
 const PAIRS: &str = "fleet --inventory /tmp/fleet.toml roce pairs \
-                     --dpuctl /opt/dpu/bin/dpuctl --sizes 65536 --iterations 100 --run-timeout 120";
+                     --dpuctl /opt/dpu/bin/dpuctl --sizes 65536 --iterations 50 --run-timeout 120";
 
-#[test]
-fn fleet_roce_pairs_runs_between_the_lab_hosts() {
-    if std::env::var("DPU_TEST_LAB").as_deref() != Ok("1") {
-        skip!("the QEMU lab tier runs with DPU_TEST_LAB=1 (boots two VMs, a few minutes)");
-    }
-    if !dpu_tests::running_as_root() {
-        skip!("the QEMU lab needs root (apt for its host tools, network namespaces in the guests)");
-    }
-    let lab = Lab::up();
+/// Runs the pair both ways on `lab`, then the control.
+pub(crate) fn roce_pairs_between_the_lab_hosts(lab: &Lab) {
     lab.host("mkdir -p /run/sshd && /usr/sbin/sshd -p 22");
     lab.host(&format!("cat > /tmp/fleet.toml <<'EOF'\n{INVENTORY}EOF"));
 
@@ -116,20 +113,6 @@ fn fleet_roce_pairs_runs_between_the_lab_hosts() {
     } else {
         assert!(findings.is_empty(), "{report:#}");
     }
-
-    // The same as a person reads it (printed for docs/fleet.md's example).
-    let (table_code, table, stderr) = lab.run("bluefield", "host", &format!("dpuctl {PAIRS}"));
-    eprintln!("fleet roce pairs exited {table_code}:\n{table}\n{stderr}");
-    let verdict = match table_code {
-        0 => "verdict: PASS",
-        1 => "verdict: FAIL",
-        other => panic!("exit {other}: {table}\n{stderr}"),
-    };
-    assert!(table.contains(verdict), "{table}");
-    assert!(
-        table.contains("path evidence") && table.contains("RDMA ("),
-        "{table}"
-    );
 
     // The control, as a person reads it: the same pair held to a rate every run reaches.
     let (code, table, stderr) = lab.run(

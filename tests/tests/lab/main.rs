@@ -13,6 +13,9 @@
 //!
 //! Boots two TCG VMs (about 1 minute from the image cache, 2-3 from nothing), so it runs
 //! only with `DPU_TEST_LAB=1` (CI sets it) and as root; the tests take turns on the one lab.
+//! A boot is the tier's dearest step, so everything that can share one does: the storage,
+//! switch, RoCE and fleet-pairs checks run in one test on one boot; the runnable docs boot
+//! the lab themselves, as a reader would.
 
 mod fleet_pairs;
 mod runnable_docs;
@@ -595,4 +598,7 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     }
     assert_eq!(perf["remote"]["ibdev"], "rxe0", "{perf:#}");
     assert!(perf["remote"]["gid_index"].is_u64(), "{perf:#}");
+
+    // The fleet's pairs between the same two hosts, on the same boot.
+    fleet_pairs::roce_pairs_between_the_lab_hosts(&lab);
 }
