@@ -13,8 +13,11 @@
 #     PCI ABI table, and --no-huge runs without PCI devices never use it.
 #
 # Cache ($SPDK_CACHE, default ~/.cache/dpu-spdk): <key>/ holds the built tree, keyed by a hash
-# of the source (tarball hash or tag), the build packages' versions and the text of the build
-# function; `current` points at the last good one. A rebuild happens only when the key changed.
+# of the source's identity (the tag and the pinned tarball checksum below: the same source
+# whichever way it arrives), the build packages' versions and the text of the build
+# function; `current` points at the last good one. A rebuild happens only when the key
+# changed, so a cached build serves a checkout that has neither the tarball nor a network.
+# A tarball whose checksum is not the pinned one is refused (it is not v24.01 as pinned).
 # Prints the wall time of each step; --print-dir prints only the built tree's path.
 set -euo pipefail
 
@@ -24,6 +27,9 @@ SPDK_TAG=v24.01
 SPDK_GIT=${SPDK_GIT:-https://github.com/spdk/spdk.git}
 SPDK_CACHE=${SPDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpu-spdk}
 TARBALL=${SPDK_TARBALL:-$REPO/../shared/third_party/spdk-$SPDK_TAG.tar.gz}
+# sha256 of spdk-v24.01.tar.gz: SPDK at tag v24.01 with its isa-l (bd226375) and
+# isa-l-crypto (08297dc3) submodules, unmodified.
+TARBALL_SHA256=d028a7b852ee5e02ceff68ea01d6cfa11d459acfcff167f528ea7d5167ef33c3
 FORCE=0
 PRINT_DIR=0
 while [ $# -gt 0 ]; do
@@ -89,12 +95,15 @@ build_tree() {
 
 cache_key() {
   local src_id pkg_versions
-  if [ -f "$TARBALL" ]; then src_id=$(sha256sum "$TARBALL" | cut -c1-16); else src_id="git:$SPDK_TAG"; fi
+  src_id="$SPDK_TAG $TARBALL_SHA256"
   pkg_versions=$(dpkg-query -W -f='${Package}=${Version}\n' "${PACKAGES[@]}" 2>/dev/null | sort)
   printf '%s\n%s\n%s\n' "$src_id" "$pkg_versions" "$(declare -f build_tree)" | sha256sum | cut -c1-16
 }
 
 t0=$(date +%s.%N)
+if [ -f "$TARBALL" ] && [ "$(sha256sum "$TARBALL" | cut -d' ' -f1)" != "$TARBALL_SHA256" ]; then
+  die "$TARBALL is not the pinned SPDK $SPDK_TAG source (sha256 differs from $TARBALL_SHA256)"
+fi
 ensure_packages
 key=$(cache_key)
 dir="$SPDK_CACHE/$key"
