@@ -744,6 +744,11 @@ pub(crate) struct ProveStorageArgs {
     /// Seconds of idle measurement before the read, to subtract background traffic.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub(crate) idle: f64,
+    /// Do without a negative control that cannot be formed on this host (its counters do
+    /// not exist), instead of an INCONCLUSIVE verdict; the report shows the waiver.
+    /// Repeatable. A control that can be formed is judged whatever this says.
+    #[arg(long, value_name = "CONTROL")]
+    pub(crate) waive: Vec<StorageWaiver>,
     /// Also write a self-contained HTML report.
     #[arg(long, value_name = "FILE.html")]
     pub(crate) report: Option<PathBuf>,
@@ -751,6 +756,14 @@ pub(crate) struct ProveStorageArgs {
     /// node_exporter's textfile collector; replaced atomically).
     #[arg(long, value_name = "FILE.prom")]
     pub(crate) metrics_file: Option<PathBuf>,
+}
+
+/// A storage proof's negative control that `--waive` can do without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StorageWaiver {
+    /// "host RDMA ports did not carry the data" (the host reading the target itself over
+    /// NVMe/RDMA), where the host's RDMA ports have no readable counter.
+    HostRdma,
 }
 
 #[derive(Debug, Subcommand)]

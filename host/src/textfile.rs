@@ -200,14 +200,22 @@ pub fn proof(report: &ProofReport, at: SystemTime) -> Textfile {
         &["proven", "not_proven", "inconclusive"],
         verdict,
     );
-    for (result, wanted) in [("met", 0u8), ("not_met", 1), ("inconclusive", 2)] {
+    for (result, wanted) in [
+        ("met", 0u8),
+        ("not_met", 1),
+        ("inconclusive", 2),
+        ("waived", 3),
+    ] {
         let count = report
             .lines
             .iter()
             .filter(|l| {
                 matches!(
                     (&l.outcome, wanted),
-                    (Outcome::Met, 0) | (Outcome::NotMet(_), 1) | (Outcome::Inconclusive(_), 2)
+                    (Outcome::Met, 0)
+                        | (Outcome::NotMet(_), 1)
+                        | (Outcome::Inconclusive(_), 2)
+                        | (Outcome::Waived(_), 3)
                 )
             })
             .count();

@@ -149,6 +149,7 @@ fn print_diff(d: &SnapshotDiff, nonzero: bool) -> anyhow::Result<()> {
             ),
             Change::Appeared => ("appeared".to_owned(), "-".to_owned()),
             Change::Vanished => ("vanished".to_owned(), "-".to_owned()),
+            Change::Saturated => ("SATURATED".to_owned(), "-".to_owned()),
         };
         table.add_row([
             entry.key.source.as_str().to_owned(),

@@ -47,6 +47,13 @@ fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
         bs: args.bs,
         iodepth: args.iodepth,
         idle: idle(args.idle)?,
+        waive: args
+            .waive
+            .iter()
+            .map(|w| match w {
+                cli::StorageWaiver::HostRdma => prove::StorageWaiver::HostRdma,
+            })
+            .collect(),
     })
 }
 
@@ -103,6 +110,7 @@ fn finish(
                 LineOutcome::Met => "met".to_owned(),
                 LineOutcome::NotMet(_) => "NOT MET".to_owned(),
                 LineOutcome::Inconclusive(_) => "inconclusive".to_owned(),
+                LineOutcome::Waived(_) => "WAIVED".to_owned(),
             };
             table.add_row([
                 format!(
@@ -122,7 +130,10 @@ fn finish(
         }
         output::print_table(&table)?;
         for line in &report.lines {
-            if let LineOutcome::NotMet(why) | LineOutcome::Inconclusive(why) = &line.outcome {
+            if let LineOutcome::NotMet(why)
+            | LineOutcome::Inconclusive(why)
+            | LineOutcome::Waived(why) = &line.outcome
+            {
                 output::line(&format!("- {}: {why}", line.expectation.name))?;
             }
         }

@@ -54,12 +54,17 @@ fn nccl_check(
             Outcome::Failed
         }
         NcclVerdict::Inconclusive => {
-            if let Some(c) = report
+            match report
                 .counters
                 .as_ref()
-                .filter(|c| c.verdict == "inconclusive")
+                .filter(|c| c.verdict == "inconclusive" || c.verdict == "unknown")
             {
-                eprintln!("dpuctl: {}", c.reason);
+                Some(c) => eprintln!("dpuctl: {}", c.reason),
+                None if report.transport == "unknown" => eprintln!(
+                    "dpuctl: no network channel line (`via NET/...`) says which transport \
+                     NCCL used: run with NCCL_DEBUG=INFO across nodes"
+                ),
+                None => {}
             }
             Outcome::Inconclusive
         }

@@ -67,6 +67,11 @@ pub fn discontinuity(d: &CounterDelta, rebooted: bool) -> Option<String> {
         Change::Vanished => Some(format!("{what} could not be read after the run")),
         Change::Appeared => Some(format!("{what} could not be read before the run")),
         Change::Level => Some(format!("{what} is a level, not a counter")),
+        Change::Saturated => Some(format!(
+            "{what} reads {}, the 32-bit maximum: a saturating counter stops there, so its \
+             growth is unknown (clear it, or read a 64-bit one)",
+            d.after.unwrap_or_default()
+        )),
     }
 }
 

@@ -2,19 +2,25 @@
 //! side (the host, read by dpuctl itself; the DPU, read by the agent), each with a rule,
 //! the reason it matters and what a failure means. The engine only evaluates them.
 //!
-//! Honesty rules, in order: a counter that is missing, reset, appeared or vanished makes
-//! its line INCONCLUSIVE, never zero; background traffic, measured over an idle window
-//! before the workload, is scaled to the workload's duration and subtracted, and a
-//! workload that does not rise clearly above it is INCONCLUSIVE; any failed line makes the
-//! proof NOT PROVEN; only a proof whose every line is met is PROVEN.
+//! Honesty rules, in order: a line the proof needs but could not form from the counters
+//! that exist is INCONCLUSIVE unless the user waived it by name; a counter that is
+//! missing, reset, saturated, appeared or vanished, or too narrow to hold the window's
+//! traffic, makes its line INCONCLUSIVE, never zero; background traffic, measured over an
+//! idle window before the workload, is scaled to the workload's duration and subtracted,
+//! and a workload that does not rise clearly above it is INCONCLUSIVE, as is a negative
+//! control whose background alone is above its own bound (an upper bound stays an upper
+//! bound); any failed line makes the proof NOT PROVEN; only a proof whose every line is
+//! met (or waived) is PROVEN.
 
 pub mod deltas;
 pub mod measure;
 
 use std::time::Duration;
 
-use dpu_probe::snapshot::{Change, SnapshotDiff, Source};
+use dpu_probe::snapshot::{SnapshotDiff, Source};
 use serde::Serialize;
+
+use self::deltas::discontinuity;
 
 /// Which machine a counter is read on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +80,14 @@ impl Rule {
         }
     }
 
+    /// The largest value the rule allows, if it bounds from above.
+    fn maximum(self) -> Option<u64> {
+        match self {
+            Self::AtMost(max) | Self::Between(_, max) => Some(max),
+            Self::AtLeast(_) => None,
+        }
+    }
+
     /// The rule for a report (`>= 1024`).
     pub fn describe(self) -> String {
         match self {
@@ -97,6 +111,28 @@ pub struct Expectation {
     pub why: String,
     /// What it most likely means when the rule fails.
     pub if_failed: String,
+    /// The whole workload's traffic in the counters' unit, had all of it gone this way. A
+    /// narrow counter must hold it between the two readings: one that could wrap past it
+    /// unseen makes the line INCONCLUSIVE. For a growth line it is about the bound; a
+    /// negative control's bound is a small share of it.
+    pub traffic: u64,
+    /// For a negative control the user may do without: the name it is waived by, and
+    /// whether this run waived it. A waiver only ever covers a line that cannot be formed.
+    pub waiver: Option<Waiver>,
+    /// Why the line could not be formed from the counters that exist here (no readable
+    /// counter for what it must watch). Such a line is INCONCLUSIVE unless waived, so a
+    /// missing negative control is a visible line, never a silent absence.
+    pub unformed: Option<String>,
+}
+
+/// How a negative control can be waived: by its name (`host-rdma`), only where it cannot
+/// be formed, and the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waiver {
+    /// The name the user waives it by.
+    pub name: &'static str,
+    /// Whether this run waived it.
+    pub granted: bool,
 }
 
 /// The counter changes a proof is judged on.
@@ -122,6 +158,8 @@ pub enum Outcome {
     NotMet(String),
     /// The counters cannot say (missing, reset, background too high); why.
     Inconclusive(String),
+    /// The line could not be formed and the user waived it by name; why it could not be.
+    Waived(String),
 }
 
 /// One evaluated expectation, with every number.
@@ -186,8 +224,10 @@ pub fn evaluate(expectations: &[Expectation], evidence: &Evidence) -> (Verdict, 
 }
 
 /// Sum of the selected counters' before, after and delta in `diff`; `Err` says why the
-/// delta cannot be trusted.
-fn sum(select: &Select, diff: &SnapshotDiff) -> Result<(u64, u64, u64), String> {
+/// delta cannot be trusted (the one rule, [`deltas::discontinuity`], for every change that
+/// is not a delta; a counter too narrow for the window's traffic).
+fn sum(expectation: &Expectation, diff: &SnapshotDiff) -> Result<(u64, u64, u64), String> {
+    let select = &expectation.select;
     let mut found = 0;
     let (mut before, mut after, mut delta) = (0u64, 0u64, 0u64);
     for d in &diff.deltas {
@@ -198,13 +238,17 @@ fn sum(select: &Select, diff: &SnapshotDiff) -> Result<(u64, u64, u64), String> 
             continue;
         }
         found += 1;
-        let change = match d.change {
-            Change::Delta(v) | Change::Wrapped(v) => v,
-            Change::Reset => return Err(format!("{} reset during the proof", d.key)),
-            Change::Appeared => return Err(format!("{} appeared during the proof", d.key)),
-            Change::Vanished => return Err(format!("{} vanished during the proof", d.key)),
-            Change::Level => return Err(format!("{} is a gauge, not a counter", d.key)),
-        };
+        if let Some(why) = discontinuity(d, diff.rebooted) {
+            return Err(why);
+        }
+        if let Some(capacity) = d.capacity().filter(|c| expectation.traffic > *c) {
+            return Err(format!(
+                "{} is a {}-bit counter: between two readings it tells at most {capacity} \
+                 from a wrap, less than this window's {} (it could wrap unseen)",
+                d.key, d.width_bits, expectation.traffic
+            ));
+        }
+        let change = d.change.delta().unwrap_or_default();
         before = before.saturating_add(d.before.unwrap_or(0));
         after = after.saturating_add(d.after.unwrap_or(0));
         delta = delta.saturating_add(change);
@@ -249,7 +293,21 @@ fn line(expectation: &Expectation, evidence: &Evidence) -> Line {
         net: None,
         outcome: Outcome::Met,
     };
-    let (before, after, delta) = match sum(&expectation.select, diff) {
+    if let Some(why) = &expectation.unformed {
+        out.outcome = match &expectation.waiver {
+            Some(waiver) if waiver.granted => {
+                Outcome::Waived(format!("waived as `{}`: {why}", waiver.name))
+            }
+            Some(waiver) => Outcome::Inconclusive(format!(
+                "this negative control cannot be formed: {why}; without it the proof \
+                 cannot be PROVEN (it can be waived as `{}`)",
+                waiver.name
+            )),
+            None => Outcome::Inconclusive(format!("this line cannot be formed: {why}")),
+        };
+        return out;
+    }
+    let (before, after, delta) = match sum(expectation, diff) {
         Ok(values) => values,
         Err(why) => {
             out.outcome = Outcome::Inconclusive(why);
@@ -257,7 +315,7 @@ fn line(expectation: &Expectation, evidence: &Evidence) -> Line {
         }
     };
     (out.before, out.after, out.delta) = (Some(before), Some(after), Some(delta));
-    let background = match background_diff.map(|b| (sum(&expectation.select, b), b.interval)) {
+    let background = match background_diff.map(|b| (sum(expectation, b), b.interval)) {
         Some((Ok((_, _, noise)), idle)) => scaled(noise, idle, diff.interval),
         Some((Err(why), _)) => {
             out.outcome = Outcome::Inconclusive(format!("background: {why}"));
@@ -272,6 +330,12 @@ fn line(expectation: &Expectation, evidence: &Evidence) -> Line {
         Outcome::Inconclusive(format!(
             "background traffic ({background}) is too large next to the workload ({min}): \
              use a larger workload or a quieter machine"
+        ))
+    } else if let Some(max) = rule.maximum().filter(|max| background > *max) {
+        Outcome::Inconclusive(format!(
+            "background traffic ({background}, the idle window's scaled to the workload's \
+             duration) is above this negative control's own bound ({max}): the workload's \
+             traffic cannot be told from it; run on a quieter machine"
         ))
     } else if rule.holds(net) {
         Outcome::Met
@@ -328,6 +392,9 @@ mod tests {
             rule: Rule::AtMost(max),
             why: "the host's own network".to_owned(),
             if_failed: "bytes crossed the host's own NIC".to_owned(),
+            traffic: N,
+            waiver: None,
+            unformed: None,
         }
     }
 
@@ -343,6 +410,9 @@ mod tests {
             rule: Rule::AtLeast(min),
             why: "the DPU".to_owned(),
             if_failed: "the read did not go through the DPU".to_owned(),
+            traffic: min,
+            waiver: None,
+            unformed: None,
         }
     }
 
@@ -428,5 +498,108 @@ mod tests {
         let (verdict, lines) = evaluate(&[dpu_read(N)], &ev);
         assert_eq!(verdict, Verdict::Inconclusive);
         assert!(matches!(&lines[0].outcome, Outcome::Inconclusive(w) if w.contains("background")));
+    }
+
+    fn idle(host: u64, dpu: u64) -> (SnapshotDiff, SnapshotDiff) {
+        (
+            diff(
+                &snapshot(0, &[("netdevs/eth0", "rx_bytes", 0)], 64),
+                &snapshot(1, &[("netdevs/eth0", "rx_bytes", host)], 64),
+            ),
+            diff(
+                &snapshot(0, &[("netdevs/p0", "rx_bytes", 0)], 64),
+                &snapshot(1, &[("netdevs/p0", "rx_bytes", dpu)], 64),
+            ),
+        )
+    }
+
+    #[test]
+    fn a_burst_in_the_idle_window_cannot_mask_a_negative_control() {
+        // Issue 31 §2: a burst while the background is measured, then 69 MB on the host
+        // NIC during the read. Subtracting a background larger than the bound made the
+        // line "met" and the proof PROVEN.
+        let mut ev = evidence((0, 69_000_000), (0, N), 64);
+        let (host_idle, dpu_idle) = idle(10_000_000, 0);
+        (ev.host_background, ev.dpu_background) = (Some(host_idle), Some(dpu_idle));
+        let (verdict, lines) = evaluate(&[dpu_read(N), host_rx(N / 20)], &ev);
+        assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+        assert_eq!(lines[0].outcome, Outcome::Met);
+        let Outcome::Inconclusive(why) = &lines[1].outcome else {
+            panic!("{lines:#?}")
+        };
+        assert!(
+            why.contains("above this negative control's own bound"),
+            "{why}"
+        );
+        // The control: background under the bound is still subtracted, and the line judged.
+        let mut ev = evidence((0, 1_000_000), (0, N), 64);
+        let (host_idle, dpu_idle) = idle(50_000, 0);
+        (ev.host_background, ev.dpu_background) = (Some(host_idle), Some(dpu_idle));
+        let (verdict, lines) = evaluate(&[dpu_read(N), host_rx(N / 20)], &ev);
+        assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+        assert_eq!(lines[1].background, Some(500_000));
+    }
+
+    #[test]
+    fn a_saturated_32_bit_counter_is_inconclusive_not_still() {
+        // Issue 31 §7: a legacy PMA counter stuck at 2^32 - 1 "moved 0", which a negative
+        // control read as met.
+        let stuck = u64::from(u32::MAX);
+        let ev = evidence((stuck, stuck), (0, N), 0);
+        let (verdict, lines) = evaluate(&[host_rx(N / 20)], &ev);
+        assert_eq!(verdict, Verdict::Inconclusive);
+        assert!(
+            matches!(&lines[0].outcome, Outcome::Inconclusive(w) if w.contains("maximum")),
+            "{lines:#?}"
+        );
+    }
+
+    #[test]
+    fn a_counter_too_narrow_for_the_window_is_inconclusive() {
+        // A 32-bit byte counter wraps every 4 GiB: with 8 GiB of traffic guarded against,
+        // a wrap could hide the whole read.
+        let mut control = host_rx(N / 20);
+        control.traffic = 8 << 30;
+        let (verdict, lines) = evaluate(&[control], &evidence((0, 10), (0, 0), 32));
+        assert_eq!(verdict, Verdict::Inconclusive);
+        assert!(
+            matches!(&lines[0].outcome, Outcome::Inconclusive(w) if w.contains("32-bit")),
+            "{lines:#?}"
+        );
+        // The same counter for a 64 MiB window is trusted.
+        let (verdict, _) = evaluate(&[host_rx(N / 20)], &evidence((0, 10), (0, 0), 32));
+        assert_eq!(verdict, Verdict::Proven);
+    }
+
+    #[test]
+    fn a_negative_control_that_cannot_be_formed_blocks_proven_unless_waived() {
+        let mut control = host_rx(N / 20);
+        control.select.objects.clear();
+        control.unformed = Some("the host's RDMA port mlx5_0/1 has no readable counter".into());
+        control.waiver = Some(Waiver {
+            name: "host-rdma",
+            granted: false,
+        });
+        let ev = evidence((0, 0), (0, N), 64);
+        let (verdict, lines) = evaluate(&[dpu_read(N), control.clone()], &ev);
+        assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+        let Outcome::Inconclusive(why) = &lines[1].outcome else {
+            panic!("{lines:#?}")
+        };
+        assert!(
+            why.contains("cannot be formed") && why.contains("host-rdma"),
+            "{why}"
+        );
+        // Waived by name: shown as waived, and no longer in the way.
+        control.waiver = Some(Waiver {
+            name: "host-rdma",
+            granted: true,
+        });
+        let (verdict, lines) = evaluate(&[dpu_read(N), control], &ev);
+        assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+        assert!(
+            matches!(&lines[1].outcome, Outcome::Waived(w) if w.contains("host-rdma")),
+            "{lines:#?}"
+        );
     }
 }

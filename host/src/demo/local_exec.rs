@@ -13,7 +13,7 @@ use super::plan::Plan;
 use super::step::Outcome;
 use crate::roce::local_run::run_measured_env;
 use crate::roce::nccl::parse_results;
-use crate::roce::nccl_corroborate::{corroborate, snapshot};
+use crate::roce::nccl_corroborate::{corroborate, named_ports, snapshot};
 use crate::roce::nccl_transport::{scan_transport, NcclTransport};
 
 /// The marker the example scripts print before their result (examples/demo/README.md).
@@ -114,7 +114,8 @@ pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> Outcome {
         Err(e) => return out.fail(e),
     };
     let transport = scan_transport(&text);
-    let counters = corroborate(&before, &after, transport.transport);
+    let named = named_ports(&transport.ib_devices);
+    let counters = corroborate(&before, &after, transport.transport, &named);
     out.note(format!(
         "RDMA counters: {} ({})",
         counters.verdict, counters.reason

@@ -80,6 +80,7 @@ pub fn render(report: &ProofReport) -> String {
             Outcome::Met => ("met", String::new()),
             Outcome::NotMet(w) => ("NOT MET", w.clone()),
             Outcome::Inconclusive(w) => ("inconclusive", w.clone()),
+            Outcome::Waived(w) => ("waived", w.clone()),
         };
         let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
         let _ = write!(

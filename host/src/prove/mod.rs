@@ -10,5 +10,5 @@ pub mod storage;
 pub mod switch;
 
 pub use report::ProofReport;
-pub use storage::{prove_storage, StorageProof};
+pub use storage::{prove_storage, StorageProof, StorageWaiver};
 pub use switch::{prove_switch, OffloadLevel, SwitchProof};

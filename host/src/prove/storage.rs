@@ -20,7 +20,9 @@ use tonic::transport::Channel;
 
 use super::report::ProofReport;
 use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
-use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side, Verdict};
+use crate::accounting::{
+    evaluate, Expectation, Line, Outcome, Rule, Select, Side, Verdict, Waiver,
+};
 use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
@@ -39,6 +41,41 @@ pub struct StorageProof {
     pub iodepth: u32,
     /// The idle window before the read, for background traffic.
     pub idle: Duration,
+    /// Negative controls the user does without where they cannot be formed.
+    pub waive: Vec<StorageWaiver>,
+}
+
+/// A negative control of the storage proof that can be waived by name, where it cannot be
+/// formed (its counters do not exist here). The report shows every waiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageWaiver {
+    /// "host RDMA ports did not carry the data": the only guard against the host reading
+    /// the target itself over NVMe/RDMA.
+    HostRdma,
+}
+
+impl StorageWaiver {
+    /// The name it is waived by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::HostRdma => "host-rdma",
+        }
+    }
+}
+
+/// The RDMA ports this host can see, sorted by whose they are: the negative control "host
+/// RDMA ports did not carry the data" watches `own`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostRdmaPorts {
+    /// Ports bound to one of this host's netdevs, and ports bound to none (InfiniBand, a
+    /// RoCE port without `gid_attrs/ndevs`): the host could read the target over each, so
+    /// each is watched. Only a port bound to a netdev this host does not have (the DPU's,
+    /// in the lab where both share a kernel) is left out.
+    pub own: Vec<String>,
+    /// The ports of `own` bound to no netdev, for the notes.
+    pub without_netdev: Vec<String>,
+    /// Why the RDMA devices could not be listed, when they could not.
+    pub unreadable: Option<String>,
 }
 
 /// The largest payload a RoCE packet carries (the largest IB MTU).
@@ -226,13 +263,14 @@ fn rdma_select(
 }
 
 /// What a storage proof expects of `n` bytes read from `target`, given the counters that
-/// exist `before` and which RDMA objects are the host's own; and the notes on what is not
-/// accounted.
+/// exist `before`, the host's own RDMA ports and the waivers given; and the notes on what
+/// is not accounted.
 pub fn expectations(
     target: &Target,
     n: u64,
     before: &Observation,
-    host_rdma_ok: impl Fn(&str) -> bool + Copy,
+    host_rdma: &HostRdmaPorts,
+    waive: &[StorageWaiver],
 ) -> (Vec<Expectation>, Vec<String>) {
     let mut notes = Vec::new();
     let mut list = vec![Expectation {
@@ -248,6 +286,9 @@ pub fn expectations(
         if_failed: "the DPU volume did not serve these bytes: the read did not go through \
                     the emulated controller"
             .to_owned(),
+        traffic: n + n / 2,
+        waiver: None,
+        unformed: None,
     }];
     if target.rdma {
         match rdma_select(&before.dpu, Side::Dpu, |_| true) {
@@ -259,6 +300,9 @@ pub fn expectations(
                 if_failed: "the DPU's RDMA ports did not carry the data: it came from \
                             somewhere else (a cache, another path)"
                     .to_owned(),
+                traffic: if bytes { n } else { n / MAX_ROCE_PAYLOAD },
+                waiver: None,
+                unformed: None,
             }),
             None => {
                 notes.push("the DPU reports no RDMA port counters; uplink not accounted".to_owned())
@@ -288,68 +332,191 @@ pub fn expectations(
             if_failed: "bytes crossed the host's own NIC: the read did not go through the \
                         emulated controller"
                 .to_owned(),
+            traffic: n,
+            waiver: None,
+            unformed: None,
         });
     }
-    if let Some((select, bytes)) = rdma_select(&before.host, Side::Host, host_rdma_ok) {
-        list.push(Expectation {
-            name: "host RDMA ports did not carry the data".to_owned(),
-            rule: Rule::AtMost(if bytes {
-                n / 20
-            } else {
-                n / MAX_ROCE_PAYLOAD / 20
-            }),
-            select,
-            why: "an NVMe/RDMA connection from the host itself would bypass the DPU".to_owned(),
-            if_failed: "bytes arrived on the host's own RDMA port: the host read the target \
-                        directly"
-                .to_owned(),
-        });
-    }
+    host_rdma_lines(n, before, host_rdma, waive, &mut list, &mut notes);
     (list, notes)
 }
 
-/// Judges a storage measurement: `n` bytes read from `target`, `host_rdma` the RDMA
-/// objects (`rdmaDevices/mlx5_0/ports/1`) that are the host's own. The expectations are
-/// chosen from the counters that exist in `m.before` and evaluated over its workload and
-/// idle windows; returns the verdict, every line, and the notes on what is not accounted.
+/// The negative control on the host's own RDMA ports: one line per kind of counter the
+/// ports have (bytes where they count bytes, packets where only packets), and a visible
+/// line that cannot be formed for ports with neither, or when the ports cannot be listed.
+fn host_rdma_lines(
+    n: u64,
+    before: &Observation,
+    ports: &HostRdmaPorts,
+    waive: &[StorageWaiver],
+    list: &mut Vec<Expectation>,
+    notes: &mut Vec<String>,
+) {
+    const NAME: &str = "host RDMA ports did not carry the data";
+    let waiver = Some(Waiver {
+        name: StorageWaiver::HostRdma.name(),
+        granted: waive.contains(&StorageWaiver::HostRdma),
+    });
+    let control = |select: Select, rule: Rule, traffic: u64| Expectation {
+        name: NAME.to_owned(),
+        select,
+        rule,
+        why: "an NVMe/RDMA connection from the host itself would bypass the DPU".to_owned(),
+        if_failed: "bytes arrived on the host's own RDMA port: the host read the target \
+                    directly"
+            .to_owned(),
+        traffic,
+        waiver: waiver.clone(),
+        unformed: None,
+    };
+    let unformed = |objects: Vec<String>, why: String| Expectation {
+        unformed: Some(why),
+        ..control(
+            Select {
+                side: Side::Host,
+                source: Source::Rdma,
+                objects,
+                counter: "port_rcv_data".to_owned(),
+            },
+            Rule::AtMost(n / 20),
+            n,
+        )
+    };
+    if let Some(why) = &ports.unreadable {
+        list.push(unformed(
+            Vec::new(),
+            format!("the host's RDMA devices cannot be listed ({why})"),
+        ));
+        return;
+    }
+    if ports.own.is_empty() {
+        notes.push(
+            "the host has no RDMA port of its own: it cannot read the target over NVMe/RDMA"
+                .to_owned(),
+        );
+        return;
+    }
+    if !ports.without_netdev.is_empty() {
+        notes.push(format!(
+            "host RDMA ports bound to no netdev ({}) are watched as the host's own",
+            ports.without_netdev.join(", ")
+        ));
+    }
+    let own = |o: &str| ports.own.iter().any(|p| p == o);
+    let bytes = objects_with(&before.host, Source::Rdma, "port_rcv_data", own);
+    let packets = objects_with(&before.host, Source::RdmaHw, "rcvd_pkts", |o| {
+        own(o) && !bytes.iter().any(|b| b == o)
+    });
+    let unwatched: Vec<String> = ports
+        .own
+        .iter()
+        .filter(|o| !bytes.contains(o) && !packets.contains(o))
+        .cloned()
+        .collect();
+    if !bytes.is_empty() {
+        list.push(control(
+            Select {
+                side: Side::Host,
+                source: Source::Rdma,
+                objects: bytes,
+                counter: "port_rcv_data".to_owned(),
+            },
+            Rule::AtMost(n / 20),
+            n,
+        ));
+    }
+    if !packets.is_empty() {
+        list.push(control(
+            Select {
+                side: Side::Host,
+                source: Source::RdmaHw,
+                objects: packets,
+                counter: "rcvd_pkts".to_owned(),
+            },
+            Rule::AtMost(n / MAX_ROCE_PAYLOAD / 20),
+            n / MAX_ROCE_PAYLOAD,
+        ));
+    }
+    if !unwatched.is_empty() {
+        let why = format!(
+            "no readable receive counter (port_rcv_data or rcvd_pkts) on {}",
+            unwatched.join(", ")
+        );
+        list.push(unformed(unwatched, why));
+    }
+}
+
+/// Judges a storage measurement: `n` bytes read from `target`, `host_rdma` the host's own
+/// RDMA ports, `waive` the negative controls the user does without where they cannot be
+/// formed. The expectations are chosen from the counters that exist in `m.before` and
+/// evaluated over its workload and idle windows; returns the verdict, every line, and the
+/// notes on what is not accounted (and on every waiver).
 pub fn judge<T>(
     target: &Target,
     n: u64,
     m: &Measured<T>,
-    host_rdma: &[String],
+    host_rdma: &HostRdmaPorts,
+    waive: &[StorageWaiver],
 ) -> (Verdict, Vec<Line>, Vec<String>) {
-    let (expectations, notes) =
-        expectations(target, n, &m.before, |o| host_rdma.iter().any(|h| h == o));
+    let (expectations, mut notes) = expectations(target, n, &m.before, host_rdma, waive);
     let (verdict, lines) = evaluate(&expectations, &m.evidence());
+    for waiver in waive {
+        let used = lines.iter().any(|l| {
+            matches!(l.outcome, Outcome::Waived(_))
+                && l.expectation
+                    .waiver
+                    .as_ref()
+                    .is_some_and(|w| w.name == waiver.name())
+        });
+        notes.push(if used {
+            format!(
+                "waived `{}`: a negative control that could not be formed did not count",
+                waiver.name()
+            )
+        } else {
+            format!(
+                "waiver `{}` not needed: its negative control was formed and judged",
+                waiver.name()
+            )
+        });
+    }
     (verdict, lines, notes)
 }
 
-/// RDMA ports bound to one of the host's own netdevs: in a lab where host and DPU share
-/// a kernel, the DPU's ports are visible but are not the host's.
-pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> Vec<String> {
+/// The RDMA ports this host can see, sorted by whose they are ([`HostRdmaPorts`]). In a
+/// lab where host and DPU share a kernel, the DPU's ports are visible but bound to
+/// netdevs the host does not have.
+pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> HostRdmaPorts {
     let host_netdevs: Vec<&str> = host
         .samples
         .iter()
         .filter(|s| s.key.source == Source::Netdev)
         .filter_map(|s| s.key.object.strip_prefix("netdevs/"))
         .collect();
-    let Ok(devices) = list_rdma_devices(root) else {
-        return Vec::new();
+    let devices = match list_rdma_devices(root) {
+        Ok(devices) => devices,
+        Err(e) => {
+            return HostRdmaPorts {
+                unreadable: Some(e.to_string()),
+                ..HostRdmaPorts::default()
+            }
+        }
     };
-    devices
-        .iter()
-        .flat_map(|d| {
-            d.ports.iter().filter_map(move |p| {
-                let netdev = p.netdev()?;
-                Some((
-                    format!("rdmaDevices/{}/ports/{}", d.ibdev, p.port),
-                    netdev.to_owned(),
-                ))
-            })
-        })
-        .filter(|(_, netdev)| host_netdevs.contains(&netdev.as_str()))
-        .map(|(object, _)| object)
-        .collect()
+    let mut ports = HostRdmaPorts::default();
+    for device in &devices {
+        for port in &device.ports {
+            let object = format!("rdmaDevices/{}/ports/{}", device.ibdev, port.port);
+            match port.netdev() {
+                Some(netdev) if host_netdevs.contains(&netdev) => ports.own.push(object),
+                Some(_) => {}
+                None => {
+                    ports.without_netdev.push(object.clone());
+                    ports.own.push(object);
+                }
+            }
+        }
+    }
+    ports
 }
 
 /// Runs the storage proof: reads `size` bytes of the volume's host device and accounts for
@@ -386,7 +553,8 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let measured = &m.workload;
 
     let host_rdma = host_rdma_ports(&root, &m.before.host);
-    let (verdict, lines, mut notes) = judge(&target, measured.io_bytes, &m, &host_rdma);
+    let (verdict, lines, mut notes) =
+        judge(&target, measured.io_bytes, &m, &host_rdma, &args.waive);
     notes.push(format!(
         "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
         measured.io_bytes,

@@ -127,8 +127,23 @@ fn scenario(moved: Moved) -> Scenario {
     )
 }
 
+/// The host's own RDMA ports: `own`, of which `without_netdev` are bound to no netdev.
+fn ports(own: &[&str], without_netdev: &[&str]) -> HostRdmaPorts {
+    HostRdmaPorts {
+        own: own.iter().map(|p| (*p).to_owned()).collect(),
+        without_netdev: without_netdev.iter().map(|p| (*p).to_owned()).collect(),
+        unreadable: None,
+    }
+}
+
 fn judged(target: &Target, scenario: &Scenario) -> (Verdict, Vec<Line>, Vec<String>) {
-    judge(target, N, &scenario.measured(()), &[HOST_PORT.to_owned()])
+    judge(
+        target,
+        N,
+        &scenario.measured(()),
+        &ports(&[HOST_PORT], &[]),
+        &[],
+    )
 }
 
 fn names(lines: &[Line]) -> Vec<&str> {
@@ -342,7 +357,8 @@ fn a_counter_reset_mid_run_is_inconclusive() {
         inconclusive(&lines),
         [(
             SERVED,
-            "volume:volumes/r0n1/bytes_read reset during the proof"
+            "bytes_read of volumes/r0n1 went down from 3221225472 to 33554432 (a reset: \
+             driver reload, link recreated)"
         )]
     );
     assert_eq!(line(&lines, SERVED).delta, None);
@@ -366,7 +382,7 @@ fn a_counter_missing_after_or_before_is_inconclusive() {
         inconclusive(&lines),
         [(
             DPU_RDMA,
-            "rdma:rdmaDevices/mlx5_0/ports/1/port_rcv_data vanished during the proof"
+            "port_rcv_data of rdmaDevices/mlx5_0/ports/1 could not be read after the run"
         )]
     );
 
@@ -385,7 +401,7 @@ fn a_counter_missing_after_or_before_is_inconclusive() {
         inconclusive(&lines),
         [(
             SERVED,
-            "volume:volumes/r0n1/bytes_read appeared during the proof"
+            "bytes_read of volumes/r0n1 could not be read before the run"
         )]
     );
 
@@ -460,4 +476,196 @@ fn a_remote_over_nvme_tcp_says_the_uplink_is_not_accounted() {
         notes,
         ["the DPU reports no RDMA port counters; uplink not accounted"]
     );
+}
+
+/// An InfiniBand port of the host (no netdev: `gid_attrs/ndevs` is empty for IB).
+const IB_PORT: &str = "rdmaDevices/mlx5_3/ports/1";
+
+#[test]
+fn a_host_port_without_a_netdev_is_still_watched() {
+    // Issue 31 §3: the host reads the target itself over InfiniBand. Its port has no
+    // netdev, and the host-RDMA line used to be absent: PROVEN with the data on the
+    // host's own port.
+    let over_ib = scenario(THROUGH_THE_DPU).grows(
+        Side::Host,
+        Source::Rdma,
+        IB_PORT,
+        "port_rcv_data",
+        Unit::Bytes,
+        (7 << 20, N + N / 50),
+    );
+    let (verdict, lines, notes) = judge(
+        &target(true),
+        N,
+        &over_ib.measured(()),
+        &ports(&[HOST_PORT, IB_PORT], &[IB_PORT]),
+        &[],
+    );
+    assert_eq!(verdict, Verdict::NotProven, "{lines:#?}");
+    assert_eq!(failed_names(&lines), [HOST_RDMA]);
+    assert_eq!(
+        line(&lines, HOST_RDMA).expectation.select.objects,
+        [HOST_PORT, IB_PORT]
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(IB_PORT) && n.contains("no netdev")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
+    // The host has an RDMA port, but no readable counter for it: the only guard against
+    // the host reading the target itself cannot be formed. Visible and INCONCLUSIVE.
+    let (verdict, lines, _) = judge(
+        &target(true),
+        N,
+        &scenario(THROUGH_THE_DPU).measured(()),
+        &ports(&[HOST_PORT, IB_PORT], &[IB_PORT]),
+        &[],
+    );
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    let [(name, why)] = inconclusive(&lines)[..] else {
+        panic!("{lines:#?}")
+    };
+    assert_eq!(name, HOST_RDMA);
+    assert!(
+        why.contains(IB_PORT) && why.contains("cannot be formed") && why.contains("host-rdma"),
+        "{why}"
+    );
+    // Waived by name: PROVEN, the line shown as waived and the report saying so.
+    let (verdict, lines, notes) = judge(
+        &target(true),
+        N,
+        &scenario(THROUGH_THE_DPU).measured(()),
+        &ports(&[HOST_PORT, IB_PORT], &[IB_PORT]),
+        &[StorageWaiver::HostRdma],
+    );
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert!(lines
+        .iter()
+        .any(|l| matches!(l.outcome, Outcome::Waived(_))));
+    assert!(
+        notes.iter().any(|n| n.starts_with("waived `host-rdma`")),
+        "{notes:?}"
+    );
+    // A waiver never covers a control that can be formed: the host read over its own
+    // port is still NOT PROVEN.
+    let direct = Moved {
+        host_rdma: N + N / 50,
+        ..THROUGH_THE_DPU
+    };
+    let (verdict, lines, notes) = judge(
+        &target(true),
+        N,
+        &scenario(direct).measured(()),
+        &ports(&[HOST_PORT], &[]),
+        &[StorageWaiver::HostRdma],
+    );
+    assert_eq!(verdict, Verdict::NotProven, "{lines:#?}");
+    assert_eq!(failed_names(&lines), [HOST_RDMA]);
+    assert!(notes.iter().any(|n| n.contains("not needed")), "{notes:?}");
+    // Devices that cannot be listed: the same visible line.
+    let unreadable = HostRdmaPorts {
+        unreadable: Some("permission denied".to_owned()),
+        ..HostRdmaPorts::default()
+    };
+    let (verdict, lines, _) = judge(
+        &target(true),
+        N,
+        &scenario(THROUGH_THE_DPU).measured(()),
+        &unreadable,
+        &[],
+    );
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    assert!(inconclusive(&lines)[0].1.contains("permission denied"));
+}
+
+#[test]
+fn a_host_without_rdma_ports_needs_no_rdma_control() {
+    let (verdict, lines, notes) = judge(
+        &target(true),
+        N,
+        &scenario(THROUGH_THE_DPU).measured(()),
+        &HostRdmaPorts::default(),
+        &[],
+    );
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(names(&lines), [SERVED, DPU_RDMA, HOST_NICS]);
+    assert!(
+        notes.iter().any(|n| n.contains("no RDMA port of its own")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_burst_in_the_idle_window_cannot_mask_the_host_nic() {
+    // Issue 31 §2: 10 MB on the host NIC while the background is measured (1 s), then
+    // 69 MB crossing it during the 1 s read. Subtracting the burst made the line met.
+    let burst = scenario(THROUGH_THE_DPU).row(
+        Side::Host,
+        Source::Netdev,
+        HOST_NIC,
+        "rx_bytes",
+        Unit::Bytes,
+        [
+            Some(0),
+            Some(10_000_000),
+            Some(10_000_000),
+            Some(79_000_000),
+        ],
+    );
+    let (verdict, lines, _) = judged(&target(true), &burst);
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    let [(name, why)] = inconclusive(&lines)[..] else {
+        panic!("{lines:#?}")
+    };
+    assert_eq!(name, HOST_NICS);
+    assert!(why.contains("own bound"), "{why}");
+}
+
+#[test]
+fn host_rdma_ports_are_sorted_by_whose_they_are() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = |ibdev: &str, ndev: Option<&str>| {
+        let base = dir
+            .path()
+            .join("sys/class/infiniband")
+            .join(ibdev)
+            .join("ports/1");
+        std::fs::create_dir_all(base.join("gids")).expect("mkdir");
+        std::fs::create_dir_all(base.join("gid_attrs/ndevs")).expect("mkdir");
+        std::fs::write(base.join("state"), "4: ACTIVE\n").expect("state");
+        std::fs::write(
+            base.join("gids/0"),
+            "fe80:0000:0000:0000:0202:c9ff:fe00:0001\n",
+        )
+        .expect("gid");
+        if let Some(ndev) = ndev {
+            std::fs::write(base.join("gid_attrs/ndevs/0"), format!("{ndev}\n")).expect("ndev");
+        }
+    };
+    port("mlx5_2", Some("ens1f0np0")); // the host's RoCE port
+    port("rxe0", Some("p0")); // the DPU's, seen through a shared kernel (the lab)
+    port("mlx5_3", None); // InfiniBand: no netdev
+    let host = dpu_probe::snapshot::Snapshot {
+        taken_at: std::time::SystemTime::UNIX_EPOCH,
+        monotonic_start: Duration::ZERO,
+        monotonic_end: Duration::ZERO,
+        boot_id: None,
+        samples: vec![dpu_probe::snapshot::Sample::cumulative(
+            Source::Netdev,
+            HOST_NIC,
+            "rx_bytes",
+            0,
+            Unit::Bytes,
+        )],
+        errors: Vec::new(),
+    };
+    let sorted = host_rdma_ports(&SysRoot::new(dir.path()), &host);
+    assert_eq!(sorted.own, [HOST_PORT, IB_PORT]);
+    assert_eq!(sorted.without_netdev, [IB_PORT]);
+    assert_eq!(sorted.unreadable, None);
 }

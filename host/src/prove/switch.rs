@@ -239,6 +239,9 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             if_failed: "the packets did not leave through this interface: check the route to \
                         the peer"
                 .to_owned(),
+            traffic: k,
+            waiver: None,
+            unformed: None,
         },
         Expectation {
             name: format!(
@@ -258,6 +261,9 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
                         off, not applied (restart ovs-vswitchd), or the flows stayed in a \
                         slower path"
                 .to_owned(),
+            traffic: k,
+            waiver: None,
+            unformed: None,
         },
     ];
     let worse: Vec<String> = LEVELS
@@ -285,6 +291,9 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             rule: Rule::AtMost(FIRST_PACKETS),
             why: "the representor counts every packet the Arm CPU had to handle".to_owned(),
             if_failed: "the Arm CPU handled the packets: the offload did not take them".to_owned(),
+            traffic: k,
+            waiver: None,
+            unformed: None,
         });
     }
     if !worse.is_empty() {
@@ -300,6 +309,9 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             why: "packets in a slower layer were switched by the Arm cores".to_owned(),
             if_failed: "the Arm CPU switched these packets: the traffic took the slow path"
                 .to_owned(),
+            traffic: k,
+            waiver: None,
+            unformed: None,
         });
     }
     list

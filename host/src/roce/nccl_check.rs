@@ -10,7 +10,7 @@ use dpu_probe::SysRoot;
 use serde::Serialize;
 
 use super::nccl::{parse_results, NcclResults};
-use super::nccl_corroborate::{corroborate, snapshot, Corroboration};
+use super::nccl_corroborate::{corroborate, named_ports, snapshot, Corroboration};
 use super::nccl_transport::{scan_transport, NcclTransport, NetChannel};
 use super::rdma_evidence::PortReading;
 
@@ -116,7 +116,8 @@ pub fn judge(mut text: String, run: Option<NcclRun>) -> (NcclReport, NcclVerdict
         snaps = Some((r.before, r.after));
     }
     let verdict = scan_transport(&text);
-    let counters = snaps.map(|(b, a)| corroborate(&b, &a, verdict.transport));
+    let named = named_ports(&verdict.ib_devices);
+    let counters = snaps.map(|(b, a)| corroborate(&b, &a, verdict.transport, &named));
     // A log without the results table is fine: the transport alone answers the question.
     let results = parse_results(&text).ok();
     let report = NcclReport {
@@ -153,7 +154,10 @@ pub fn judge(mut text: String, run: Option<NcclRun>) -> (NcclReport, NcclVerdict
     } else {
         match report.counters.as_ref().map(|c| c.verdict) {
             Some("contradicts") => NcclVerdict::Contradicted,
-            Some("inconclusive") => NcclVerdict::Inconclusive,
+            // Counters that can neither confirm nor deny (too few packets to be a
+            // collective, too many to be still; no port with counters) are no evidence:
+            // never a success.
+            Some("inconclusive" | "unknown") => NcclVerdict::Inconclusive,
             _ => match verdict.transport {
                 NcclTransport::Ib => NcclVerdict::Rdma,
                 NcclTransport::Socket => NcclVerdict::Socket,

@@ -58,18 +58,58 @@ pub struct Corroboration {
     pub reason: String,
 }
 
-/// Compares two [`snapshot`]s with the transport NCCL reported.
+/// The RDMA ports (`mlx5_0/1`) of the devices NCCL named (`mlx5_0:1/RoCE`,
+/// `mlx5_1:1:0/IB` with a rail): the ones a collective over NET/IB used.
+pub fn named_ports(ib_devices: &[String]) -> Vec<String> {
+    ib_devices
+        .iter()
+        .filter_map(|d| {
+            let device = d.split('/').next()?;
+            let mut parts = device.split(':');
+            let (ibdev, port) = (parts.next()?, parts.next()?);
+            (!ibdev.is_empty() && port.parse::<u32>().is_ok()).then(|| format!("{ibdev}/{port}"))
+        })
+        .collect()
+}
+
+/// Compares two [`snapshot`]s with the transport NCCL reported, counting only the ports
+/// of the devices NCCL named (`named`, from [`named_ports`]; every port when it named
+/// none). A named port this host does not have makes the count inconclusive: the
+/// collective's bytes cannot have been counted.
 pub fn corroborate(
     before: &[(String, PortReading)],
     after: &[(String, PortReading)],
     transport: NcclTransport,
+    named: &[String],
 ) -> Corroboration {
     let mut ports: Vec<(String, u64)> = Vec::new();
     let mut broken: Option<String> = None;
+    let counted = |name: &String| named.is_empty() || named.contains(name);
+    if let Some(missing) = named
+        .iter()
+        .find(|n| !before.iter().chain(after).any(|(have, _)| have == *n))
+    {
+        let have: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
+        return Corroboration {
+            ports,
+            packets: None,
+            verdict: "inconclusive",
+            reason: format!(
+                "NCCL used {missing}, which this host has no counters for (it has: {}): the \
+                 collective's packets cannot be counted here",
+                if have.is_empty() {
+                    "no RDMA port".to_owned()
+                } else {
+                    have.join(", ")
+                }
+            ),
+        };
+    }
     let names = before
         .iter()
         .map(|(n, _)| n)
-        .chain(after.iter().map(|(n, _)| n));
+        .chain(after.iter().map(|(n, _)| n))
+        .filter(|n| counted(n));
     let mut seen = std::collections::BTreeSet::new();
     for name in names {
         if !seen.insert(name) {
@@ -176,38 +216,65 @@ mod tests {
     #[test]
     fn the_counters_confirm_or_contradict_the_log() {
         assert_eq!(
-            corroborate(&snap(10), &snap(50_010), NcclTransport::Ib).verdict,
+            corroborate(&snap(10), &snap(50_010), NcclTransport::Ib, &[]).verdict,
             "agrees"
         );
         assert_eq!(
-            corroborate(&snap(10), &snap(30), NcclTransport::Ib).verdict,
+            corroborate(&snap(10), &snap(30), NcclTransport::Ib, &[]).verdict,
             "contradicts"
         );
         assert_eq!(
-            corroborate(&snap(10), &snap(30), NcclTransport::Socket).verdict,
+            corroborate(&snap(10), &snap(30), NcclTransport::Socket, &[]).verdict,
             "agrees"
         );
         assert_eq!(
-            corroborate(&snap(10), &snap(90_000), NcclTransport::Socket).verdict,
+            corroborate(&snap(10), &snap(90_000), NcclTransport::Socket, &[]).verdict,
             "contradicts"
         );
         assert_eq!(
-            corroborate(&snap(0), &snap(500), NcclTransport::Ib).verdict,
+            corroborate(&snap(0), &snap(500), NcclTransport::Ib, &[]).verdict,
             "unknown"
         );
-        assert_eq!(corroborate(&[], &[], NcclTransport::Ib).verdict, "unknown");
+        assert_eq!(
+            corroborate(&[], &[], NcclTransport::Ib, &[]).verdict,
+            "unknown"
+        );
     }
 
     #[test]
     fn a_reset_or_vanished_port_is_inconclusive_not_a_still_port() {
         // NET/Socket with a port whose counter reset mid-run: saturating subtraction read
         // 0 packets and "agreed" with the TCP fallback.
-        let reset = corroborate(&snap(50_000), &snap(12), NcclTransport::Socket);
+        let reset = corroborate(&snap(50_000), &snap(12), NcclTransport::Socket, &[]);
         assert_eq!(reset.verdict, "inconclusive", "{}", reset.reason);
         assert_eq!(reset.packets, None);
         assert!(reset.reason.contains("reset"), "{}", reset.reason);
-        let gone = corroborate(&snap(10), &[], NcclTransport::Ib);
+        let gone = corroborate(&snap(10), &[], NcclTransport::Ib, &[]);
         assert_eq!(gone.verdict, "inconclusive");
         assert!(gone.reason.contains("vanished"), "{}", gone.reason);
+    }
+
+    #[test]
+    fn only_the_ports_nccl_named_are_counted() {
+        // Issue 31 §6: every local port was summed, so another HCA's traffic confirmed a
+        // collective NCCL ran elsewhere.
+        assert_eq!(
+            named_ports(&["mlx5_0:1/RoCE".to_owned(), "mlx5_1:1:0/IB".to_owned()]),
+            ["mlx5_0/1", "mlx5_1/1"]
+        );
+        let named = named_ports(&["mlx5_0:1/RoCE".to_owned()]);
+        assert_eq!(
+            corroborate(&snap(10), &snap(50_010), NcclTransport::Ib, &named).verdict,
+            "agrees"
+        );
+        // NCCL named a device this host's counters do not have: cannot be counted here.
+        let elsewhere = named_ports(&["mlx5_4:1/RoCE".to_owned()]);
+        let c = corroborate(&snap(10), &snap(50_010), NcclTransport::Ib, &elsewhere);
+        assert_eq!(c.verdict, "inconclusive", "{}", c.reason);
+        assert!(
+            c.reason.contains("mlx5_4/1") && c.reason.contains("mlx5_0/1"),
+            "{}",
+            c.reason
+        );
     }
 }

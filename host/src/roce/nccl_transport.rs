@@ -5,11 +5,15 @@
 /// The transport verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NcclTransport {
-    /// NET/IB (InfiniBand verbs; RoCE devices show as `/RoCE`) and no socket traffic.
+    /// NET/IB (InfiniBand verbs; RoCE devices show as `/RoCE`) on at least one network
+    /// channel (`via NET/IB`), and no socket traffic. Init lines alone (`Using network IB`,
+    /// `NET/IB : Using ...`) only say a plugin loaded, not that a channel used it.
     Ib,
     /// NET/Socket: the TCP fallback (for some or all channels).
     Socket,
-    /// No network transport lines (single node, or NCCL_DEBUG was not INFO).
+    /// No network channel says which transport carried it: no transport lines (single
+    /// node, or NCCL_DEBUG was not INFO), or NET/IB initialised while every channel went
+    /// through P2P or shared memory.
     Unknown,
 }
 
@@ -60,9 +64,10 @@ const NO_VERBS: [&str; 2] = ["Count not open libibverbs", "Could not open libibv
 /// (graph/paths.cc) both contain it.
 const GDR_DISABLED: &str = "GPU Direct RDMA Disabled";
 
-/// Scans a log (any text; non-NCCL lines are ignored). Channel lines (`via NET/...`) are
-/// the strongest evidence, then `Using network ...`, then the plugins' `Using` lines; a
-/// socket channel anywhere makes the verdict Socket, because that traffic bypassed RoCE.
+/// Scans a log (any text; non-NCCL lines are ignored). Only a channel line (`via NET/IB`)
+/// makes the verdict IB; a socket channel anywhere makes it Socket, because that traffic
+/// bypassed RoCE, and so do the socket plugin's init lines without any IB channel (the
+/// fallback is the answer to worry about, never to assume away).
 pub fn scan_transport(log: &str) -> TransportVerdict {
     let mut evidence = Vec::new();
     let mut ib_devices = Vec::new();
@@ -117,11 +122,7 @@ pub fn scan_transport(log: &str) -> TransportVerdict {
         NcclTransport::Socket
     } else if via_ib {
         NcclTransport::Ib
-    } else if net_socket {
-        NcclTransport::Socket
-    } else if net_ib || ib_using {
-        NcclTransport::Ib
-    } else if socket_using {
+    } else if net_socket || (socket_using && !net_ib && !ib_using) {
         NcclTransport::Socket
     } else {
         NcclTransport::Unknown
@@ -231,5 +232,31 @@ hostA:31842:31910 [0] NCCL INFO Channel 03/0 : 0[0] -> 1[1] via P2P/IPC/read
         // A ring listing (`Channel 00/16 :    0   7   6 ...`) is not a connection.
         let ring = "node1:1:1 [0] NCCL INFO Channel 00/16 :    0   7   6   5\n";
         assert!(scan_transport(ring).net_channels.is_empty());
+    }
+
+    #[test]
+    fn init_lines_alone_never_claim_ib() {
+        // Issue 31 §6: `Using network IB` with every channel over P2P/IPC moved nothing
+        // over the network, and was reported as NET/IB.
+        let local =
+            "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
+                     node1:1:1 [0] NCCL INFO Using network IB\n\
+                     node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n\
+                     node1:1:9 [0] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read\n";
+        let v = scan_transport(local);
+        assert_eq!(v.transport, NcclTransport::Unknown);
+        assert!(v.net_channels.is_empty());
+        assert_eq!(v.ib_devices, ["mlx5_0:1/RoCE"]);
+        // The init lines without any channel line: still unknown.
+        let init = "node1:1:1 [0] NCCL INFO Using network IB\n";
+        assert_eq!(scan_transport(init).transport, NcclTransport::Unknown);
+        // One network channel over IB is the evidence.
+        let one = format!(
+            "{local}node1:1:9 [0] NCCL INFO Channel 02/0 : 0[0] -> 8[0] [send] via NET/IB/0\n"
+        );
+        assert_eq!(scan_transport(&one).transport, NcclTransport::Ib);
+        // The socket plugin's init lines with no IB at all: the fallback.
+        let fallback = "node1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n";
+        assert_eq!(scan_transport(fallback).transport, NcclTransport::Socket);
     }
 }

@@ -20,6 +20,10 @@ pub enum Change {
     Appeared,
     /// Present only in the first snapshot.
     Vanished,
+    /// Read at the largest value a 32-bit counter holds (`2^32 - 1` raw): IB PMA
+    /// `PortCounters` saturate there and stop counting (IBA §16.1.3.5), so the growth is
+    /// unknown however the two readings compare. Proofs treat it as inconclusive.
+    Saturated,
 }
 
 impl Change {
@@ -27,7 +31,7 @@ impl Change {
     pub fn delta(self) -> Option<u64> {
         match self {
             Self::Delta(d) | Self::Wrapped(d) => Some(d),
-            Self::Reset | Self::Level | Self::Appeared | Self::Vanished => None,
+            Self::Reset | Self::Level | Self::Appeared | Self::Vanished | Self::Saturated => None,
         }
     }
 }
@@ -45,6 +49,24 @@ pub struct CounterDelta {
     pub after: Option<u64>,
     /// The verdict.
     pub change: Change,
+    /// Width of the raw counter in bits (0 unknown), from the latest reading: with `scale`,
+    /// how much it can count before it wraps or saturates.
+    pub width_bits: u32,
+    /// Multiplier from the raw counter to the unit (4 for PMA data words).
+    pub scale: u32,
+}
+
+impl CounterDelta {
+    /// The most this counter can move between two readings and still be told apart from
+    /// a wrap or a reset (half its range, the diff's rule), in its unit; None when the
+    /// width is 64 bits or unknown.
+    pub fn capacity(&self) -> Option<u64> {
+        if self.width_bits == 0 || self.width_bits >= 64 {
+            return None;
+        }
+        let range = (1u128 << self.width_bits) * u128::from(self.scale.max(1));
+        u64::try_from(range / 2).ok()
+    }
 }
 
 /// The difference between two snapshots.
@@ -97,6 +119,8 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
                 } else {
                     change(b, a)
                 },
+                width_bits: a.width_bits,
+                scale: a.scale,
             },
             None => CounterDelta {
                 key: b.key.clone(),
@@ -104,6 +128,8 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
                 before: Some(b.value),
                 after: None,
                 change: Change::Vanished,
+                width_bits: b.width_bits,
+                scale: b.scale,
             },
         };
         deltas.push(entry);
@@ -116,6 +142,8 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
                 before: None,
                 after: Some(a.value),
                 change: Change::Appeared,
+                width_bits: a.width_bits,
+                scale: a.scale,
             });
         }
     }
@@ -126,10 +154,22 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
     }
 }
 
+/// Whether `sample` reads `2^32 - 1` raw, where a saturating 32-bit counter stops. Counters
+/// of unknown width count too: the legacy PMA table, whose counters saturate, cannot be
+/// told from the 64-bit one by its files (`rdma_counters`), and a 64-bit counter sitting
+/// on exactly that value is one reading in four billion.
+fn at_32_bit_maximum(sample: &Sample) -> bool {
+    matches!(sample.width_bits, 0 | 32)
+        && sample.value == u64::from(u32::MAX) * u64::from(sample.scale.max(1))
+}
+
 /// One counter present in both snapshots.
 fn change(before: &Sample, after: &Sample) -> Change {
     if before.kind == Kind::Gauge || after.kind == Kind::Gauge {
         return Change::Level;
+    }
+    if at_32_bit_maximum(after) {
+        return Change::Saturated;
     }
     if after.value >= before.value {
         return Change::Delta(after.value - before.value);
@@ -293,5 +333,58 @@ mod tests {
                 ("new", Change::Appeared)
             ]
         );
+    }
+
+    #[test]
+    fn a_counter_at_its_32_bit_maximum_is_saturated_not_still() {
+        // Legacy PMA data counters (width unknown, 4-byte words) stuck at 0xffffffff:
+        // "moved 0" would be a lie, the growth is unknown.
+        let stuck = |v: u64| {
+            Sample::cumulative(
+                Source::Rdma,
+                "rdmaDevices/mlx4_0/ports/1",
+                "port_rcv_data",
+                v,
+                Unit::Bytes,
+            )
+            .with_width(0)
+            .scaled(4)
+        };
+        let max = u64::from(u32::MAX);
+        let d = diff(
+            &snap("b", 0, vec![stuck(max)]),
+            &snap("b", 1000, vec![stuck(max)]),
+        );
+        assert_eq!(only(&d), Change::Saturated);
+        assert_eq!(only(&d).delta(), None);
+        // Reaching the maximum during the window is saturated too.
+        let d = diff(
+            &snap("b", 0, vec![stuck(max - 10)]),
+            &snap("b", 1000, vec![stuck(max)]),
+        );
+        assert_eq!(only(&d), Change::Saturated);
+        // One below it is an ordinary delta, and a 64-bit counter there is ordinary.
+        let d = diff(
+            &snap("b", 0, vec![stuck(max - 10)]),
+            &snap("b", 1000, vec![stuck(max - 1)]),
+        );
+        assert_eq!(only(&d), Change::Delta(36));
+        let wide = |v| bytes("rx_bytes", v);
+        let d = diff(
+            &snap("b", 0, vec![wide(max - 1)]),
+            &snap("b", 1, vec![wide(max)]),
+        );
+        assert_eq!(only(&d), Change::Delta(1));
+    }
+
+    #[test]
+    fn capacity_is_half_the_range_of_a_narrow_counter() {
+        let d = diff(&snap("b", 0, vec![words(1)]), &snap("b", 1, vec![words(2)]));
+        assert_eq!(d.deltas[0].capacity(), Some((1u64 << 32) * 4 / 2));
+        let d = diff(
+            &snap("b", 0, vec![bytes("rx_bytes", 1)]),
+            &snap("b", 1, vec![bytes("rx_bytes", 2)]),
+        );
+        assert_eq!(d.deltas[0].capacity(), None);
     }
 }

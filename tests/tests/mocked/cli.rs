@@ -227,6 +227,26 @@ fn nccl_check_tells_rdma_from_the_socket_fallback() {
     std::fs::write(&empty, "no nccl here\n").expect("write");
     let out = dpuctl(&["roce", "nccl-check", &empty.display().to_string()]);
     assert_eq!(out.status.code(), Some(3), "no evidence is inconclusive");
+    // NET/IB initialised, but every channel went over P2P/IPC: no network carried the
+    // collective, so nothing says IB (issue 31 §6).
+    let local = dir.path().join("local.log");
+    std::fs::write(
+        &local,
+        "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
+         node1:1:1 [0] NCCL INFO Using network IB\n\
+         node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n",
+    )
+    .expect("write");
+    let out = dpuctl(&[
+        "-o",
+        "json",
+        "roce",
+        "nccl-check",
+        &local.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "init lines are not evidence");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["transport"], "unknown");
 }
 
 /// `nccl-check -- CMD`: the command's own log says NET/IB; the host fixture's RDMA port

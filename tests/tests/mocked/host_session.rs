@@ -399,7 +399,9 @@ async fn check_reads_host_and_agent_facts_through_one_connection() {
 fn nccl_check_run(xmit_after: u64, rcv_after: u64) -> (Option<i32>, Value, String) {
     let (_dir, root) = fixture::single_rdma_port_tempdir();
     let counters = root.join("sys/class/infiniband/mlx5_0/ports/1/counters");
-    let log = "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>";
+    let log =
+        "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
+               node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA";
     let script =
         "printf '%s\\n' \"$3\" > \"$1\" && printf '%s\\n' \"$4\" > \"$2\" && printf '%s\\n' \"$5\"";
     let (xmit, rcv) = (xmit_after.to_string(), rcv_after.to_string());
@@ -471,6 +473,18 @@ fn nccl_check_is_inconclusive_when_an_rdma_counter_resets_during_the_run() {
             "the reason names the reset counter {what}: {reason}"
         );
         assert!(stderr.contains(reason), "stderr says why: {stderr}");
+    }
+}
+
+/// Between "still" and "carried a collective" (200–999 packets) the counters neither
+/// confirm nor deny NET/IB: exit 3, never the success it used to be (issue 31 §6).
+#[test]
+fn nccl_check_is_inconclusive_when_the_counters_cannot_tell() {
+    for (xmit, rcv) in [(5_000 + 150, 7_000 + 150), (5_000 + 500, 7_000 + 499)] {
+        let (code, report, stderr) = nccl_check_run(xmit, rcv);
+        assert_eq!(code, Some(3), "{report:#}\n{stderr}");
+        assert_eq!(report["counters"]["verdict"], "unknown", "{report:#}");
+        assert!(stderr.contains("too few to confirm"), "{stderr}");
     }
 }
 
