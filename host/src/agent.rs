@@ -80,11 +80,54 @@ impl std::fmt::Debug for ClientTls {
     }
 }
 
+/// The most a TLS file may hold: a PEM bundle of a few hundred CA certificates fits with
+/// room to spare; `/dev/zero` named as a CA (which grew dpuctl to 23 GiB) does not.
+pub const MAX_TLS_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads one TLS file: a regular file only (a device, FIFO or directory is refused before
+/// any read, and the open never waits for a FIFO's writer), at most
+/// [`MAX_TLS_FILE_BYTES`].
+fn read_tls_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a device, FIFO or directory is refused)",
+        ));
+    }
+    let too_big = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {MAX_TLS_FILE_BYTES} bytes: more than PEM certificates or a key \
+                 hold"
+            ),
+        )
+    };
+    if meta.len() > MAX_TLS_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // The size can change after the stat: the cap holds whatever the file does.
+    file.take(MAX_TLS_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_TLS_FILE_BYTES {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
 impl ClientTls {
-    /// Reads the three files, naming the flag of the one that cannot be read.
+    /// Reads the three files, naming the flag of the one that cannot be read; each must be
+    /// a regular file of at most [`MAX_TLS_FILE_BYTES`].
     pub fn read(files: &TlsFiles) -> Result<Self, ConnectError> {
         let read = |what: &'static str, path: &Path| {
-            std::fs::read(path).map_err(|source| ConnectError::ReadTls {
+            read_tls_file(path).map_err(|source| ConnectError::ReadTls {
                 what,
                 path: path.to_owned(),
                 source,
@@ -163,4 +206,61 @@ pub async fn connect_with(
         agent: agent.to_string(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(ca: &Path, cert: &Path, key: &Path) -> TlsFiles {
+        TlsFiles {
+            ca: ca.to_owned(),
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+            name: None,
+        }
+    }
+
+    #[test]
+    fn tls_files_must_be_small_regular_files() {
+        // Issue 33 §3: `--ca /dev/zero` grew dpuctl until the OOM killer ended it, and a
+        // FIFO hung it past every deadline. Both are refused before any read.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pem = dir.path().join("ok.pem");
+        std::fs::write(&pem, "-----BEGIN CERTIFICATE-----\n").expect("write");
+        let fifo = dir.path().join("fifo.pem");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let big = dir.path().join("big.pem");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(MAX_TLS_FILE_BYTES + 1))
+            .expect("big file");
+        assert!(ClientTls::read(&files(&pem, &pem, &pem)).is_ok());
+        for (bad, what, why) in [
+            (
+                Path::new("/dev/zero"),
+                "CA certificate (--ca)",
+                "not a regular file",
+            ),
+            (
+                fifo.as_path(),
+                "CA certificate (--ca)",
+                "not a regular file",
+            ),
+            (big.as_path(), "CA certificate (--ca)", "larger than"),
+            (dir.path(), "CA certificate (--ca)", "not a regular file"),
+        ] {
+            let err = ClientTls::read(&files(bad, &pem, &pem)).expect_err("refused");
+            let ConnectError::ReadTls {
+                what: got, source, ..
+            } = &err
+            else {
+                panic!("{err:?}")
+            };
+            assert_eq!(*got, what);
+            assert!(source.to_string().contains(why), "{bad:?}: {source}");
+        }
+        // The key's flag is named when the key is the bad one.
+        let err = ClientTls::read(&files(&pem, &pem, Path::new("/dev/zero"))).expect_err("key");
+        assert!(err.to_string().contains("--key"), "{err}");
+    }
 }

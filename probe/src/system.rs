@@ -3,16 +3,16 @@
 use std::time::Duration;
 
 use crate::root::{read_attr, read_optional_attr};
-use crate::{ProbeError, SysRoot};
+use crate::SysRoot;
 
 /// What the machine is: enough to tell which DPU, which OS image and whether it rebooted
 /// between two counter snapshots.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SystemFacts {
-    /// `/proc/sys/kernel/hostname`.
-    pub hostname: String,
-    /// `/proc/sys/kernel/osrelease`.
-    pub kernel_release: String,
+    /// `/proc/sys/kernel/hostname`; None when it cannot be read (`unreadable` says why).
+    pub hostname: Option<String>,
+    /// `/proc/sys/kernel/osrelease`; None when it cannot be read.
+    pub kernel_release: Option<String>,
     /// `PRETTY_NAME` from `/etc/os-release`, when present.
     pub os_name: Option<String>,
     /// Time since boot, from `/proc/uptime`.
@@ -20,19 +20,34 @@ pub struct SystemFacts {
     /// `/proc/sys/kernel/random/boot_id`: changes on every boot, so a snapshot pair with
     /// two boot ids spans a reboot and every counter reset.
     pub boot_id: Option<String>,
+    /// The required facts that could not be read, each with its file and why. The answer
+    /// keeps everything that could be read: one unreadable file does not hide the rest.
+    pub unreadable: Vec<String>,
 }
 
-/// Reads [`SystemFacts`]. Hostname and kernel release are required (every Linux has
-/// them); the rest is reported as absent when unreadable.
-pub fn read_system_facts(root: &SysRoot) -> Result<SystemFacts, ProbeError> {
-    Ok(SystemFacts {
-        hostname: read_attr(&root.proc("sys/kernel/hostname"))?,
-        kernel_release: read_attr(&root.proc("sys/kernel/osrelease"))?,
+/// Reads [`SystemFacts`]: what can be read. Hostname and kernel release exist on every
+/// Linux, so failing to read them is recorded in `unreadable`; the optional facts are
+/// simply absent.
+pub fn read_system_facts(root: &SysRoot) -> SystemFacts {
+    let mut unreadable = Vec::new();
+    let mut required = |path: std::path::PathBuf| match read_attr(&path) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            unreadable.push(e.to_string());
+            None
+        }
+    };
+    let hostname = required(root.proc("sys/kernel/hostname"));
+    let kernel_release = required(root.proc("sys/kernel/osrelease"));
+    SystemFacts {
+        hostname,
+        kernel_release,
         os_name: read_optional_attr(&root.etc("os-release"))
             .and_then(|text| os_release_value(&text, "PRETTY_NAME")),
         uptime: read_optional_attr(&root.proc("uptime")).and_then(|t| parse_uptime(&t)),
         boot_id: read_optional_attr(&root.proc("sys/kernel/random/boot_id")),
-    })
+        unreadable,
+    }
 }
 
 /// Extracts one key from os-release text (shell-style `KEY="value"` lines).
@@ -75,19 +90,34 @@ mod tests {
         )
         .expect("write");
 
-        let facts = read_system_facts(&root).expect("facts");
-        assert_eq!(facts.hostname, "dpu-bf3");
-        assert_eq!(facts.kernel_release, "5.15.0-1035-bluefield");
+        let facts = read_system_facts(&root);
+        assert_eq!(facts.hostname.as_deref(), Some("dpu-bf3"));
+        assert_eq!(
+            facts.kernel_release.as_deref(),
+            Some("5.15.0-1035-bluefield")
+        );
+        assert!(facts.unreadable.is_empty(), "{:?}", facts.unreadable);
         assert_eq!(facts.os_name.as_deref(), Some("Ubuntu 22.04.4 LTS"));
         assert_eq!(facts.uptime, Some(Duration::from_millis(360_500)));
         assert_eq!(facts.boot_id, None);
     }
 
     #[test]
-    fn missing_hostname_is_an_error_naming_the_file() {
+    fn an_unreadable_hostname_is_named_and_the_rest_still_read() {
+        // Issue 33 §8: one unreadable file failed the whole GetSystem answer.
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = read_system_facts(&SysRoot::new(dir.path())).expect_err("empty root");
-        assert!(err.to_string().contains("hostname"), "{err}");
+        let root = SysRoot::new(dir.path());
+        fs::create_dir_all(root.proc("sys/kernel")).expect("mkdir");
+        fs::write(root.proc("sys/kernel/osrelease"), "6.1.0\n").expect("write");
+        fs::write(root.proc("uptime"), "10.00 20.00\n").expect("write");
+        let facts = read_system_facts(&root);
+        assert_eq!(facts.hostname, None);
+        assert_eq!(facts.kernel_release.as_deref(), Some("6.1.0"));
+        assert_eq!(facts.uptime, Some(Duration::from_secs(10)));
+        let [why] = &facts.unreadable[..] else {
+            panic!("{:?}", facts.unreadable)
+        };
+        assert!(why.contains("hostname"), "{why}");
     }
 
     #[test]

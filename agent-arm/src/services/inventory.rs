@@ -38,7 +38,7 @@ impl Inventory for InventoryService {
         let root = self.root();
         let (facts, devices, netdevs) = blocking(move || {
             Ok((
-                system::read_system_facts(&root)?,
+                system::read_system_facts(&root),
                 rdma::list_rdma_devices(&root)?,
                 netdev::list_netdevs(&root)?,
             ))
@@ -61,14 +61,17 @@ impl Inventory for InventoryService {
         let (model, firmware_version) = bluefield
             .map(|(m, fw)| (m.to_owned(), fw))
             .unwrap_or_default();
+        for why in &facts.unreadable {
+            tracing::warn!(error = %why, "Inventory.GetSystem: a system fact is unreadable; answered without it");
+        }
         Ok(Response::new(v1::System {
-            hostname: facts.hostname,
+            hostname: facts.hostname.unwrap_or_default(),
             model,
             dpu_mode: dpu_mode as i32,
             firmware_version,
             os: Some(v1::OperatingSystem {
                 name: facts.os_name.unwrap_or_default(),
-                kernel_release: facts.kernel_release,
+                kernel_release: facts.kernel_release.unwrap_or_default(),
             }),
             architecture: std::env::consts::ARCH.to_owned(),
             agent_version: crate::version::AGENT_VERSION.to_owned(),

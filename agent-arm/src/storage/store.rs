@@ -140,6 +140,19 @@ impl StateStore {
                 })
             }
         }
+        // An existing lock file can be written where the directory takes no new file
+        // (`chattr +i`, a read-only bind mount of the directory alone): every save creates
+        // the temporary file first, so create and remove it now, not at the first change.
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|_| fs::remove_file(&tmp))
+            .map_err(io(
+                "create a file in (the state directory must take new files)",
+                &tmp,
+            ))?;
         Ok(DirLock { _file: file })
     }
 
@@ -261,6 +274,40 @@ mod tests {
             out.contains("dpu_agent_state_file_writes_total{result=\"error\"} 1"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_directory_that_takes_no_new_file_is_refused_at_start() {
+        // Issue 33 §7: with `state/lock` already there and the directory immutable, the
+        // agent started, said Storage SERVING, and failed the first change. Only root can
+        // set the flag (CI runs this as root).
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        let store = StateStore::new(&state, metrics());
+        drop(store.lock().expect("a writable directory is taken"));
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&state)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            assert_ne!(
+                std::env::var("DPU_TESTS_STRICT").as_deref(),
+                Ok("1"),
+                "chattr +i failed: this test needs root on a filesystem with the flag"
+            );
+            eprintln!("SKIPPED: chattr +i needs root on ext4/xfs");
+            return;
+        }
+        let result = store.lock();
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&state)
+            .status();
+        let err = result.expect_err("an immutable state directory");
+        let text = err.to_string();
+        assert!(text.contains("must take new files"), "{text}");
+        assert!(text.contains(".storage.json.tmp"), "{text}");
     }
 
     #[test]

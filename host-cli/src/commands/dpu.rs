@@ -64,12 +64,12 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
     let mode = v1::DpuMode::try_from(s.dpu_mode).unwrap_or(v1::DpuMode::Unspecified);
     let mut table = output::table(["property", "value"]);
     for (key, value) in [
-        ("hostname", s.hostname.clone()),
+        ("hostname", output::or_dash(&s.hostname).to_owned()),
         ("model", output::or_dash(&s.model).to_owned()),
         ("dpu mode", enum_name(mode.as_str_name(), "DPU_MODE_")),
         ("firmware", output::or_dash(&s.firmware_version).to_owned()),
         ("os", output::or_dash(&os.name).to_owned()),
-        ("kernel", os.kernel_release),
+        ("kernel", output::or_dash(&os.kernel_release).to_owned()),
         ("architecture", s.architecture.clone()),
         ("agent version", s.agent_version.clone()),
         ("agent uptime", output::duration(s.agent_uptime.as_ref())),

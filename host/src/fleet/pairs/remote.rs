@@ -306,8 +306,10 @@ mod tests {
             )
             .expect("run");
         stopper.join().expect("stopper");
+        // Well under the 30 s the grandchild would hold the output open if it were
+        // waited for, with room for a loaded 2-core CI machine.
         assert!(
-            started.elapsed() < Duration::from_secs(15),
+            started.elapsed() < Duration::from_secs(25),
             "stopped, not waited for"
         );
         out
