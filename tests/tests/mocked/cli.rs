@@ -184,33 +184,32 @@ fn usage_errors_exit_2_and_help_carries_examples() {
     }
 }
 
+/// Writes `log` to `name` in `dir` and runs `dpuctl [-o json] roce nccl-check` on it.
+fn nccl_check_log(
+    dir: &std::path::Path,
+    name: &str,
+    log: &str,
+    json: bool,
+) -> std::process::Output {
+    let path = dir.join(name);
+    std::fs::write(&path, log).expect("write the log");
+    let path = path.display().to_string();
+    let mut args = if json { vec!["-o", "json"] } else { Vec::new() };
+    args.extend(["roce", "nccl-check", path.as_str()]);
+    dpuctl(&args)
+}
+
 #[test]
 fn nccl_check_tells_rdma_from_the_socket_fallback() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ib = dir.path().join("ib.log");
-    std::fs::write(
-        &ib,
+    let out = nccl_check_log(
+        dir.path(),
+        "ib.log",
         "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
          node1:1:1 [0] NCCL INFO Using network IB\n\
          node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n",
-    )
-    .expect("write");
-    let socket = dir.path().join("socket.log");
-    std::fs::write(
-        &socket,
-        "node1:1:1 [0] NCCL INFO NET/IB : No device found.\n\
-         node1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
-         node1:1:1 [0] NCCL INFO Using network Socket\n\
-         node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n",
-    )
-    .expect("write");
-    let out = dpuctl(&[
-        "-o",
-        "json",
-        "roce",
-        "nccl-check",
-        &ib.display().to_string(),
-    ]);
+        true,
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -220,30 +219,29 @@ fn nccl_check_tells_rdma_from_the_socket_fallback() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(report["transport"], "NET/IB");
     assert_eq!(report["ib_devices"][0], "mlx5_0:1/RoCE");
-    let out = dpuctl(&["roce", "nccl-check", &socket.display().to_string()]);
+    let out = nccl_check_log(
+        dir.path(),
+        "socket.log",
+        "node1:1:1 [0] NCCL INFO NET/IB : No device found.\n\
+         node1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+         node1:1:1 [0] NCCL INFO Using network Socket\n\
+         node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n",
+        false,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("fell back to NET/Socket"));
-    let empty = dir.path().join("empty.log");
-    std::fs::write(&empty, "no nccl here\n").expect("write");
-    let out = dpuctl(&["roce", "nccl-check", &empty.display().to_string()]);
+    let out = nccl_check_log(dir.path(), "empty.log", "no nccl here\n", false);
     assert_eq!(out.status.code(), Some(3), "no evidence is inconclusive");
     // NET/IB initialised, but every channel went over P2P/IPC: no network carried the
     // collective, so nothing says IB (issue 31 §6).
-    let local = dir.path().join("local.log");
-    std::fs::write(
-        &local,
+    let out = nccl_check_log(
+        dir.path(),
+        "local.log",
         "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
          node1:1:1 [0] NCCL INFO Using network IB\n\
          node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n",
-    )
-    .expect("write");
-    let out = dpuctl(&[
-        "-o",
-        "json",
-        "roce",
-        "nccl-check",
-        &local.display().to_string(),
-    ]);
+        true,
+    );
     assert_eq!(out.status.code(), Some(3), "init lines are not evidence");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(report["transport"], "unknown");
