@@ -46,6 +46,11 @@ impl Reading {
         *up &= complete;
     }
 
+    /// Every source this reading read or tried to, by wire name.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.source_up.keys().copied()
+    }
+
     /// Adds one series that does not come from a probe sample.
     pub(crate) fn add_series(&mut self, key: FamilyKey, help: &str, labels: Labels, value: u64) {
         self.families

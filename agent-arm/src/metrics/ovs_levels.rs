@@ -1,54 +1,77 @@
 //! OVS datapath flows summed by forwarding level and in_port: how much of what a
 //! representor sends the eSwitch switches itself, how much tc does in software, and how
-//! much reaches the OVS datapath on the Arm cores. Levels are the ones `dpuctl prove
-//! switch` judges by (`host/src/prove/switch.rs`), named the same.
+//! much reaches the OVS datapath on the Arm cores. The traffic is placed by the one rule
+//! (`dpu_ovs::flow::FlowForwarding`), the same `Switch.ListFlows` reports and `dpuctl prove
+//! switch` judges: hardware only where tc's hardware statistics say so; tc traffic without
+//! them is `unattributed`.
 
 use std::collections::BTreeMap;
 
-use dpu_ovs::flow::{parse_dump, DatapathFlow, DpLayer, Offloaded};
+use dpu_ovs::flow::ForwardingLevel;
+use dpu_proto::v1;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-/// The forwarding level of one flow.
-fn level_of(flow: &DatapathFlow<'_>) -> &'static str {
-    let offloaded = flow.offloaded == Offloaded::Yes;
-    match flow.dp {
-        Some(DpLayer::Tc) if offloaded => "hardware",
-        Some(DpLayer::Tc) => "tc-software",
-        // OVS-DOCA / DPDK full offload reports offloaded:yes on its own layer.
-        Some(DpLayer::Doca | DpLayer::Dpdk) if offloaded => "hardware",
-        _ => "datapath",
-    }
-}
+use crate::services::switch_convert::forwarding_of;
 
-/// The sums of one dump. Gauges, not counters: a flow that expires takes its packets
-/// with it, so the sums go down without any reset.
+/// The label of tc traffic whose hardware share the kernel did not report.
+const UNATTRIBUTED: &str = "unattributed";
+
+/// The sums of one flow listing. Gauges, not counters: a flow that expires takes its
+/// packets with it, so the sums go down without any reset.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct FlowLevels {
+    /// Flows by the level they are installed at.
     flows: BTreeMap<&'static str, u64>,
     /// (level, in_port) → (packets, bytes).
     traffic: BTreeMap<(&'static str, String), (u64, u64)>,
 }
 
 impl FlowLevels {
-    /// Sums a `dpctl/dump-flows -m` text; a line that does not parse fails the whole
-    /// dump (a partial sum would read as less traffic than there was).
-    pub(crate) fn from_dump(text: &str) -> Result<Self, String> {
+    /// Sums the flows of `Switch.ListFlows` (tc filters joined, traffic placed by level).
+    pub(crate) fn from_flows(flows: &[v1::Flow]) -> Self {
         let mut levels = Self::default();
-        for level in ["hardware", "tc-software", "datapath"] {
-            levels.flows.insert(level, 0);
+        for level in ForwardingLevel::ALL {
+            levels.flows.insert(level.as_str(), 0);
         }
-        for parsed in parse_dump(text) {
-            let flow = parsed.map_err(|e| format!("cannot parse dpctl/dump-flows output: {e}"))?;
-            let level = level_of(&flow);
-            *levels.flows.entry(level).or_default() += 1;
-            let in_port = flow.in_port().map(|p| p.to_string()).unwrap_or_default();
-            let entry = levels.traffic.entry((level, in_port)).or_default();
-            entry.0 = entry.0.saturating_add(flow.packets);
-            entry.1 = entry.1.saturating_add(flow.bytes);
+        for flow in flows {
+            let any_in_hw = flow.tc_filters.iter().any(|f| f.in_hw);
+            let installed = forwarding_of(flow).installed_at(any_in_hw);
+            *levels.flows.entry(installed.as_str()).or_default() += 1;
+            let packets = flow.packets_by_level.unwrap_or_default();
+            let bytes = flow.bytes_by_level.unwrap_or_default();
+            let placed = [
+                (
+                    ForwardingLevel::Hardware.as_str(),
+                    packets.hardware,
+                    bytes.hardware,
+                ),
+                (
+                    ForwardingLevel::TcSoftware.as_str(),
+                    packets.tc_software,
+                    bytes.tc_software,
+                ),
+                (
+                    ForwardingLevel::Datapath.as_str(),
+                    packets.datapath,
+                    bytes.datapath,
+                ),
+                (UNATTRIBUTED, packets.unattributed, bytes.unattributed),
+            ];
+            for (level, packets, bytes) in placed {
+                if packets == 0 && bytes == 0 {
+                    continue;
+                }
+                let entry = levels
+                    .traffic
+                    .entry((level, flow.in_port.clone()))
+                    .or_default();
+                entry.0 = entry.0.saturating_add(packets);
+                entry.1 = entry.1.saturating_add(bytes);
+            }
         }
-        Ok(levels)
+        levels
     }
 
     /// `dpu_ovs_flows`, `dpu_ovs_flow_packets` and `dpu_ovs_flow_bytes`.
@@ -58,7 +81,7 @@ impl FlowLevels {
     ) -> Result<(), std::fmt::Error> {
         let mut metric = encoder.encode_descriptor(
             "dpu_ovs_flows",
-            "OVS datapath flows installed now, by forwarding level",
+            "OVS datapath flows installed now, by the level they are installed at (offloaded:yes or an in_hw filter: hardware)",
             None,
             MetricType::Gauge,
         )?;
@@ -88,24 +111,68 @@ impl FlowLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::services::switch_convert::place_by_level;
+
+    fn flow(in_port: &str, dp: &str, offloaded: v1::OffloadStatus, packets: u64) -> v1::Flow {
+        v1::Flow {
+            in_port: in_port.to_owned(),
+            dp_layer: dp.to_owned(),
+            offloaded: offloaded as i32,
+            packets,
+            bytes: packets * 100,
+            ..Default::default()
+        }
+    }
+
+    fn with_filter(mut flow: v1::Flow, in_hw: bool, hw: Option<u64>) -> v1::Flow {
+        let packets = flow.packets;
+        flow.tc_filters = vec![v1::TcFilter {
+            in_hw,
+            actions: vec![v1::TcAction {
+                order: 1,
+                packets,
+                bytes: packets * 100,
+                hw_packets: hw.unwrap_or(0),
+                hw_bytes: hw.unwrap_or(0) * 100,
+                sw_packets: packets - hw.unwrap_or(0),
+                sw_bytes: (packets - hw.unwrap_or(0)) * 100,
+                hw_stats: hw.is_some(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        flow
+    }
 
     #[test]
-    fn flows_are_summed_per_level_and_in_port() {
-        let dump = "\
-ufid:11111111-2222-3333-4444-555555555555, recirc_id(0),in_port(pf0hpf),eth_type(0x0800), packets:10, bytes:1000, used:0.5s, offloaded:yes, dp:tc, actions:p0
-ufid:11111111-2222-3333-4444-555555555556, recirc_id(0),in_port(pf0hpf),eth_type(0x0806), packets:2, bytes:84, used:0.5s, dp:tc, actions:p0
-ufid:11111111-2222-3333-4444-555555555557, recirc_id(0),in_port(p0),eth_type(0x0800), packets:5, bytes:500, used:0.5s, dp:ovs, actions:pf0hpf
-ufid:11111111-2222-3333-4444-555555555558, recirc_id(0),in_port(pf0hpf),eth_type(0x86dd), packets:1, bytes:100, used:0.5s, offloaded:yes, dp:tc, actions:p0
-";
-        let levels = FlowLevels::from_dump(dump).expect("parses");
-        assert_eq!(levels.flows["hardware"], 2);
+    fn traffic_is_summed_per_level_and_in_port_by_the_nics_counts() {
+        use v1::OffloadStatus::{NotOffloaded, Offloaded};
+        let mut flows = vec![
+            with_filter(flow("pf0hpf", "tc", Offloaded, 10), true, Some(10)),
+            // in_hw and offloaded:yes, but tc counted every packet in software.
+            with_filter(flow("pf0hpf", "tc", Offloaded, 4), true, Some(0)),
+            flow("pf0hpf", "tc", NotOffloaded, 2),
+            flow("p0", "ovs", NotOffloaded, 5),
+            // offloaded:yes with no filter joined: a flag, so unattributed.
+            flow("pf0hpf", "tc", Offloaded, 1),
+        ];
+        place_by_level(&mut flows);
+        let levels = FlowLevels::from_flows(&flows);
+        assert_eq!(levels.flows["hardware"], 3);
         assert_eq!(levels.flows["tc-software"], 1);
         assert_eq!(levels.flows["datapath"], 1);
         assert_eq!(
             levels.traffic[&("hardware", "pf0hpf".to_owned())],
-            (11, 1100)
+            (10, 1000)
+        );
+        assert_eq!(
+            levels.traffic[&("tc-software", "pf0hpf".to_owned())],
+            (6, 600)
+        );
+        assert_eq!(
+            levels.traffic[&("unattributed", "pf0hpf".to_owned())],
+            (1, 100)
         );
         assert_eq!(levels.traffic[&("datapath", "p0".to_owned())], (5, 500));
-        assert!(FlowLevels::from_dump("in_port(, garbage").is_err());
     }
 }

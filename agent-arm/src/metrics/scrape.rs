@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use dpu_ovs::flow::DumpType;
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::netdev::{representor_role, RepresentorRole};
 use dpu_probe::snapshot::{Snapshot, Source};
@@ -22,6 +23,7 @@ use super::names::FamilyKey;
 use super::ovs_levels::FlowLevels;
 use crate::config::MetricsConfig;
 use crate::context::AgentContext;
+use crate::services::switch_flows::FlowQuery;
 
 /// The two text formats a scraper may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +221,11 @@ impl Scraper {
             self.ctx.metrics.read_errors(source, 1);
             tracing::debug!(source, %why, "counter not read for a scrape");
         }
+        // Every source read has its error counter, at 0 until it fails: a query for
+        // `rate(dpu_counters_read_errors_total[5m])` has a series to say "none".
+        for source in reading.sources() {
+            self.ctx.metrics.read_errors(source, 0);
+        }
         if reading.collisions > 0 {
             tracing::debug!(
                 dropped = reading.collisions,
@@ -301,14 +308,18 @@ impl Scraper {
             return None;
         }
         let clients = self.ctx.ovs.clients().ok()?;
-        let dump = tokio::time::timeout(
+        let query = FlowQuery {
+            dump_type: DumpType::All,
+            in_port: "",
+            datapath: "",
+        };
+        let listed = tokio::time::timeout(
             deadline,
-            crate::services::switch_flows::dump_all_flows(clients, deadline),
+            crate::services::switch_flows::list_flows(clients, &query),
         )
         .await;
-        Some(match dump {
-            Ok(Ok(Some(text))) => FlowLevels::from_dump(&text),
-            Ok(Ok(None)) => FlowLevels::from_dump(""),
+        Some(match listed {
+            Ok(Ok(listed)) => Ok(FlowLevels::from_flows(&listed.flows)),
             Ok(Err(status)) => Err(status.message().to_owned()),
             Err(_elapsed) => Err(format!(
                 "ovs-vswitchd did not dump its flows within {deadline:?}"

@@ -14,7 +14,7 @@ mod storage;
 mod storage_validate;
 mod switch;
 mod switch_bridges;
-mod switch_convert;
+pub(crate) mod switch_convert;
 pub(crate) mod switch_flows;
 mod switch_offload;
 mod switch_status;

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use dpu_ovs::flow::{DatapathFlow, DpLayer, DumpType, Offloaded, Used};
+use dpu_ovs::flow::{
+    ByLevel, DatapathFlow, DpLayer, DumpType, FlowForwarding, Offloaded, TcShares, Used,
+};
 use dpu_ovs::ovsdb;
 use dpu_probe::netlink::{TcFilter, TcFilterAction};
 use dpu_proto::names::Collection;
@@ -141,6 +143,9 @@ pub(crate) fn flow_to_wire(flow: &DatapathFlow<'_>) -> v1::Flow {
             .map(|x| (x.name.to_string(), x.value.to_string()))
             .collect(),
         tc_filters: Vec::new(),
+        // Placed once the tc filters are joined (`place_by_level`).
+        packets_by_level: None,
+        bytes_by_level: None,
     }
 }
 
@@ -165,6 +170,62 @@ fn offload_status(offloaded: Offloaded) -> v1::OffloadStatus {
         Offloaded::Partial => v1::OffloadStatus::Partial,
         Offloaded::No => v1::OffloadStatus::NotOffloaded,
         Offloaded::Unknown => v1::OffloadStatus::Unspecified,
+    }
+}
+
+fn offloaded_of(status: i32) -> Offloaded {
+    match v1::OffloadStatus::try_from(status) {
+        Ok(v1::OffloadStatus::Offloaded) => Offloaded::Yes,
+        Ok(v1::OffloadStatus::Partial) => Offloaded::Partial,
+        Ok(v1::OffloadStatus::NotOffloaded) => Offloaded::No,
+        _ => Offloaded::Unknown,
+    }
+}
+
+/// What the forwarding-level rule needs of a wire flow.
+pub(crate) fn forwarding_of(flow: &v1::Flow) -> FlowForwarding<'_> {
+    FlowForwarding {
+        layer: (!flow.dp_layer.is_empty()).then(|| DpLayer::parse(&flow.dp_layer)),
+        offloaded: offloaded_of(flow.offloaded),
+    }
+}
+
+fn by_level_to_wire(by: ByLevel) -> v1::TrafficByLevel {
+    v1::TrafficByLevel {
+        hardware: by.hardware,
+        tc_software: by.tc_software,
+        datapath: by.datapath,
+        unattributed: by.unattributed,
+    }
+}
+
+/// Places every flow's packets and bytes by the one forwarding-level rule
+/// (`dpu_ovs::flow::FlowForwarding`), from its joined tc filters' hardware statistics:
+/// call after [`join_tc_filters`].
+pub(crate) fn place_by_level(flows: &mut [v1::Flow]) {
+    for flow in flows {
+        let first_actions: Vec<Option<&v1::TcAction>> = flow
+            .tc_filters
+            .iter()
+            .map(|f| {
+                f.actions
+                    .iter()
+                    .min_by_key(|a| a.order)
+                    .filter(|a| a.hw_stats)
+            })
+            .collect();
+        let shares = |of: fn(&v1::TcAction) -> (u64, u64)| {
+            TcShares::of_filters(first_actions.iter().map(|a| a.map(of)))
+        };
+        let packets = shares(|a| (a.hw_packets, a.sw_packets));
+        let bytes = shares(|a| (a.hw_bytes, a.sw_bytes));
+        let rule = forwarding_of(flow);
+        let (packets, bytes) = (
+            rule.place(flow.packets, packets),
+            rule.place(flow.bytes, bytes),
+        );
+        flow.packets_by_level = Some(by_level_to_wire(packets));
+        flow.bytes_by_level = Some(by_level_to_wire(bytes));
     }
 }
 
@@ -229,6 +290,7 @@ fn action_to_wire(action: &TcFilterAction) -> v1::TcAction {
         sw_packets: sw.packets,
         sw_bytes: sw.bytes,
         drops: stats.and_then(|s| s.drops).map_or(0, u64::from),
+        hw_stats: stats.is_some_and(|s| s.hw.is_some()),
         installed_sec: action.times.map_or(0, |t| t.installed_ago.as_secs()),
         last_used_sec: action.times.map_or(0, |t| t.last_used_ago.as_secs()),
     }

@@ -9,7 +9,7 @@ use dpu_proto::v1;
 use tonic::Status;
 
 use super::switch_convert::{
-    flow_to_wire, is_real_filter, join_tc_filters, tc_filter_to_wire, tc_ports,
+    flow_to_wire, is_real_filter, join_tc_filters, place_by_level, tc_filter_to_wire, tc_ports,
 };
 use super::switch_status::{from_netlink, from_unixctl};
 use crate::ovs::OvsClients;
@@ -28,6 +28,8 @@ pub(crate) struct FlowQuery<'a> {
     pub(crate) datapath: &'a str,
 }
 
+/// The flows of one datapath with their tc filters joined and their traffic placed by
+/// level: what `Switch.ListFlows` answers and `/metrics` sums.
 pub(crate) async fn list_flows(
     ovs: &OvsClients,
     query: &FlowQuery<'_>,
@@ -59,21 +61,8 @@ pub(crate) async fn list_flows(
         let filters = read_tc_filters(ports, false).await?;
         join_tc_filters(&mut flows, filters);
     }
+    place_by_level(&mut flows);
     Ok(v1::ListFlowsResponse { flows, datapath })
-}
-
-/// Every datapath flow of the only datapath, verbose (`-m --names`), as ovs-vswitchd
-/// prints them; `None` when there is no datapath yet (no bridge, so no flows).
-pub(crate) async fn dump_all_flows(
-    ovs: &OvsClients,
-    timeout: Duration,
-) -> Result<Option<String>, Status> {
-    let Some(datapath) = choose_datapath(ovs, "").await? else {
-        return Ok(None);
-    };
-    dump_flows(ovs, &datapath, DumpType::All, timeout)
-        .await
-        .map(Some)
 }
 
 /// `dpctl/dump-flows -m --names [type=...] DATAPATH`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use dpu_host::accounting::{Outcome as LineOutcome, Side, Verdict};
-use dpu_host::prove::{self, OffloadLevel, ProofReport, StorageProof, SwitchProof};
+use dpu_host::prove::{self, ForwardingLevel, ProofReport, StorageProof, SwitchProof};
 
 use super::env::Env;
 use crate::cli::{self, ProveCommand, ProveStorageArgs, ProveSwitchArgs};
@@ -64,9 +64,9 @@ fn switch_proof(args: &ProveSwitchArgs) -> anyhow::Result<SwitchProof> {
         representor: args.representor.clone(),
         packets: args.packets,
         require: match args.require {
-            cli::OffloadLevel::Datapath => OffloadLevel::Datapath,
-            cli::OffloadLevel::Tc => OffloadLevel::Tc,
-            cli::OffloadLevel::Hardware => OffloadLevel::Hardware,
+            cli::OffloadLevel::Datapath => ForwardingLevel::Datapath,
+            cli::OffloadLevel::Tc => ForwardingLevel::TcSoftware,
+            cli::OffloadLevel::Hardware => ForwardingLevel::Hardware,
         },
         idle: idle(args.idle)?,
     })

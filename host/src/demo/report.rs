@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::serving::ServingReport;
-use super::step::StepReport;
+use super::step::{StepReport, StepStatus};
 
 /// One line of "where every byte went".
 #[derive(Debug, Clone, Serialize)]
@@ -30,7 +30,8 @@ pub enum DemoVerdict {
     Passed,
     /// A step failed.
     Failed,
-    /// Every step passed, but an accounting line's counter broke during the run.
+    /// No step failed, but a step's counters or an accounting line's could not be judged
+    /// (a counter broke during the run, background too large).
     Inconclusive,
 }
 
@@ -54,9 +55,15 @@ pub struct DemoReport {
 }
 
 impl DemoReport {
-    /// The verdict: a failed step dominates; then a broken accounting line.
+    /// The verdict: a failed step dominates; then a step its counters could not judge (the
+    /// steps after it skipped for it); then a broken accounting line.
     pub fn verdict(&self) -> DemoVerdict {
-        if !self.passed {
+        let any = |status| self.steps.iter().any(|s| s.status == status);
+        if any(StepStatus::Failed) {
+            DemoVerdict::Failed
+        } else if any(StepStatus::Inconclusive) {
+            DemoVerdict::Inconclusive
+        } else if !self.passed {
             DemoVerdict::Failed
         } else if self.accounting.iter().any(|l| l.inconclusive.is_some()) {
             DemoVerdict::Inconclusive

@@ -15,6 +15,7 @@ pub fn render(report: &DemoReport) -> String {
         let colour = match s.status {
             StepStatus::Passed => "#1a7f37",
             StepStatus::Failed => "#cf222e",
+            StepStatus::Inconclusive => "#bc4c00",
             StepStatus::Skipped => "#9a6700",
         };
         let details: String = s

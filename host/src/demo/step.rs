@@ -14,6 +14,9 @@ pub enum StepStatus {
     Passed,
     /// A check failed or the step could not run; `reason` says which.
     Failed,
+    /// The step's counters cannot say whether it held (a counter reset or vanished, the
+    /// background was too large next to the work); `reason` says which. Never a pass.
+    Inconclusive,
     /// Not run because a step it needs failed (or the plan leaves it out).
     Skipped,
 }
@@ -59,6 +62,8 @@ impl StepReport {
 pub struct Outcome {
     /// None: passed; Some(reason): failed.
     pub failure: Option<String>,
+    /// Some(reason): the counters could not judge the step (only where no check failed).
+    pub undecided: Option<String>,
     /// The headline when passed.
     pub headline: String,
     /// Facts.
@@ -69,6 +74,12 @@ impl Outcome {
     /// A failure with `reason`, keeping the details gathered so far.
     pub fn fail(mut self, reason: impl Into<String>) -> Self {
         self.failure.get_or_insert(reason.into());
+        self
+    }
+
+    /// The step cannot be judged: `reason` says why. A failure, if any, still wins.
+    pub fn inconclusive(mut self, reason: impl Into<String>) -> Self {
+        self.undecided.get_or_insert(reason.into());
         self
     }
 
@@ -128,9 +139,10 @@ impl<'a> Progress<'a> {
     /// Ends the step and turns `outcome` into its report.
     pub fn finish(self, name: &'static str, title: &'static str, outcome: Outcome) -> StepReport {
         let seconds = self.started.elapsed().as_secs_f64();
-        let (status, reason) = match outcome.failure {
-            None => (StepStatus::Passed, outcome.headline),
-            Some(r) => (StepStatus::Failed, r),
+        let (status, reason) = match (outcome.failure, outcome.undecided) {
+            (Some(r), _) => (StepStatus::Failed, r),
+            (None, Some(r)) => (StepStatus::Inconclusive, r),
+            (None, None) => (StepStatus::Passed, outcome.headline),
         };
         let report = StepReport {
             name,

@@ -1,9 +1,7 @@
 //! The steps both executors share (storage, the NCCL gate, merge, serving checks, review)
 //! and the whole run's accounting, with the context every step gets.
 
-use std::time::{Duration, SystemTime};
-
-use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
+use std::time::Duration;
 
 use super::local_exec::{self, RunDir};
 use super::params::TrainingStorage;
@@ -11,7 +9,7 @@ use super::plan::Plan;
 use super::report::AccountLine;
 use super::serving::{self, ServingCheck, ServingReport};
 use super::step::{Outcome as StepOutcome, Progress, StepObserver, StepReport};
-use super::storage_step::{self, StorageAccount};
+use super::storage_step::{self, volume_reading, StorageAccount};
 use crate::accounting::deltas::{sum, Movement};
 use crate::roce::rdma_evidence::{movement, PortReading};
 use crate::session::Session;
@@ -78,25 +76,6 @@ pub async fn accounting(
     account_lines(rdma_before, rdma_after, volume, training)
 }
 
-/// A one-counter reading of the DPU volume's read bytes, so it goes through the same
-/// engine as every other count.
-fn volume_reading(stats_name: &str, bytes_read: u64) -> Snapshot {
-    Snapshot {
-        taken_at: SystemTime::UNIX_EPOCH,
-        monotonic_start: Duration::ZERO,
-        monotonic_end: Duration::ZERO,
-        boot_id: None,
-        samples: vec![Sample::cumulative(
-            Source::Volume,
-            stats_name.to_owned(),
-            "bytes_read",
-            bytes_read,
-            Unit::Bytes,
-        )],
-        errors: Vec::new(),
-    }
-}
-
 /// [`accounting`] from readings already taken: the pure part, unit-tested.
 pub fn account_lines(
     rdma_before: &[(String, PortReading)],
@@ -109,8 +88,8 @@ pub fn account_lines(
         let moved = match now {
             Ok(now) => sum(
                 &dpu_probe::snapshot::diff(
-                    &volume_reading(&acc.stats_name, acc.bytes_read_at_start),
-                    &volume_reading(&acc.stats_name, now),
+                    &volume_reading(&acc.stats_name, acc.bytes_read_at_start, Duration::ZERO),
+                    &volume_reading(&acc.stats_name, now, Duration::ZERO),
                 ),
                 |_| true,
             ),
@@ -263,6 +242,10 @@ pub async fn review_step(
 
 #[cfg(test)]
 mod tests {
+    use std::time::SystemTime;
+
+    use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
+
     use super::*;
     use crate::demo::report::{DemoReport, DemoVerdict};
     use crate::roce::rdma_evidence::CounterSource;

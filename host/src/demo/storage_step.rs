@@ -3,10 +3,17 @@
 //! manifest file is there with its size and SHA-256, and the DPU's volume counted the
 //! bytes those reads took. The reads bypass the page cache (`POSIX_FADV_DONTNEED` first),
 //! so a file cached from an earlier run still goes to the disk and through the DPU.
+//!
+//! The volume's count is judged by the accounting engine, as every proof's is: an idle
+//! window first measures the volume's background (another reader of the same volume), which
+//! is allowed for and must be small next to the manifest; a counter that reset or vanished
+//! makes the step INCONCLUSIVE, never "moved 0".
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
+use dpu_probe::snapshot::{diff, Sample, Snapshot, SnapshotDiff, Source, Unit};
 use dpu_proto::v1::{self, storage_client::StorageClient};
 use nix::fcntl::{posix_fadvise, PosixFadviseAdvice};
 use sha2::{Digest as _, Sha256};
@@ -14,7 +21,12 @@ use tonic::transport::Channel;
 
 use super::plan::{ManifestEntry, Plan};
 use super::step::Outcome;
+use crate::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
 use crate::session::Session;
+
+/// The idle window before the manifest is read, over which the volume's background is
+/// measured: long enough to see a concurrent reader, short next to a demo run.
+const IDLE_WINDOW: Duration = Duration::from_secs(1);
 
 /// What the storage step leaves for the rest of the run's accounting.
 #[derive(Debug, Clone)]
@@ -38,6 +50,78 @@ pub async fn volume_bytes_read(channel: &Channel, name: &str) -> Result<u64, Str
         .await
         .map(|r| r.into_inner().bytes_read)
         .map_err(|s| format!("Storage.GetIoStats({name}): {}", s.message()))
+}
+
+/// One reading of a volume's cumulative read bytes as a one-counter snapshot, taken `at`
+/// (monotonic, from any fixed start), so it goes through the same engine as every other
+/// count. SPDK's `bytes_read` is a 64-bit counter.
+pub(crate) fn volume_reading(stats_name: &str, bytes_read: u64, at: Duration) -> Snapshot {
+    Snapshot {
+        taken_at: SystemTime::UNIX_EPOCH,
+        monotonic_start: at,
+        monotonic_end: at,
+        boot_id: None,
+        samples: vec![Sample::cumulative(
+            Source::Volume,
+            stats_name.to_owned(),
+            "bytes_read",
+            bytes_read,
+            Unit::Bytes,
+        )
+        .with_width(64)],
+        errors: Vec::new(),
+    }
+}
+
+/// The step's three readings of the volume: the idle window's start, its end (which is also
+/// the reading before the manifest is read), and after the read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VolumeReadings {
+    /// (bytes read, when) at the idle window's start.
+    pub quiet_start: (u64, Duration),
+    /// At its end, just before the manifest is read.
+    pub before: (u64, Duration),
+    /// After the manifest was read.
+    pub after: (u64, Duration),
+}
+
+/// The engine's line for "the DPU volume counted the manifest's bytes": at least
+/// `manifest_bytes` beyond the idle window's background, scaled to the read's duration.
+pub fn judge_volume(stats_name: &str, manifest_bytes: u64, readings: &VolumeReadings) -> Line {
+    let expectation = Expectation {
+        name: format!("the DPU volume {stats_name} counted the manifest's bytes"),
+        select: Select {
+            side: Side::Dpu,
+            source: Source::Volume,
+            objects: vec![stats_name.to_owned()],
+            counter: "bytes_read".to_owned(),
+        },
+        rule: Rule::AtLeast(manifest_bytes),
+        why: "the files were read from the exposed disk, so the DPU's volume served them"
+            .to_owned(),
+        if_failed: "the files did not come through the DPU path".to_owned(),
+        traffic: manifest_bytes,
+        waiver: None,
+        unformed: None,
+    };
+    let reading = |(bytes, at): (u64, Duration)| volume_reading(stats_name, bytes, at);
+    // The host has no line here; its side is empty.
+    let nothing = SnapshotDiff {
+        interval: Duration::ZERO,
+        rebooted: false,
+        deltas: Vec::new(),
+    };
+    let evidence = Evidence {
+        host: nothing.clone(),
+        dpu: diff(&reading(readings.before), &reading(readings.after)),
+        host_background: Some(nothing),
+        dpu_background: Some(diff(
+            &reading(readings.quiet_start),
+            &reading(readings.before),
+        )),
+    };
+    let (_, mut lines) = accounting::evaluate(&[expectation], &evidence);
+    lines.remove(0)
 }
 
 /// The source device of the filesystem mounted exactly at `mount_point`, from
@@ -142,7 +226,8 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
     } else {
         format!("exposures/{}", plan.storage.exposure)
     };
-    let mut client = StorageClient::new(channel.clone());
+    let mut client =
+        StorageClient::new(channel.clone());
     let reply = match plan
         .storage
         .exposure_spec
@@ -212,10 +297,17 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
             }
         })
         .unwrap_or_else(|| exposure.namespace.clone());
-    let start = match volume_bytes_read(&channel, &stats_name).await {
-        Ok(b) => b,
+    let clock = Instant::now();
+    let quiet_start = match volume_bytes_read(&channel, &stats_name).await {
+        Ok(b) => (b, clock.elapsed()),
         Err(e) => return (out.fail(e), None),
     };
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let before = match volume_bytes_read(&channel, &stats_name).await {
+        Ok(b) => (b, clock.elapsed()),
+        Err(e) => return (out.fail(e), None),
+    };
+    let start = before.0;
     let manifest_bytes = plan.storage.manifest.iter().map(|m| m.bytes).sum();
     let account = StorageAccount {
         channel: channel.clone(),
@@ -277,29 +369,47 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
             Some(account),
         );
     }
-    match volume_bytes_read(&channel, &stats_name).await {
-        Err(e) => (out.fail(e), Some(account)),
-        Ok(now) => {
-            let moved = now.saturating_sub(start);
-            out.note(format!(
-                "{stats_name} counted {moved} bytes read on the DPU during the check"
-            ));
-            if moved < manifest_bytes {
-                (
-                    out.fail(format!(
-                        "the DPU's volume counted {moved} of the {manifest_bytes} bytes read: the \
-                         files did not come through the DPU path"
-                    )),
-                    Some(account),
-                )
-            } else {
-                out.headline = format!(
-                    "{} files ({manifest_bytes} bytes) match the manifest and came through the DPU",
-                    plan.storage.manifest.len()
-                );
-                (out, Some(account))
-            }
+    let after = match volume_bytes_read(&channel, &stats_name).await {
+        Ok(b) => (b, clock.elapsed()),
+        Err(e) => return (out.fail(e), Some(account)),
+    };
+    let readings = VolumeReadings {
+        quiet_start,
+        before,
+        after,
+    };
+    let line = judge_volume(&stats_name, manifest_bytes, &readings);
+    out.note(format!(
+        "{stats_name} counted {} bytes read on the DPU during the check ({} in the {:.1} s idle \
+         window before it, allowed for)",
+        line.delta
+            .map_or_else(|| "an unknown number of".to_owned(), |d| d.to_string()),
+        line.background
+            .map_or_else(|| "?".to_owned(), |b| b.to_string()),
+        IDLE_WINDOW.as_secs_f64()
+    ));
+    match line.outcome {
+        accounting::Outcome::Met | accounting::Outcome::Waived(_) => {
+            out.headline = format!(
+                "{} files ({manifest_bytes} bytes) match the manifest and came through the DPU",
+                plan.storage.manifest.len()
+            );
+            (out, Some(account))
         }
+        accounting::Outcome::NotMet(_) => {
+            let counted = line.net.unwrap_or_default();
+            (
+                out.fail(format!(
+                    "the DPU's volume counted {counted} of the {manifest_bytes} bytes read: the \
+                     files did not come through the DPU path"
+                )),
+                Some(account),
+            )
+        }
+        accounting::Outcome::Inconclusive(why) => (
+            out.inconclusive(format!("the DPU's volume count cannot be judged: {why}")),
+            Some(account),
+        ),
     }
 }
 
@@ -317,6 +427,59 @@ mod tests {
             Some(("/dev/nvme0n1".to_owned(), "xfs".to_owned()))
         );
         assert_eq!(mount_source(mi, Path::new("/mnt")), None);
+    }
+
+    fn readings(quiet: (u64, u64), after: u64, read_secs: u64) -> VolumeReadings {
+        VolumeReadings {
+            quiet_start: (quiet.0, Duration::ZERO),
+            before: (quiet.1, Duration::from_secs(1)),
+            after: (after, Duration::from_secs(1 + read_secs)),
+        }
+    }
+
+    #[test]
+    fn the_volume_count_is_judged_by_the_engine() {
+        const MANIFEST: u64 = 1 << 30;
+        // The manifest's bytes on a quiet volume: met.
+        let line = judge_volume("volumes/v", MANIFEST, &readings((5, 5), 5 + MANIFEST, 2));
+        assert_eq!(line.outcome, accounting::Outcome::Met, "{line:?}");
+        // Too few bytes: not met.
+        let line = judge_volume(
+            "volumes/v",
+            MANIFEST,
+            &readings((5, 5), 5 + MANIFEST / 2, 2),
+        );
+        assert!(
+            matches!(line.outcome, accounting::Outcome::NotMet(_)),
+            "{line:?}"
+        );
+        // Another reader of the volume: its idle-window rate, over the read's 2 s, is most of
+        // the window's count, so the manifest's bytes cannot be told from it.
+        let burst = MANIFEST / 2;
+        let line = judge_volume(
+            "volumes/v",
+            MANIFEST,
+            &readings((0, burst), burst + MANIFEST + 2 * burst, 2),
+        );
+        assert!(
+            matches!(&line.outcome, accounting::Outcome::Inconclusive(why) if why.contains("background")),
+            "{line:?}"
+        );
+    }
+
+    #[test]
+    fn a_reset_volume_counter_is_inconclusive_not_moved_nothing() {
+        // Before: 10 GiB; after the read: 1 KiB (SNAP restarted and the counter began again).
+        let line = judge_volume(
+            "volumes/v",
+            1 << 20,
+            &readings((10 << 30, 10 << 30), 1024, 2),
+        );
+        assert!(
+            matches!(&line.outcome, accounting::Outcome::Inconclusive(why) if why.contains("bytes_read")),
+            "{line:?}"
+        );
+        assert_eq!(line.delta, None);
     }
 
     #[test]

@@ -11,4 +11,4 @@ pub mod switch;
 
 pub use report::ProofReport;
 pub use storage::{prove_storage, StorageProof, StorageWaiver};
-pub use switch::{prove_switch, OffloadLevel, SwitchProof};
+pub use switch::{prove_switch, ForwardingLevel, SwitchProof};

@@ -1,9 +1,13 @@
 //! `dpuctl prove switch`: send a known number of UDP packets from the host interface and
 //! account for them on the DPU, flow by flow, at the level that forwarded them.
 //!
-//! Levels, best first: hardware (tc `in_hw`, `offloaded:yes`: the eSwitch), TC in software
-//! (`dp:tc` with `not_in_hw`: the kernel's TC on the Arm cores), the OVS datapath
-//! (`dp:ovs`: the Arm cores). The first packets of a flow always go through
+//! Levels, best first: hardware (what the NIC's own tc statistics counted: the eSwitch), TC
+//! in software (the rest of a `dp:tc` flow's packets: the kernel's TC on the Arm cores), the
+//! OVS datapath (`dp:ovs`: the Arm cores). The agent places each flow's packets by its one
+//! rule (`ovs/src/flow/level.rs`, `Flow.packets_by_level`), which its `/metrics` uses too,
+//! never by the `offloaded:yes` or `in_hw` flags; tc packets whose hardware share the kernel
+//! did not report are "unattributed" and never count as hardware. The first packets of a
+//! flow always go through
 //! ovs-vswitchd (an upcall) before a datapath flow exists, so a small allowance is not
 //! counted against the proof. Packets, not bytes, are compared: tc byte counts leave out
 //! the Ethernet header. Hardware tc counters lag up to 2 s, so the after-snapshot waits.
@@ -24,15 +28,38 @@ use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
 /// The forwarding level a switch proof must show, slowest first (so `>=` means "as good
-/// or better").
+/// or better"): the levels of the agent's `Flow.packets_by_level`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum OffloadLevel {
-    /// Flows in the OVS kernel (or userspace) datapath: the Arm CPU switched them.
+pub enum ForwardingLevel {
+    /// The OVS kernel (or userspace) datapath: the Arm CPU switched the packets.
     Datapath,
-    /// TC flower rules in software (`not_in_hw`): still the CPU, but through TC.
-    Tc,
-    /// TC rules in the NIC (`in_hw`, `offloaded:yes`): the eSwitch switched them.
+    /// TC flower rules in software: still the CPU, but through TC.
+    TcSoftware,
+    /// The NIC's eSwitch, as its own tc hardware statistics say.
     Hardware,
+}
+
+impl ForwardingLevel {
+    /// Every level, best first.
+    pub const ALL: [Self; 3] = [Self::Hardware, Self::TcSoftware, Self::Datapath];
+
+    /// The name reports use (the agent's metric label too).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Hardware => "hardware",
+            Self::TcSoftware => "tc-software",
+            Self::Datapath => "datapath",
+        }
+    }
+
+    /// This level's packets of a flow.
+    fn of(self, placed: &v1::TrafficByLevel) -> u64 {
+        match self {
+            Self::Hardware => placed.hardware,
+            Self::TcSoftware => placed.tc_software,
+            Self::Datapath => placed.datapath,
+        }
+    }
 }
 
 /// `dpuctl prove switch` as parameters.
@@ -47,7 +74,7 @@ pub struct SwitchProof {
     /// Packets to send.
     pub packets: u64,
     /// The level the traffic must reach for PROVEN.
-    pub require: OffloadLevel,
+    pub require: ForwardingLevel,
     /// The idle window before sending, for background traffic.
     pub idle: Duration,
 }
@@ -70,34 +97,15 @@ const WARM_UP_WAIT: Duration = Duration::from_millis(500);
 /// UDP discard port: the peer drops the packets (or answers port-unreachable).
 const DISCARD_PORT: u16 = 9;
 
-const LEVELS: [(OffloadLevel, &str); 3] = [
-    (OffloadLevel::Hardware, "hardware"),
-    (OffloadLevel::Tc, "tc-software"),
-    (OffloadLevel::Datapath, "datapath"),
-];
+/// The object of tc packets whose hardware share nobody reported.
+const UNATTRIBUTED: &str = "unattributed";
 
-fn level_name(level: OffloadLevel) -> &'static str {
-    LEVELS
-        .iter()
-        .find(|(l, _)| *l == level)
-        .map_or("datapath", |(_, name)| name)
+fn object(representor: &str, level: ForwardingLevel) -> String {
+    format!("flows/in_port={representor}/{}", level.as_str())
 }
 
-/// Where one datapath flow is forwarded.
-fn level_of(flow: &v1::Flow) -> OffloadLevel {
-    let offloaded = flow.offloaded == v1::OffloadStatus::Offloaded as i32;
-    let in_hw = flow.tc_filters.iter().any(|t| t.in_hw);
-    match flow.dp_layer.as_str() {
-        "tc" if offloaded || in_hw => OffloadLevel::Hardware,
-        "tc" => OffloadLevel::Tc,
-        // OVS-DOCA / DPDK full offload reports offloaded:yes on its own layer.
-        "doca" | "dpdk" if offloaded => OffloadLevel::Hardware,
-        _ => OffloadLevel::Datapath,
-    }
-}
-
-fn object(representor: &str, level: OffloadLevel) -> String {
-    format!("flows/in_port={representor}/{}", level_name(level))
+fn unattributed_object(representor: &str) -> String {
+    format!("flows/in_port={representor}/{UNATTRIBUTED}")
 }
 
 /// The DPU's flow counters entering through `representor`, summed per level. Every level
@@ -133,22 +141,22 @@ async fn flow_snapshot(
         .samples
         .into_iter()
         .filter(|s| s.key.source == Source::NetdevOffload && s.key.counter == CPU_HIT);
-    let samples = LEVELS
+    // A flow the agent did not place (an agent older than this dpuctl) counts nowhere: it
+    // can make the proof fail, never pass.
+    let placed: Vec<v1::TrafficByLevel> = flows.iter().filter_map(|f| f.packets_by_level).collect();
+    let sum = |of: &dyn Fn(&v1::TrafficByLevel) -> u64| -> u64 {
+        placed.iter().map(of).fold(0, u64::saturating_add)
+    };
+    let sample = |object: String, packets: u64| {
+        Sample::cumulative(Source::OvsFlow, object, "packets", packets, Unit::Packets)
+    };
+    let samples = ForwardingLevel::ALL
         .iter()
-        .map(|(level, _)| {
-            let packets = flows
-                .iter()
-                .filter(|f| level_of(f) == *level)
-                .map(|f| f.packets)
-                .sum();
-            Sample::cumulative(
-                Source::OvsFlow,
-                object(representor, *level),
-                "packets",
-                packets,
-                Unit::Packets,
-            )
-        })
+        .map(|level| sample(object(representor, *level), sum(&|p| level.of(p))))
+        .chain([sample(
+            unattributed_object(representor),
+            sum(&|p| p.unattributed),
+        )])
         .chain(cpu_hit)
         .collect();
     let snapshot = Snapshot {
@@ -217,11 +225,16 @@ impl Observe for BothSides {
 /// exist `dpu_before`.
 pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectation> {
     let k = args.packets;
-    let good: Vec<String> = LEVELS
+    let mut good: Vec<String> = ForwardingLevel::ALL
         .iter()
-        .filter(|(level, _)| *level >= args.require)
-        .map(|(level, _)| object(&args.representor, *level))
+        .filter(|level| **level >= args.require)
+        .map(|level| object(&args.representor, *level))
         .collect();
+    // tc forwarded the unattributed packets, in the NIC or not: as good as TC in software,
+    // never hardware.
+    if args.require <= ForwardingLevel::TcSoftware {
+        good.push(unattributed_object(&args.representor));
+    }
     let mut list = vec![
         Expectation {
             name: format!("host {} sent the packets", args.interface),
@@ -247,7 +260,7 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             name: format!(
                 "flows from {} forwarded at level {} or better",
                 args.representor,
-                level_name(args.require)
+                args.require.as_str()
             ),
             select: Select {
                 side: Side::Dpu,
@@ -266,16 +279,16 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             unformed: None,
         },
     ];
-    let worse: Vec<String> = LEVELS
+    let worse: Vec<String> = ForwardingLevel::ALL
         .iter()
-        .filter(|(level, _)| *level < args.require)
-        .map(|(level, _)| object(&args.representor, *level))
+        .filter(|level| **level < args.require)
+        .map(|level| object(&args.representor, *level))
         .collect();
     let representor = format!("netdevs/{}", args.representor);
     if dpu_before
         .get(Source::NetdevOffload, &representor, CPU_HIT)
         .is_some()
-        && args.require == OffloadLevel::Hardware
+        && args.require == ForwardingLevel::Hardware
     {
         list.push(Expectation {
             name: format!(
@@ -291,6 +304,30 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             rule: Rule::AtMost(FIRST_PACKETS),
             why: "the representor counts every packet the Arm CPU had to handle".to_owned(),
             if_failed: "the Arm CPU handled the packets: the offload did not take them".to_owned(),
+            traffic: k,
+            waiver: None,
+            unformed: None,
+        });
+    }
+    if args.require == ForwardingLevel::Hardware {
+        list.push(Expectation {
+            name: "the NIC's own statistics counted the tc packets".to_owned(),
+            select: Select {
+                side: Side::Dpu,
+                source: Source::OvsFlow,
+                objects: vec![unattributed_object(&args.representor)],
+                counter: "packets".to_owned(),
+            },
+            rule: Rule::AtMost(FIRST_PACKETS),
+            why: "only tc's hardware statistics (TCA_STATS_BASIC_HW) say the NIC forwarded a \
+                  packet; offloaded:yes and in_hw are flags, which OVS also sets when tc's \
+                  state is undefined"
+                .to_owned(),
+            if_failed: "tc forwarded these packets, but the kernel reported no hardware share \
+                        for their filters: whether the NIC forwarded them cannot be shown \
+                        (a kernel without TCA_STATS_BASIC_HW, or an agent older than this \
+                        dpuctl)"
+                .to_owned(),
             traffic: k,
             waiver: None,
             unformed: None,
@@ -318,11 +355,11 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
 }
 
 /// The level most of the workload reached, for the summary.
-fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<OffloadLevel> {
+fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<ForwardingLevel> {
     let d = diff(before, after);
-    LEVELS
+    ForwardingLevel::ALL
         .iter()
-        .filter_map(|(level, _)| {
+        .filter_map(|level| {
             let delta = d
                 .deltas
                 .iter()
@@ -358,7 +395,7 @@ pub fn judge<T>(
         ),
         format!(
             "the traffic was forwarded at level: {}",
-            level.map_or("none seen", level_name)
+            level.map_or("none seen", ForwardingLevel::as_str)
         ),
         format!(
             "{flows} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
@@ -379,10 +416,23 @@ pub fn judge<T>(
             args.representor
         ));
     }
-    if level == Some(OffloadLevel::Tc) {
+    let unattributed_at = unattributed_object(&args.representor);
+    let unattributed = diff(dpu_before, dpu_after)
+        .deltas
+        .iter()
+        .find(|d| d.key.source == Source::OvsFlow && d.key.object == unattributed_at)
+        .and_then(|d| d.change.delta())
+        .unwrap_or(0);
+    if unattributed > 0 {
+        notes.push(format!(
+            "{unattributed} packets went through tc flows whose filters report no hardware \
+             share: tc forwarded them, but not necessarily the NIC"
+        ));
+    }
+    if level == Some(ForwardingLevel::TcSoftware) {
         notes.push(
-            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
-             nothing here was switched in hardware"
+            "TC in software (packets tc counted outside the NIC) is the kernel's TC on the \
+             Arm cores: nothing here was switched in hardware"
                 .to_owned(),
         );
     }
@@ -436,7 +486,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
             args.interface,
             args.peer,
             args.representor,
-            level_name(args.require)
+            args.require.as_str()
         ),
         lines,
         notes,
@@ -447,24 +497,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
 mod tests {
     use super::*;
 
-    fn flow(dp: &str, offloaded: v1::OffloadStatus, in_hw: Option<bool>) -> v1::Flow {
-        v1::Flow {
-            dp_layer: dp.to_owned(),
-            offloaded: offloaded as i32,
-            tc_filters: in_hw
-                .map(|in_hw| {
-                    vec![v1::TcFilter {
-                        in_hw,
-                        not_in_hw: !in_hw,
-                        ..Default::default()
-                    }]
-                })
-                .unwrap_or_default(),
-            ..Default::default()
-        }
-    }
-
-    fn args(require: OffloadLevel) -> SwitchProof {
+    fn args(require: ForwardingLevel) -> SwitchProof {
         SwitchProof {
             interface: "ens1f0np0".to_owned(),
             peer: Ipv4Addr::new(192, 0, 2, 20),
@@ -487,7 +520,10 @@ mod tests {
         };
         let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
         // The lab: no mlx5 representor, TC required: level lines only.
-        assert_eq!(expectations(&args(OffloadLevel::Tc), &dpu).len(), 3);
+        assert_eq!(
+            expectations(&args(ForwardingLevel::TcSoftware), &dpu).len(),
+            3
+        );
         dpu.samples.push(Sample::cumulative(
             Source::NetdevOffload,
             "netdevs/pf0hpf",
@@ -495,7 +531,7 @@ mod tests {
             10,
             Unit::Packets,
         ));
-        let list = expectations(&args(OffloadLevel::Hardware), &dpu);
+        let list = expectations(&args(ForwardingLevel::Hardware), &dpu);
         let cpu = list
             .iter()
             .find(|e| e.select.source == Source::NetdevOffload)
@@ -510,30 +546,17 @@ mod tests {
     }
 
     #[test]
-    fn levels_are_told_apart_honestly() {
-        use v1::OffloadStatus::{NotOffloaded, Offloaded, Partial};
-        assert_eq!(
-            level_of(&flow("tc", Offloaded, Some(true))),
-            OffloadLevel::Hardware
-        );
-        assert_eq!(
-            level_of(&flow("tc", NotOffloaded, Some(false))),
-            OffloadLevel::Tc
-        );
-        assert_eq!(level_of(&flow("tc", NotOffloaded, None)), OffloadLevel::Tc);
-        assert_eq!(
-            level_of(&flow("ovs", NotOffloaded, None)),
-            OffloadLevel::Datapath
-        );
-        // Partial offload (MARK+RSS) still runs the datapath in software.
-        assert_eq!(
-            level_of(&flow("dpdk", Partial, None)),
-            OffloadLevel::Datapath
-        );
-        assert_eq!(
-            level_of(&flow("doca", Offloaded, None)),
-            OffloadLevel::Hardware
-        );
+    fn levels_are_ordered_and_read_from_the_agents_placement() {
+        assert!(ForwardingLevel::Hardware > ForwardingLevel::TcSoftware);
+        assert!(ForwardingLevel::TcSoftware > ForwardingLevel::Datapath);
+        let placed = v1::TrafficByLevel {
+            hardware: 1,
+            tc_software: 2,
+            datapath: 3,
+            unattributed: 4,
+        };
+        let read: Vec<u64> = ForwardingLevel::ALL.iter().map(|l| l.of(&placed)).collect();
+        assert_eq!(read, [1, 2, 3]);
     }
 }
 

@@ -13,12 +13,13 @@ const REPRESENTOR: &str = "netdevs/pf0hpf";
 const SENT: &str = "host ens1f0np0 sent the packets";
 const CPU: &str = "pf0hpf cpu_hit stayed within the first packets";
 const SLOWER: &str = "slower paths did not carry the flow";
+const NIC_COUNTED: &str = "the NIC's own statistics counted the tc packets";
 
 fn at_level(level: &str) -> String {
     format!("flows from pf0hpf forwarded at level {level} or better")
 }
 
-fn args(require: OffloadLevel) -> SwitchProof {
+fn args(require: ForwardingLevel) -> SwitchProof {
     SwitchProof {
         interface: "ens1f0np0".to_owned(),
         peer: Ipv4Addr::new(192, 0, 2, 20),
@@ -46,6 +47,8 @@ struct Moved {
     hardware: u64,
     tc: u64,
     datapath: u64,
+    /// tc packets whose filters reported no hardware share.
+    unattributed: u64,
     cpu_hit: Option<u64>,
 }
 
@@ -55,6 +58,7 @@ const IN_HARDWARE: Moved = Moved {
     hardware: K - 3,
     tc: 0,
     datapath: 3,
+    unattributed: 0,
     cpu_hit: Some(3),
 };
 
@@ -67,6 +71,7 @@ fn scenario(moved: Moved) -> Scenario {
         ("hardware", moved.hardware),
         ("tc-software", moved.tc),
         ("datapath", moved.datapath),
+        ("unattributed", moved.unattributed),
     ];
     let mut scenario = Scenario::default().grows(
         Side::Host,
@@ -101,7 +106,7 @@ fn scenario(moved: Moved) -> Scenario {
 }
 
 fn judged(
-    require: OffloadLevel,
+    require: ForwardingLevel,
     hw_offload: bool,
     scenario: &Scenario,
 ) -> (Verdict, Vec<Line>, Vec<String>) {
@@ -146,11 +151,17 @@ const SLOW_PATH: &str = "the Arm CPU switched these packets: the traffic took th
 
 #[test]
 fn packets_switched_in_hardware_are_proven() {
-    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &scenario(IN_HARDWARE));
+    let (verdict, lines, notes) = judged(ForwardingLevel::Hardware, true, &scenario(IN_HARDWARE));
     assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
     assert_eq!(
         names(&lines),
-        [SENT, at_level("hardware").as_str(), CPU, SLOWER]
+        [
+            SENT,
+            at_level("hardware").as_str(),
+            CPU,
+            NIC_COUNTED,
+            SLOWER
+        ]
     );
     assert_eq!(
         lines[1].expectation.select.objects,
@@ -159,9 +170,13 @@ fn packets_switched_in_hardware_are_proven() {
     assert_eq!(lines[1].net, Some(K - 3));
     assert_eq!(
         lines[3].expectation.select.objects,
+        [flow_level("unattributed")]
+    );
+    assert_eq!(
+        lines[4].expectation.select.objects,
         [flow_level("tc-software"), flow_level("datapath")]
     );
-    assert_eq!(lines[3].net, Some(3));
+    assert_eq!(lines[4].net, Some(3));
     // The report's notes, word for word.
     assert_eq!(
         notes,
@@ -182,7 +197,7 @@ fn offload_off_is_not_proven_when_hardware_is_required() {
         cpu_hit: None,
         ..IN_HARDWARE
     };
-    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, false, &scenario(off));
+    let (verdict, lines, notes) = judged(ForwardingLevel::Hardware, false, &scenario(off));
     assert_eq!(verdict, Verdict::NotProven);
     assert_eq!(
         failed(&lines),
@@ -214,7 +229,7 @@ fn tc_in_software_is_not_hardware_but_meets_require_tc() {
         cpu_hit: None,
         ..IN_HARDWARE
     };
-    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &scenario(tc));
+    let (verdict, lines, notes) = judged(ForwardingLevel::Hardware, true, &scenario(tc));
     assert_eq!(verdict, Verdict::NotProven);
     assert_eq!(
         failed(&lines),
@@ -233,16 +248,21 @@ fn tc_in_software_is_not_hardware_but_meets_require_tc() {
         .last()
         .is_some_and(|n| n.starts_with("TC in software")));
 
-    let (verdict, lines, notes) = judged(OffloadLevel::Tc, true, &scenario(tc));
+    let (verdict, lines, notes) = judged(ForwardingLevel::TcSoftware, true, &scenario(tc));
     assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
     assert_eq!(
         names(&lines),
         [SENT, at_level("tc-software").as_str(), SLOWER]
     );
-    // TC or better: the hardware level counts too; only the datapath is slower.
+    // TC or better: the hardware level counts too, and tc packets of unknown hardware
+    // share (tc forwarded them either way); only the datapath is slower.
     assert_eq!(
         lines[1].expectation.select.objects,
-        [flow_level("hardware"), flow_level("tc-software")]
+        [
+            flow_level("hardware"),
+            flow_level("tc-software"),
+            flow_level("unattributed")
+        ]
     );
     assert_eq!(
         lines[2].expectation.select.objects,
@@ -252,8 +272,8 @@ fn tc_in_software_is_not_hardware_but_meets_require_tc() {
     assert_eq!(
         notes.last().map(String::as_str),
         Some(
-            "TC in software (not_in_hw) is the kernel's TC on the Arm cores, not the NIC: \
-             nothing here was switched in hardware"
+            "TC in software (packets tc counted outside the NIC) is the kernel's TC on the \
+             Arm cores: nothing here was switched in hardware"
         )
     );
 }
@@ -265,7 +285,7 @@ fn the_arm_cpu_handling_the_packets_is_not_proven() {
         cpu_hit: Some(K),
         ..IN_HARDWARE
     };
-    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(cpu));
+    let (verdict, lines, _) = judged(ForwardingLevel::Hardware, true, &scenario(cpu));
     assert_eq!(verdict, Verdict::NotProven);
     assert_eq!(
         failed(&lines),
@@ -283,7 +303,7 @@ fn the_arm_cpu_handling_the_packets_is_not_proven() {
         cpu_hit: Some(FIRST_PACKETS),
         ..IN_HARDWARE
     };
-    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(first));
+    let (verdict, lines, _) = judged(ForwardingLevel::Hardware, true, &scenario(first));
     assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
 }
 
@@ -294,7 +314,7 @@ fn a_host_interface_that_did_not_send_is_not_proven() {
         host: 0,
         ..IN_HARDWARE
     };
-    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &scenario(elsewhere));
+    let (verdict, lines, _) = judged(ForwardingLevel::Hardware, true, &scenario(elsewhere));
     assert_eq!(verdict, Verdict::NotProven);
     assert_eq!(
         failed(&lines),
@@ -321,7 +341,7 @@ fn an_ovs_restart_mid_run_is_inconclusive() {
         Unit::Packets,
         [Some(5_000), Some(5_000), Some(5_000), Some(50)],
     );
-    let (verdict, lines, notes) = judged(OffloadLevel::Hardware, true, &restarted);
+    let (verdict, lines, notes) = judged(ForwardingLevel::Hardware, true, &restarted);
     assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
     assert_eq!(
         inconclusive(&lines),
@@ -347,7 +367,7 @@ fn a_vanished_host_counter_is_inconclusive() {
         Unit::Packets,
         [Some(90_000), Some(90_000), Some(90_000), None],
     );
-    let (verdict, lines, _) = judged(OffloadLevel::Hardware, true, &vanished);
+    let (verdict, lines, _) = judged(ForwardingLevel::Hardware, true, &vanished);
     assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
     assert_eq!(
         inconclusive(&lines),
@@ -357,4 +377,49 @@ fn a_vanished_host_counter_is_inconclusive() {
         )]
     );
     assert!(failed(&lines).is_empty());
+}
+
+#[test]
+fn tc_packets_with_no_hardware_share_are_never_hardware() {
+    // dp:tc, offloaded:yes and in_hw, but the kernel reported no hardware statistics: the
+    // agent placed the packets as unattributed. A flag is not evidence.
+    let flagged = Moved {
+        hardware: 0,
+        unattributed: K - 3,
+        cpu_hit: None,
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, notes) = judged(ForwardingLevel::Hardware, true, &scenario(flagged));
+    assert_eq!(verdict, Verdict::NotProven, "{lines:#?}");
+    let failed = failed(&lines);
+    assert_eq!(
+        failed.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+        [at_level("hardware").as_str(), NIC_COUNTED]
+    );
+    assert!(failed[1].1.contains("no hardware share"), "{failed:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&format!("{} packets went through tc flows", K - 3))),
+        "{notes:?}"
+    );
+    // They did go through tc: enough for --require tc.
+    let (verdict, lines, _) = judged(ForwardingLevel::TcSoftware, true, &scenario(flagged));
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+}
+
+#[test]
+fn in_hw_flows_whose_packets_went_through_software_are_not_hardware() {
+    // in_hw filters without skip_sw: tc's statistics say software carried every packet;
+    // the agent placed them as tc-software, so --require hardware is NOT PROVEN.
+    let software = Moved {
+        hardware: 0,
+        tc: K - 3,
+        ..IN_HARDWARE
+    };
+    let (verdict, lines, _) = judged(ForwardingLevel::Hardware, true, &scenario(software));
+    assert_eq!(verdict, Verdict::NotProven, "{lines:#?}");
+    assert!(failed(&lines)
+        .iter()
+        .any(|(name, _)| *name == at_level("hardware")));
 }

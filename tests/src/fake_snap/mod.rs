@@ -126,6 +126,8 @@ struct Shared {
     /// Reads counted on a bdev each time its iostat is asked for (see
     /// [`FakeSnap::reads_between_polls`]).
     reads_per_poll: Mutex<Option<(String, u64)>>,
+    /// Polls still to answer without a read first (see [`FakeSnap::reads_after_quiet_polls`]).
+    quiet_polls: Mutex<usize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -158,6 +160,7 @@ impl FakeSnap {
             state: Mutex::default(),
             faults: Mutex::default(),
             reads_per_poll: Mutex::default(),
+            quiet_polls: Mutex::default(),
         });
         let mut snap = Self {
             path: path.to_owned(),
@@ -316,6 +319,14 @@ impl FakeSnap {
     /// answered: the host reading through the disk between two polls, deterministically
     /// (`None` stops it).
     pub fn reads_between_polls(&self, per_poll: Option<(&str, u64)>) {
+        self.reads_after_quiet_polls(0, per_poll);
+    }
+
+    /// As [`FakeSnap::reads_between_polls`], after `quiet` polls answered with nothing read:
+    /// a volume no one else reads, then the host reading through it. A reader that counts
+    /// on every poll looks, to an idle window, like another tenant reading all the time.
+    pub fn reads_after_quiet_polls(&self, quiet: usize, per_poll: Option<(&str, u64)>) {
+        *lock(&self.shared.quiet_polls) = quiet;
         *lock(&self.shared.reads_per_poll) = per_poll.map(|(b, n)| (b.to_owned(), n));
     }
 
@@ -519,7 +530,13 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
             }
         }
         _ => {
-            if method == "bdev_get_iostat" {
+            let quiet = method == "bdev_get_iostat" && {
+                let mut left = lock(&shared.quiet_polls);
+                let quiet = *left > 0;
+                *left = left.saturating_sub(1);
+                quiet
+            };
+            if method == "bdev_get_iostat" && !quiet {
                 if let Some((bdev, bytes)) = lock(&shared.reads_per_poll).clone() {
                     if let Some(b) = lock(&shared.state).bdevs.get_mut(&bdev) {
                         b.bytes_read += bytes;

@@ -517,6 +517,16 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         .filter(|t| t["notInHw"] == true)
         .count();
     assert!(joined > 0, "no tc filter joined to a flow by ufid: {flows}");
+    // The agent placed every flow's packets by the one rule: none in hardware (the kernel's
+    // hardware share of a software-only filter is zero or absent), all by tc in software.
+    for flow in &tc_flows {
+        let placed = &flow["packetsByLevel"];
+        assert!(placed.is_object(), "a flow without its placement: {flow}");
+        assert!(
+            placed.get("hardware").is_none_or(|v| *v == "0" || *v == 0),
+            "the lab has no NIC: nothing may be placed in hardware: {flow}"
+        );
+    }
 
     // The switch proof. With hw-offload=true the lab reaches TC in software and says so,
     // never hardware: PROVEN at the level the lab config requires (tc).

@@ -241,8 +241,9 @@ serve_url = "http://127.0.0.1:{port}"
             ),
         )
         .expect("plan");
-        // What a real SNAP counts as the host reads the files through it.
-        snap.reads_between_polls(Some(("disk0n1", 1 << 20)));
+        // What a real SNAP counts as the host reads the files through it, after the storage
+        // step's idle window (its first two polls) saw a volume no one else reads.
+        snap.reads_after_quiet_polls(2, Some(("disk0n1", 1 << 20)));
         Self {
             dir,
             host_root,

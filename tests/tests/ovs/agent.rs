@@ -293,6 +293,18 @@ async fn flows_after_ping_are_software_flows_of_the_ovs_datapath() {
             flow["ufid"].as_str().is_some_and(|u| u.len() == 36),
             "{flow}"
         );
+        // The real daemon's userspace datapath: every packet placed at the datapath level,
+        // none in hardware or tc (the one rule, ovs/src/flow/level.rs).
+        let placed = &flow["packetsByLevel"];
+        let packets = flow["packets"].as_str().unwrap_or("0");
+        assert_eq!(
+            placed["datapath"].as_str().unwrap_or("0"),
+            packets,
+            "{flow}"
+        );
+        for level in ["hardware", "tcSoftware", "unattributed"] {
+            assert!(placed.get(level).is_none(), "{level} in {flow}");
+        }
     }
     assert!(
         icmp.iter()

@@ -186,8 +186,9 @@ fn demo(
     dpu_reads: bool,
     report: &Path,
 ) -> (Option<i32>, Value) {
+    // The storage step's idle window (its first two polls) sees a volume no one else reads.
     s.snap
-        .reads_between_polls(dpu_reads.then_some(("disk0n1", 1 << 20)));
+        .reads_after_quiet_polls(2, dpu_reads.then_some(("disk0n1", 1 << 20)));
     run_dpuctl(s, nccl_log, move_rdma, report)
 }
 
