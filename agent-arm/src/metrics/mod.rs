@@ -4,7 +4,7 @@
 //! Owns: the agent's registry ([`agent`]) and the layer that records every gRPC call in
 //! it ([`rpc_layer`]), how samples are named ([`names`]), one scrape's reading
 //! ([`scrape`], [`counters`], [`ovs_levels`], [`ethtool_prio`]) and the HTTP listener
-//! ([`serve`]). Must not touch: how counters are read (the probe's `Sampler`, its ethtool
+//! ([`serve`], with its pre-authentication pool [`preauth`]). Must not touch: how counters are read (the probe's `Sampler`, its ethtool
 //! ioctl and the storage engine do that) or what a gRPC call does.
 
 pub(crate) mod agent;
@@ -12,6 +12,7 @@ mod counters;
 mod ethtool_prio;
 mod names;
 mod ovs_levels;
+mod preauth;
 pub(crate) mod rpc_layer;
 pub(crate) mod scrape;
 pub(crate) mod serve;

@@ -54,25 +54,29 @@ pub(crate) enum Value {
 /// The family a sample belongs to and its value in base units.
 pub(crate) fn family_of(sample: &Sample) -> (FamilyKey, Value) {
     let counter = sample.kind == Kind::Cumulative;
-    let name = format!(
-        "dpu_{}_{}",
-        sample.key.source.as_str(),
-        sanitize(&sample.key.counter)
-    );
+    let source = sample.key.source.as_str();
+    let name = sanitize(&sample.key.counter);
+    // The unit is said once, at the end: a word naming it inside the counter's name
+    // (SPDK's `bytes_read`) is dropped, so `bytes_read` reads `dpu_volume_read_bytes_total`
+    // beside `read_ops`, not `dpu_volume_bytes_read_bytes_total`.
     let (stem, unit, value) = match sample.unit {
         Unit::Bytes => (
-            strip_suffix(name, "_bytes"),
+            family_stem(source, &without_words(&name, &["bytes"])),
             Some("bytes"),
             Value::Integer(sample.value),
         ),
         // Precision: a u64 of milliseconds as f64 is exact up to 2^53 ms (285,000 years).
         #[allow(clippy::cast_precision_loss)]
         Unit::Milliseconds => (
-            strip_suffix(strip_suffix(name, "_ms"), "_seconds"),
+            family_stem(source, &without_words(&name, &["ms", "seconds"])),
             Some("seconds"),
             Value::Float(sample.value as f64 / 1000.0),
         ),
-        _ => (name, None, Value::Integer(sample.value)),
+        _ => (
+            family_stem(source, &name),
+            None,
+            Value::Integer(sample.value),
+        ),
     };
     // A counter whose kernel name ends in `_total` would end in `_total_total`.
     let stem = if counter {
@@ -95,6 +99,25 @@ fn strip_suffix(name: String, suffix: &str) -> String {
         Some(stem) if !stem.is_empty() => stem.to_owned(),
         _ => name,
     }
+}
+
+/// `dpu_{source}_{counter}`, or `dpu_{source}` when the counter was only its unit (a tc
+/// action's `bytes`).
+fn family_stem(source: &str, counter: &str) -> String {
+    if counter.is_empty() {
+        format!("dpu_{source}")
+    } else {
+        format!("dpu_{source}_{counter}")
+    }
+}
+
+/// `name` without the `_`-separated words in `words`: `bytes_read` → `read`,
+/// `rx_bytes` → `rx`, `bytes` → ``.
+fn without_words(name: &str, words: &[&str]) -> String {
+    name.split('_')
+        .filter(|word| !words.contains(word))
+        .collect::<Vec<_>>()
+        .join("_")
 }
 
 /// Metric names are `[a-zA-Z_:][a-zA-Z0-9_:]*`; driver counter names are close to that
@@ -215,6 +238,20 @@ mod tests {
         assert_eq!(
             name(Source::RdmaHw, "weird-name.x", Unit::Events),
             "dpu_rdma_hw_weird_name_x_total"
+        );
+        // SPDK's iostat names put the unit first: it is said once, at the end.
+        assert_eq!(
+            name(Source::Volume, "bytes_read", Unit::Bytes),
+            "dpu_volume_read_bytes_total"
+        );
+        assert_eq!(
+            name(Source::Volume, "bytes_written", Unit::Bytes),
+            "dpu_volume_written_bytes_total"
+        );
+        assert_eq!(name(Source::Tc, "bytes", Unit::Bytes), "dpu_tc_bytes_total");
+        assert_eq!(
+            name(Source::Block, "time_in_queue_ms", Unit::Milliseconds),
+            "dpu_block_time_in_queue_seconds_total"
         );
         let gauge = Sample::gauge(Source::Block, "x", "in_flight", 3, Unit::Operations);
         assert_eq!(family_of(&gauge).0.sample_name(), "dpu_block_in_flight");

@@ -2,10 +2,16 @@
 //! authentication as gRPC (mutual TLS and the viewer role on TCP with TLS files, peer
 //! credentials on a Unix socket), with bounded connections and deadlines so a scraper
 //! that stalls holds nothing for long.
+//!
+//! Two bounds, so that clients without a certificate never keep one with a certificate
+//! waiting: connections that have not yet finished their TLS handshake and sent their
+//! request's headers are held in a pre-authentication pool of `max_connections`
+//! ([`super::preauth`]: the least recently active is closed when another arrives), within
+//! `request_timeout` from accept; `max_connections` scrapes are read at once.
 
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -17,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
+use super::preauth::{PreAuth, Ticket, Tracked};
 use super::scrape::{Format, Scraper};
 use crate::config::{MetricsConfig, SecurityConfig};
 use crate::listen::Bound;
@@ -33,6 +40,8 @@ struct Shared {
     security: SecurityConfig,
     config: MetricsConfig,
     tls: Option<TlsAcceptor>,
+    /// `max_connections` scrapes read at once.
+    scrapes: Semaphore,
 }
 
 /// Serves `/metrics` on `listener` until `shutdown` turns true. `tls` is the gRPC
@@ -45,35 +54,61 @@ pub(crate) async fn serve(
     tls: Option<TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let slots = Arc::new(Semaphore::new(config.max_connections));
+    // Every connection holds one of these: the pre-authentication pool's budget and as many
+    // again for connections past it (reading or waiting for a scrape slot).
+    let connections = Arc::new(Semaphore::new(config.max_connections.saturating_mul(2)));
+    let preauth = PreAuth::new(config.max_connections);
     let shared = Arc::new(Shared {
         scraper,
         security,
+        scrapes: Semaphore::new(config.max_connections),
         config,
         tls,
     });
     let description = listener.describe();
     tracing::info!(listener = %description, "serving /metrics");
     loop {
-        // A slot first: with every slot taken, new scrapers wait in the kernel's backlog.
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot,
-            _ = shutdown.wait_for(|stop| *stop) => break,
-        };
-        let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             accepted = accept(&listener) => accepted,
             _ = shutdown.wait_for(|stop| *stop) => break,
         };
-        match accepted {
-            Ok(Accepted::Tcp(stream, addr)) => {
+        let accepted = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(listener = %description, error = %e, "cannot accept a scrape connection");
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        // Room for the newcomer: a permit, made by closing the least recently active
+        // connection that has not authenticated when every permit is taken. Only an
+        // arrival ever closes one. When all are past that, the newcomer waits here for one
+        // to finish (each within its deadline), and later ones in the kernel's backlog.
+        let permit = match Arc::clone(&connections).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                preauth.evict_one();
+                let permit = tokio::select! {
+                    permit = Arc::clone(&connections).acquire_owned() => permit,
+                    _ = shutdown.wait_for(|stop| *stop) => break,
+                };
+                let Ok(permit) = permit else { break };
+                permit
+            }
+        };
+        let accepted_at = Instant::now();
+        let (ticket, activity) = preauth.admit();
+        let id = ticket.id();
+        let task = match accepted {
+            Accepted::Tcp(stream, addr) => {
+                let stream = Tracked::new(stream, activity, &ticket);
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
-                    let _slot = slot;
-                    tcp_connection(stream, addr, &shared).await;
-                });
+                    let _permit = permit;
+                    tcp_connection(stream, addr, ticket, accepted_at, &shared).await;
+                })
             }
-            Ok(Accepted::Unix(stream)) => {
+            Accepted::Unix(stream) => {
                 let caller = match stream.peer_cred() {
                     Ok(cred) => Caller::Unix {
                         uid: cred.uid(),
@@ -81,17 +116,15 @@ pub(crate) async fn serve(
                     },
                     Err(_) => Caller::Unknown,
                 };
+                let stream = Tracked::new(stream, activity, &ticket);
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
-                    let _slot = slot;
-                    connection(stream, caller, &shared).await;
-                });
+                    let _permit = permit;
+                    connection(stream, caller, ticket, accepted_at, &shared).await;
+                })
             }
-            Err(e) => {
-                tracing::warn!(listener = %description, error = %e, "cannot accept a scrape connection");
-                tokio::time::sleep(ACCEPT_RETRY).await;
-            }
-        }
+        };
+        preauth.set_abort(id, task.abort_handle());
     }
     tracing::debug!(listener = %description, "/metrics listener stopped");
 }
@@ -120,14 +153,17 @@ async fn accept(listener: &Bound) -> std::io::Result<Accepted> {
     }
 }
 
-/// A TCP scraper: the TLS handshake (bounded by `request_timeout`) when configured.
+/// A TCP scraper: the TLS handshake (within `request_timeout` of accept) when configured.
 async fn tcp_connection(
-    stream: tokio::net::TcpStream,
+    stream: Tracked<tokio::net::TcpStream>,
     addr: std::net::SocketAddr,
+    ticket: Ticket,
+    accepted_at: Instant,
     shared: &Shared,
 ) {
     let Some(acceptor) = &shared.tls else {
-        connection(stream, Caller::InsecureTcp { addr: Some(addr) }, shared).await;
+        let caller = Caller::InsecureTcp { addr: Some(addr) };
+        connection(stream, caller, ticket, accepted_at, shared).await;
         return;
     };
     match tokio::time::timeout(shared.config.request_timeout, acceptor.accept(stream)).await {
@@ -139,25 +175,42 @@ async fn tcp_connection(
                 .and_then(|chain| chain.first())
                 .map(|cert| cert.as_ref().to_vec());
             let caller = Caller::tls_peer(leaf.as_deref(), Some(addr));
-            connection(tls, caller, shared).await;
+            connection(tls, caller, ticket, accepted_at, shared).await;
         }
         Ok(Err(e)) => tracing::debug!(%addr, error = %e, "scrape TLS handshake failed"),
         Err(_) => tracing::debug!(%addr, "scrape TLS handshake timed out"),
     }
 }
 
-/// One request, then close: the request must arrive within `request_timeout`, and the
-/// whole exchange (reading the counters included) end within `request_timeout` +
-/// `read_timeout`.
-async fn connection<IO>(io: IO, caller: Caller, shared: &Shared)
-where
+/// One request, then close: the request's headers must arrive within `request_timeout`
+/// of accept (the handshake included), and the whole exchange (reading the counters
+/// included) end within `request_timeout` + `read_timeout`. The connection leaves the
+/// pre-authentication pool when its headers have arrived.
+async fn connection<IO>(
+    io: IO,
+    caller: Caller,
+    ticket: Ticket,
+    accepted_at: Instant,
+    shared: &Shared,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let role = caller.role(&shared.security);
-    let service = service_fn(|request| answer(request, role, &caller, shared));
+    let ticket = Mutex::new(Some(ticket));
+    let service = service_fn(|request| {
+        if let Some(ticket) = ticket.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            ticket.authenticated();
+        }
+        answer(request, role, &caller, shared)
+    });
+    let headers_within = shared
+        .config
+        .request_timeout
+        .saturating_sub(accepted_at.elapsed())
+        .max(Duration::from_millis(1));
     let exchange = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(shared.config.request_timeout)
+        .header_read_timeout(headers_within)
         .keep_alive(false)
         .serve_connection(TokioIo::new(io), service);
     let deadline = shared.config.request_timeout + shared.config.read_timeout;
@@ -219,6 +272,9 @@ async fn answer(
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
     let format = Format::from_accept(accept);
+    // A scrape slot: at most `max_connections` readings at once. The semaphore is never
+    // closed; were it, the scrape would go ahead rather than hang.
+    let _slot = shared.scrapes.acquire().await;
     Ok(match shared.scraper.scrape(format).await {
         Ok(body) => {
             let mut response = Response::new(Full::new(Bytes::from(body)));

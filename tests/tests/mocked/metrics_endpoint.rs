@@ -115,6 +115,83 @@ fn scrapers_that_stall_are_disconnected_and_cannot_hold_every_slot() {
     }
 }
 
+/// How long a scraper in the starvation tests waits for its answer: a quarter of the
+/// agent's `request_timeout` there, so an answer that had to wait for a stalled
+/// connection's deadline is a failure, not a slow pass.
+const SCRAPER_PATIENCE: Duration = Duration::from_secs(15);
+
+/// `GET /metrics` over a raw TCP connection that gives up after `patience`: the status
+/// line, or why there was none.
+fn patient_scrape(port: u16, patience: Duration) -> Result<String, String> {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    conn.set_read_timeout(Some(patience))
+        .map_err(|e| e.to_string())?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer)
+        .map_err(|e| format!("no answer within {patience:?}: {e}"))?;
+    let text = String::from_utf8_lossy(&answer);
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
+#[test]
+fn clients_that_never_send_a_request_cannot_keep_a_scraper_waiting() {
+    let port = free_tcp_port();
+    let lab = Lab::start_with(|o| {
+        o.config_toml = metrics_config(port, "max_connections = 4\nrequest_timeout = 60\n");
+    });
+    // Twice max_connections connections that send nothing (a slowloris that reconnects).
+    // Before, each took a slot until its 60 s deadline, and a scraper waited behind them.
+    let stalled: Vec<TcpStream> = (0..8)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    for _ in 0..3 {
+        let status = patient_scrape(port, SCRAPER_PATIENCE);
+        assert!(
+            status.as_deref().is_ok_and(|s| s.contains(" 200 ")),
+            "a scraper was kept waiting by clients that sent nothing: {status:?}\n{}",
+            lab.agent.log()
+        );
+    }
+    drop(stalled);
+}
+
+#[test]
+fn over_mtls_clients_without_a_handshake_cannot_keep_a_verified_scraper_waiting() {
+    let certs = tempfile::tempdir().expect("tempdir");
+    let dir = certs.path().to_owned();
+    ca(&dir, "fleet-ca");
+    issue(&dir, "fleet-ca", "localhost", "serverAuth");
+    issue(&dir, "fleet-ca", "prometheus", "clientAuth");
+    let port = free_tcp_port();
+    let file = |f: &str| dir.join(f).display().to_string();
+    let config = format!(
+        "[security]\ntls_cert = \"{}\"\ntls_key = \"{}\"\nclient_ca = \"{}\"\n\
+         viewers = [\"prometheus\"]\n[metrics]\nlisten = \"tcp:127.0.0.1:{port}\"\n\
+         max_connections = 4\nrequest_timeout = 60\n",
+        file("localhost.crt"),
+        file("localhost.key"),
+        file("fleet-ca.crt")
+    );
+    let _lab = Lab::start_with(|o| o.config_toml = config);
+    // Eight connections that never start the handshake: none has a certificate, and before
+    // each held a slot until its deadline.
+    let stalled: Vec<TcpStream> = (0..8)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    let (sender, answers) = std::sync::mpsc::channel();
+    let scrape_dir = dir.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(tls_scrape(&scrape_dir, port, Some("prometheus")));
+    });
+    let answer = answers
+        .recv_timeout(SCRAPER_PATIENCE)
+        .expect("the verified scraper was kept waiting by connections without a handshake");
+    assert!(answer.contains("200 OK"), "{answer}");
+    drop(stalled);
+}
+
 /// `GET /metrics` through `openssl s_client` with the given client certificate (or none).
 fn tls_scrape(dir: &Path, port: u16, client: Option<&str>) -> String {
     let file = |f: String| dir.join(f).display().to_string();
