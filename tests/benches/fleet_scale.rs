@@ -9,6 +9,11 @@
 //! time, and with the hung nodes left out by `--select name!=...` ("no hung"), which is
 //! what the fleet itself costs. The ratio uses the second.
 //!
+//! Then the inventory at the size a large cluster has: 100,000 `[[target]]` tables with one
+//! unknown key at the end, and 100,000 tables all named the same, read by `dpuctl fleet`
+//! (which reports the problems and runs nothing), next to Python's `tomllib` loading the
+//! same file (what a user would otherwise validate it with). The target is about a second.
+//!
 //! `cargo bench -p dpu-tests --bench fleet_scale` (run by `.ci/run`).
 
 // A benchmark's job is to print its figures.
@@ -213,4 +218,80 @@ fn main() {
         "  (medians of {FLEET_RUNS} fleet and {SINGLE_RUNS} single-node runs; \
          the \"all\" rows are one run each)"
     );
+    drop(fleet);
+    inventory_at_scale(out.path());
+}
+
+/// Targets in the large inventories.
+const LARGE_INVENTORY: usize = 100_000;
+
+/// `dpuctl fleet --inventory` on 100,000 targets (one bad key; all duplicates) against
+/// Python's `tomllib` on the same files.
+fn inventory_at_scale(dir: &Path) {
+    use std::fmt::Write as _;
+    let write = |name: &str, same_name: bool| {
+        let mut text = String::with_capacity(LARGE_INVENTORY * 80);
+        for i in 0..LARGE_INVENTORY {
+            let name = if same_name { 0 } else { i };
+            let _ = write!(
+                text,
+                "[[target]]\nname = \"gpu-{name}\"\nagent = \"tcp:10.{}.{}.{}:50051\"\n\n",
+                i >> 16,
+                (i >> 8) & 0xff,
+                i & 0xff
+            );
+        }
+        if !same_name {
+            text.push_str("[[target]]\nname = \"last\"\nagent = \"unix:/s\"\nadress = \"x\"\n");
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write the inventory");
+        path
+    };
+    let one_bad = write("one-bad-key.toml", false);
+    let duplicates = write("duplicates.toml", true);
+    println!("inventory of {LARGE_INVENTORY} targets (target: about 1 s)");
+    println!(
+        "  {:<44} {:>12} {:>12} {:>5}   summary",
+        "run", "wall", "peak RSS", "exit"
+    );
+    for (label, path) in [
+        ("one unknown key at the end", &one_bad),
+        ("every name the same", &duplicates),
+    ] {
+        let path_text = path.display().to_string();
+        let parsed = measure(
+            &[
+                "--timeout",
+                TIMEOUT_S,
+                "fleet",
+                "--inventory",
+                &path_text,
+                "health",
+            ],
+            dir,
+        );
+        row(&format!("dpuctl fleet, {label}"), &parsed);
+    }
+    let python = std::env::var("DPU_BENCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let started = Instant::now();
+    let loaded = Command::new(&python)
+        .args([
+            "-c",
+            "import sys, tomllib; tomllib.load(open(sys.argv[1], 'rb'))",
+        ])
+        .arg(&one_bad)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    match loaded {
+        Ok(status) => println!(
+            "  {:<44} {:>9.1} ms {:>12} {:>5}   (parse only, no validation)",
+            "python3 tomllib.load, the same file",
+            ms(started.elapsed()),
+            "-",
+            status.code().unwrap_or(-1)
+        ),
+        Err(e) => println!("  python3 tomllib: not run ({e})"),
+    }
 }

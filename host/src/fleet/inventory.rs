@@ -97,7 +97,7 @@ pub fn load(path: &Path) -> Result<Vec<Target>, InventoryError> {
 /// problem when there is any.
 pub fn parse(text: &str, base: &Path) -> Result<Vec<Target>, Vec<InventoryProblem>> {
     let mut walk = Walk {
-        text,
+        line_starts: line_starts(text),
         base,
         problems: Vec::new(),
     };
@@ -159,20 +159,26 @@ struct Settings {
 }
 
 struct Walk<'t> {
-    text: &'t str,
+    /// The byte offset where each line starts, for [`Walk::line`].
+    line_starts: Vec<usize>,
     base: &'t Path,
     problems: Vec<InventoryProblem>,
 }
 
+/// The byte offset where each line of `text` starts: 0, then after every newline.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect()
+}
+
 impl Walk<'_> {
+    /// The 1-based line of a byte offset, by binary search over the line starts: a
+    /// 100,000-target inventory asks this once per target, so it must not rescan the text.
     fn line(&self, offset: usize) -> usize {
-        let offset = offset.min(self.text.len());
-        self.text
-            .get(..offset)
-            .unwrap_or(self.text)
-            .matches('\n')
-            .count()
-            + 1
+        self.line_starts
+            .partition_point(|&start| start <= offset)
+            .max(1)
     }
 
     fn problem(&mut self, offset: usize, message: impl Into<String>) {
@@ -496,18 +502,15 @@ pub fn check_ssh(destination: &str) -> Result<(), String> {
     }
 }
 
-/// A Linux interface name: 1–15 bytes, no `/`, whitespace or `:`.
+/// A Linux interface name, by the one rule every command checks it with
+/// ([`dpu_proto::names::check_ifname`]: 1-15 bytes of letters, digits, `_ - . @`, not
+/// starting with `-`), so an inventory `roce pairs` would refuse later is refused here, with
+/// its line.
 pub fn check_ifname(name: &str) -> Result<(), String> {
-    if name.len() > 15 {
-        return Err("longer than 15 bytes (IFNAMSIZ)".to_owned());
-    }
-    match name
-        .chars()
-        .find(|&c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
-    {
-        Some(bad) => Err(format!("{bad:?} is not allowed in an interface name")),
-        None => Ok(()),
-    }
+    dpu_proto::names::check_ifname("interface", name).map_err(|e| match e {
+        dpu_proto::names::NameError::Id { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 /// A label key or value: 1–63 characters of letters, digits, `-`, `_`, `.` and `/`.

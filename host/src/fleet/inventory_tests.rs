@@ -168,3 +168,42 @@ fn labels_and_interfaces_are_validated() {
         "{found:?}"
     );
 }
+
+#[test]
+fn an_interface_roce_pairs_would_refuse_is_refused_with_its_line() {
+    // Shell metacharacters: the one interface rule refuses them here, not at `roce pairs`.
+    let found =
+        problems("[[target]]\nname = \"a\"\nagent = \"unix:/s\"\ninterface = \"eth0;reboot\"\n");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("line 4: interface `eth0;reboot`: "),
+        "{found:?}"
+    );
+    let found = problems("[[target]]\nname = \"a\"\nagent = \"unix:/s\"\ninterface = \"-x\"\n");
+    assert!(found[0].contains("must not start with '-'"), "{found:?}");
+}
+
+#[test]
+fn every_problem_of_a_large_inventory_names_its_own_line() {
+    // 2,000 targets, every tenth a duplicate of the one before: each problem names the
+    // line of its own [[target]] (4 lines per target), found by one pass over the text.
+    let mut text = String::new();
+    for i in 0..2_000 {
+        let name = if i % 10 == 9 { i - 1 } else { i };
+        text.push_str(&format!(
+            "[[target]]\nname = \"n{name}\"\nagent = \"unix:/s{i}\"\n\n"
+        ));
+    }
+    let found = problems(&text);
+    assert_eq!(found.len(), 200, "{:?}", &found[..3]);
+    assert!(
+        found[0].starts_with("line 37: duplicate target name `n8` (first on line 33)"),
+        "{}",
+        found[0]
+    );
+    assert!(
+        found[199].starts_with("line 7997: duplicate target name `n1998` (first on line 7993)"),
+        "{}",
+        found[199]
+    );
+}
