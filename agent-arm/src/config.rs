@@ -125,7 +125,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_request_bytes: 1 << 20,
-            max_response_bytes: 64 << 20,
+            max_response_bytes: dpu_proto::MAX_MESSAGE_BYTES,
             max_streams_per_connection: 128,
             max_calls_per_connection: 64,
             max_tcp_connections: 512,

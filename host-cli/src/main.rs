@@ -31,14 +31,16 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("dpuctl: error: cannot start the async runtime: {e}");
+            output::diag(&format!(
+                "dpuctl: error: cannot start the async runtime: {e}"
+            ));
             return Outcome::Usage.into();
         }
     };
     match runtime.block_on(commands::run(&cli)) {
         Ok(outcome) => outcome.into(),
         Err(e) => {
-            eprintln!("dpuctl: error: {e:#}");
+            output::diag(&format!("dpuctl: error: {e:#}"));
             Outcome::Usage.into()
         }
     }

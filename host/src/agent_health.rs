@@ -72,6 +72,7 @@ pub async fn agent_health(session: &Session) -> Result<AgentHealth, AgentError> 
     let mut health = HealthClient::new(channel.clone());
     let mut rows = Vec::new();
     let system = InventoryClient::new(channel)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .get_system(v1::GetSystemRequest {})
         .await
         .map_err(rpc_error("Inventory.GetSystem"))?

@@ -44,6 +44,11 @@ impl FromStr for Endpoint {
             if path.contains('\0') {
                 return Err(err("socket path contains a NUL byte"));
             }
+            // ESC, BEL, CR ...: a path no one names by hand, and one that would reach a
+            // terminal in every message that names the agent.
+            if path.chars().any(char::is_control) {
+                return Err(err("socket path contains a control character"));
+            }
             // sun_path is 108 bytes including the terminating NUL.
             if path.len() > 107 {
                 return Err(err("socket path longer than 107 bytes"));
@@ -122,6 +127,8 @@ mod tests {
             ("tcp:::1:80", "brackets"),
             ("tcp::80", "empty host"),
             ("tcp:a;b:80", "host contains"),
+            ("unix:/run/a\x1b[2J.sock", "control character"),
+            ("tcp:a\x07:80", "host contains"),
         ] {
             let err = text.parse::<Endpoint>().expect_err(text);
             assert!(err.to_string().contains(reason), "{text}: {err}");

@@ -42,6 +42,12 @@ pub const SERVICE_NAMES: [&str; 4] = [
     "dpu.v1.Counters",
 ];
 
+/// The largest message either side sends or takes: the agent's default
+/// `[limits] max_response_bytes`, and what dpuctl accepts from it (tonic's own default, 4
+/// MiB, is less than a 6,000-netdev snapshot or a large flow dump). One number, so an answer
+/// the agent may send is one dpuctl can read.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 /// The `grpc.health.v1` service name the agent reports SERVING while every service its
 /// configuration requires (`[health] ready_requires`) is: what a readiness probe asks.
 pub const READINESS_SERVICE: &str = "readiness";
@@ -64,5 +70,24 @@ mod tests {
         for name in SERVICE_NAMES {
             assert!(services.iter().any(|s| s == name), "{name} missing");
         }
+    }
+
+    /// A newer agent's enum value (one this build does not know) is written as its number,
+    /// as the proto3 JSON mapping allows, instead of failing the whole document.
+    #[test]
+    fn an_unknown_enum_value_serialises_as_its_number() {
+        let system = v1::System {
+            hostname: "dpu0".to_owned(),
+            dpu_mode: 5,
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&system).expect("serialises");
+        assert_eq!(json["dpuMode"], 5, "{json}");
+        let known = v1::System {
+            dpu_mode: v1::DpuMode::Dpu as i32,
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&known).expect("serialises");
+        assert_eq!(json["dpuMode"], "DPU_MODE_DPU", "{json}");
     }
 }

@@ -22,10 +22,34 @@ use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 use self::policy::Role;
 use crate::config::SecurityConfig;
 
-/// Logs a state-changing request in full (target `audit`), inside the call's span; the
-/// authorization layer logs the same call's caller and outcome.
+/// The most bytes of a request an audit record keeps: every request a person writes fits
+/// whole (an exposure spec is a few hundred bytes), and a hostile one (a 200 KB string)
+/// cannot make each record as large as itself.
+pub(crate) const AUDIT_REQUEST_MAX: usize = 4096;
+
+/// Logs a state-changing request (target `audit`), inside the call's span, cut to
+/// [`AUDIT_REQUEST_MAX`] bytes with its length; the authorization layer logs the same
+/// call's caller and outcome.
 pub(crate) fn audit_request<T: fmt::Debug>(request: &tonic::Request<T>) {
-    tracing::info!(target: "audit", request = ?request.get_ref(), "operator request");
+    let text = format!("{:?}", request.get_ref());
+    tracing::info!(
+        target: "audit",
+        request = %audit_text(&text),
+        "operator request"
+    );
+}
+
+/// `text` whole when it fits [`AUDIT_REQUEST_MAX`], else its start on a character
+/// boundary and how long it was.
+fn audit_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= AUDIT_REQUEST_MAX {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut cut = AUDIT_REQUEST_MAX;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len()))
 }
 
 /// The caller of one request, as far as the transport says.
@@ -156,6 +180,22 @@ impl Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_audit_record_keeps_a_small_request_whole_and_cuts_a_huge_one() {
+        assert_eq!(
+            audit_text("ApplyExposure { id: \"a\" }"),
+            "ApplyExposure { id: \"a\" }"
+        );
+        let huge = format!("Request {{ name: {:?} }}", "é".repeat(100_000));
+        let cut = audit_text(&huge);
+        assert!(cut.len() < AUDIT_REQUEST_MAX + 32, "{}", cut.len());
+        assert!(
+            cut.ends_with(&format!("… ({} bytes)", huge.len())),
+            "{}",
+            &cut[cut.len() - 40..]
+        );
+    }
 
     #[test]
     fn roles_follow_the_configuration() {

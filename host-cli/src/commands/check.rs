@@ -65,9 +65,9 @@ fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::
     let settings = match lossless_fabric_env(results, dcb) {
         Ok(settings) => settings,
         Err(refused) => {
-            eprintln!("dpuctl: {refused}");
+            output::diag(&format!("dpuctl: {refused}"));
             for unmet in &refused.unmet {
-                eprintln!("  {unmet}");
+                output::diag(&format!("  {unmet}"));
             }
             return Ok(Outcome::Failed);
         }
@@ -84,10 +84,13 @@ fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::
         } else {
             "the settings do not depend on it"
         };
-        eprintln!("dpuctl: note: {} failed ({}); {why}", r.id, r.detail);
+        output::diag(&format!(
+            "dpuctl: note: {} failed ({}); {why}",
+            r.id, r.detail
+        ));
     }
     for note in &settings.notes {
-        eprintln!("dpuctl: note: {note}");
+        output::diag(&format!("dpuctl: note: {note}"));
     }
     if env.json() {
         output::json(&settings)?;

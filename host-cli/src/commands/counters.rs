@@ -30,6 +30,7 @@ async fn once(
     selectors: Vec<v1::CounterSelector>,
 ) -> anyhow::Result<Outcome> {
     let wire = CountersClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest { selectors })
         .await
         .map_err(rpc_error("Counters.Snapshot"))?
@@ -83,6 +84,7 @@ async fn watch(
     // One more snapshot than intervals: the first is the baseline.
     let max_snapshots = args.count.map_or(0, |n| n.saturating_add(1));
     let mut stream = CountersClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .watch(v1::WatchRequest {
             selectors,
             interval: Some(dpu_proto::pbjson_types::Duration {

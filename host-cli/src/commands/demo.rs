@@ -44,7 +44,7 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
         }
         Ok(TrainingStorageResult::Ran(report)) => report,
         Err(DemoError::InvalidPlan(e)) => {
-            eprintln!("dpuctl: {e}");
+            output::diag(&format!("dpuctl: {e}"));
             return Ok(Outcome::Usage);
         }
         Err(DemoError::Other(e)) => return Err(e),
@@ -62,9 +62,9 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
         DemoVerdict::Passed => Outcome::Success,
         DemoVerdict::Failed => Outcome::Failed,
         DemoVerdict::Inconclusive => {
-            eprintln!(
-                "dpuctl: every step passed, but the run's accounting could not be read in full \
-                 (see the accounting lines marked inconclusive)"
+            output::diag(
+                "dpuctl: no step failed, but the counters could not judge the run (see the \
+                 step or accounting lines marked inconclusive)",
             );
             Outcome::Inconclusive
         }
@@ -117,13 +117,13 @@ impl StepObserver for Spinner {
         if let Some(bar) = self.bar.lock().ok().and_then(|mut slot| slot.take()) {
             bar.finish_and_clear();
         }
-        eprintln!(
+        output::diag(&format!(
             "[{index}/{total}] {}: {} in {:.1} s{}",
             report.title,
-            if report.status == StepStatus::Passed {
-                "PASSED"
-            } else {
-                "FAILED"
+            match report.status {
+                StepStatus::Passed => "PASSED",
+                StepStatus::Inconclusive => "INCONCLUSIVE",
+                StepStatus::Failed | StepStatus::Skipped => "FAILED",
             },
             report.seconds,
             if report.reason.is_empty() {
@@ -131,7 +131,7 @@ impl StepObserver for Spinner {
             } else {
                 format!(" — {}", report.reason)
             }
-        );
+        ));
     }
 }
 
@@ -162,7 +162,11 @@ fn print_summary(report: &DemoReport) -> anyhow::Result<()> {
     output::line(&format!(
         "run {}: {}",
         report.run_id,
-        if report.passed { "PASSED" } else { "FAILED" }
+        match report.verdict() {
+            DemoVerdict::Passed => "PASSED",
+            DemoVerdict::Failed => "FAILED",
+            DemoVerdict::Inconclusive => "INCONCLUSIVE",
+        }
     ))
 }
 

@@ -1,6 +1,6 @@
 //! `dpuctl dpu ...`: inventory, health and counters through the agent.
 
-use dpu_host::agent_health::{agent_health, enum_name};
+use dpu_host::agent_health::agent_health;
 use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use serde::Serialize;
 
@@ -27,7 +27,8 @@ struct Info {
 }
 
 async fn info(env: &Env<'_>) -> anyhow::Result<Outcome> {
-    let mut client = InventoryClient::new(env.channel().await?);
+    let mut client = InventoryClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
     let system = client
         .get_system(v1::GetSystemRequest {})
         .await
@@ -61,12 +62,14 @@ async fn info(env: &Env<'_>) -> anyhow::Result<Outcome> {
 fn print_info(info: &Info) -> anyhow::Result<()> {
     let s = &info.system;
     let os = s.os.clone().unwrap_or_default();
-    let mode = v1::DpuMode::try_from(s.dpu_mode).unwrap_or(v1::DpuMode::Unspecified);
     let mut table = output::table(["property", "value"]);
     for (key, value) in [
         ("hostname", output::or_dash(&s.hostname).to_owned()),
         ("model", output::or_dash(&s.model).to_owned()),
-        ("dpu mode", enum_name(mode.as_str_name(), "DPU_MODE_")),
+        (
+            "dpu mode",
+            output::enum_label(s.dpu_mode, v1::DpuMode::as_str_name, "DPU_MODE_"),
+        ),
         ("firmware", output::or_dash(&s.firmware_version).to_owned()),
         ("os", output::or_dash(&os.name).to_owned()),
         ("kernel", output::or_dash(&os.kernel_release).to_owned()),
@@ -82,12 +85,10 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
 
     let mut table = output::table(["netdev", "role", "state", "mtu", "mac", "driver", "pci"]);
     for n in &info.netdevs {
-        let role = v1::NetdevRole::try_from(n.role).unwrap_or(v1::NetdevRole::Unspecified);
-        let state = v1::OperState::try_from(n.oper_state).unwrap_or(v1::OperState::Unspecified);
         table.add_row([
             n.ifname.clone(),
-            enum_name(role.as_str_name(), "NETDEV_ROLE_"),
-            enum_name(state.as_str_name(), "OPER_STATE_"),
+            output::enum_label(n.role, v1::NetdevRole::as_str_name, "NETDEV_ROLE_"),
+            output::enum_label(n.oper_state, v1::OperState::as_str_name, "OPER_STATE_"),
             n.mtu.to_string(),
             output::or_dash(&n.mac_address).to_owned(),
             output::or_dash(&n.driver).to_owned(),
@@ -112,15 +113,12 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
     ]);
     for d in &info.rdma_devices {
         for p in &d.ports {
-            let state =
-                v1::RdmaPortState::try_from(p.state).unwrap_or(v1::RdmaPortState::Unspecified);
-            let layer = v1::LinkLayer::try_from(p.link_layer).unwrap_or(v1::LinkLayer::Unspecified);
             table.add_row([
                 d.ibdev.clone(),
                 p.port.to_string(),
-                enum_name(state.as_str_name(), "RDMA_PORT_STATE_"),
+                output::enum_label(p.state, v1::RdmaPortState::as_str_name, "RDMA_PORT_STATE_"),
                 output::or_dash(&p.rate).to_owned(),
-                enum_name(layer.as_str_name(), "LINK_LAYER_"),
+                output::enum_label(p.link_layer, v1::LinkLayer::as_str_name, "LINK_LAYER_"),
                 output::or_dash(&p.netdev).to_owned(),
                 p.gids.len().to_string(),
             ]);

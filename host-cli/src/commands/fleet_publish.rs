@@ -94,7 +94,9 @@ pub(crate) async fn publish(
 
     let (marks, without_node) = marks_for(report, targets);
     for name in &without_node {
-        eprintln!("dpuctl: note: {name} names no Kubernetes node (`node = ...`); not published");
+        crate::output::diag(&format!(
+            "dpuctl: note: {name} names no Kubernetes node (`node = ...`); not published"
+        ));
     }
     let client = kube::Client::try_default()
         .await

@@ -109,7 +109,7 @@ async fn cancel_on_ctrl_c(cancel: Cancel) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
-    eprintln!("interrupted: stopping the remote runs (Ctrl-C again to quit at once)");
+    output::diag("interrupted: stopping the remote runs (Ctrl-C again to quit at once)");
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
         std::process::exit(130);
@@ -119,12 +119,12 @@ async fn cancel_on_ctrl_c(cancel: Cancel) {
 fn progress(event: PairsEvent<'_>) {
     match event {
         PairsEvent::Probed { host, port } => match port {
-            Ok(p) => eprintln!(
+            Ok(p) => output::diag(&format!(
                 "{host}: {}, line rate {}",
                 p.endpoint,
                 p.rate.as_ref().map_or("unknown", |r| r.text.as_str())
-            ),
-            Err(e) => eprintln!("{host}: UNUSABLE: {e}"),
+            )),
+            Err(e) => output::diag(&format!("{host}: UNUSABLE: {e}")),
         },
         PairsEvent::RoundStarted {
             round,
@@ -135,9 +135,9 @@ fn progress(event: PairsEvent<'_>) {
                 .iter()
                 .map(|r| format!("{} → {}", r.client, r.server))
                 .collect();
-            eprintln!("round {round}/{rounds}: {}", list.join(", "));
+            output::diag(&format!("round {round}/{rounds}: {}", list.join(", ")));
         }
-        PairsEvent::RunDone(run) => eprintln!(
+        PairsEvent::RunDone(run) => output::diag(&format!(
             "  {} → {} {} {} B: {} {}",
             run.from,
             run.to,
@@ -145,7 +145,7 @@ fn progress(event: PairsEvent<'_>) {
             run.size,
             num(run.bw_gbps, 2, " Gbit/s"),
             run.verdict
-        ),
+        )),
     }
 }
 

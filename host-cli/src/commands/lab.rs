@@ -10,6 +10,7 @@ use anyhow::Context as _;
 
 use crate::cli::{LabArgs, LabCommand, LabNamespace, LabVm};
 use crate::outcome::Outcome;
+use crate::output;
 
 fn vm_name(vm: LabVm) -> &'static str {
     match vm {
@@ -51,7 +52,7 @@ fn lab_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// image is rebuilt when they change, and a lab without them cannot run `dpuctl`.
 fn bin_dir_for_up(bin_dir: Option<&Path>, no_bin: bool) -> Option<PathBuf> {
     if no_bin {
-        eprintln!("dpuctl: lab: installing no project binaries (--no-bin)");
+        output::diag("dpuctl: lab: installing no project binaries (--no-bin)");
         return None;
     }
     if let Some(dir) = bin_dir {
@@ -60,19 +61,19 @@ fn bin_dir_for_up(bin_dir: Option<&Path>, no_bin: bool) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?.to_path_buf();
     if dir.join("dpu-agent").is_file() {
-        eprintln!(
+        output::diag(&format!(
             "dpuctl: lab: installing {} and {} (this dpuctl's build; --bin-dir DIR for others)",
             exe.display(),
             dir.join("dpu-agent").display()
-        );
+        ));
         Some(dir)
     } else {
-        eprintln!(
+        output::diag(&format!(
             "dpuctl: lab: no dpu-agent beside {}: the lab will have neither dpuctl nor the \
              agent inside. Build both (`cargo build -p dpu-agent -p dpuctl`) and run that \
              dpuctl, or pass --bin-dir DIR",
             exe.display()
-        );
+        ));
         None
     }
 }

@@ -27,7 +27,7 @@ fn nccl_check(
     } else {
         let r = run_nccl(&env.session.sys_root(), run)?;
         // The command's output, echoed where a person watching expects it.
-        eprint!("{}", r.output);
+        output::diag_part(&r.output);
         Some(r)
     };
     let (report, verdict) = judge(text, run);
@@ -39,17 +39,17 @@ fn nccl_check(
     Ok(match verdict {
         NcclVerdict::Rdma => Outcome::Success,
         NcclVerdict::CommandFailed(code) => {
-            eprintln!("dpuctl: the NCCL command exited {code}");
+            output::diag(&format!("dpuctl: the NCCL command exited {code}"));
             Outcome::Failed
         }
         NcclVerdict::Contradicted => {
-            eprintln!("dpuctl: the RDMA counters contradict NCCL's transport (see above)");
+            output::diag("dpuctl: the RDMA counters contradict NCCL's transport (see above)");
             Outcome::Failed
         }
         NcclVerdict::Socket => {
-            eprintln!(
+            output::diag(
                 "dpuctl: NCCL fell back to NET/Socket: the collective did not use RDMA \
-                 (check NCCL_IB_HCA, NCCL_IB_GID_INDEX and that the RDMA devices are in the pod)"
+                 (check NCCL_IB_HCA, NCCL_IB_GID_INDEX and that the RDMA devices are in the pod)",
             );
             Outcome::Failed
         }
@@ -59,10 +59,10 @@ fn nccl_check(
                 .as_ref()
                 .filter(|c| c.verdict == "inconclusive" || c.verdict == "unknown")
             {
-                Some(c) => eprintln!("dpuctl: {}", c.reason),
-                None if report.transport == "unknown" => eprintln!(
+                Some(c) => output::diag(&format!("dpuctl: {}", c.reason)),
+                None if report.transport == "unknown" => output::diag(
                     "dpuctl: no network channel line (`via NET/...`) says which transport \
-                     NCCL used: run with NCCL_DEBUG=INFO across nodes"
+                     NCCL used: run with NCCL_DEBUG=INFO across nodes",
                 ),
                 None => {}
             }

@@ -38,27 +38,24 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
             local,
             peer_address,
             remote,
-        } => eprintln!(
+        } => output::diag(&format!(
             "local {local}; peer {} at {peer_address}: {remote}",
             args.peer
-        ),
+        )),
         SweepEvent::RunStarted {
             index,
             total,
             test,
             size,
-        } => eprint!("[{index}/{total}] {} {size} B ... ", test.name()),
-        SweepEvent::RunDone(run) => eprintln!(
-            "{}",
-            match &run.error {
-                Some(e) => format!("FAILED: {e}"),
-                None => format!(
-                    "{:.1} s, counters: {}",
-                    run.seconds,
-                    path_word(run.rdma.path)
-                ),
-            }
-        ),
+        } => output::diag_part(&format!("[{index}/{total}] {} {size} B ... ", test.name())),
+        SweepEvent::RunDone(run) => output::diag(&match &run.error {
+            Some(e) => format!("FAILED: {e}"),
+            None => format!(
+                "{:.1} s, counters: {}",
+                run.seconds,
+                path_word(run.rdma.path)
+            ),
+        }),
     })?;
     if let Some(path) = &args.report {
         std::fs::write(path, dpu_host::roce::perf_html::render(&report))

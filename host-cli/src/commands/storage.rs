@@ -25,7 +25,8 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
 }
 
 async fn client(env: &Env<'_>) -> anyhow::Result<StorageClient<tonic::transport::Channel>> {
-    Ok(StorageClient::new(env.channel().await?))
+    Ok(StorageClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
 }
 
 fn options(dry_run: bool) -> Option<v1::ApplyOptions> {
@@ -253,6 +254,7 @@ async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
 
 async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
     let reply = InventoryClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_emulation_functions(v1::ListEmulationFunctionsRequest {})
         .await
         .map_err(rpc_error("Inventory.ListEmulationFunctions"))?

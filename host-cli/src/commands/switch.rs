@@ -34,7 +34,8 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &SwitchCommand) -> anyhow::Result<Ou
 }
 
 async fn client(env: &Env<'_>) -> anyhow::Result<SwitchClient<Channel>> {
-    Ok(SwitchClient::new(env.channel().await?))
+    Ok(SwitchClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
 }
 
 async fn bridges(env: &Env<'_>) -> anyhow::Result<Outcome> {
@@ -298,12 +299,6 @@ fn tc_policy(policy: v1::TcPolicy) -> &'static str {
 }
 
 /// `OFFLOAD_STATUS_NOT_OFFLOADED` → `not-offloaded`.
-fn enum_name(name: &str, prefix: &str) -> String {
-    name.trim_start_matches(prefix)
-        .to_ascii_lowercase()
-        .replace('_', "-")
-}
-
 async fn flows(
     env: &Env<'_>,
     flow_type: FlowType,
@@ -339,8 +334,6 @@ async fn flows(
             "actions",
         ]);
         for f in &reply.flows {
-            let offloaded =
-                v1::OffloadStatus::try_from(f.offloaded).unwrap_or(v1::OffloadStatus::Unspecified);
             let hw_packets: Option<u64> = (!f.tc_filters.is_empty()).then(|| {
                 f.tc_filters
                     .iter()
@@ -353,7 +346,11 @@ async fn flows(
                 f.packets.to_string(),
                 f.bytes.to_string(),
                 used(f.used.as_ref()),
-                enum_name(offloaded.as_str_name(), "OFFLOAD_STATUS_"),
+                output::enum_label(
+                    f.offloaded,
+                    v1::OffloadStatus::as_str_name,
+                    "OFFLOAD_STATUS_",
+                ),
                 output::or_dash(&f.dp_layer).to_owned(),
                 hw_packets.map_or_else(|| "-".to_owned(), |n| n.to_string()),
                 f.actions.clone(),
@@ -380,7 +377,11 @@ mod tests {
     fn enum_names_and_times_read_like_ovs() {
         assert_eq!(tc_policy(v1::TcPolicy::SkipSw), "skip_sw");
         assert_eq!(
-            enum_name("OFFLOAD_STATUS_NOT_OFFLOADED", "OFFLOAD_STATUS_"),
+            output::enum_label(
+                v1::OffloadStatus::NotOffloaded as i32,
+                v1::OffloadStatus::as_str_name,
+                "OFFLOAD_STATUS_"
+            ),
             "not-offloaded"
         );
         let d = dpu_proto::pbjson_types::Duration {

@@ -337,7 +337,8 @@ impl AgentFacts {
             }
             Err(_) => return Self::Unreachable(format!("no health answer within {deadline:?}")),
         };
-        let mut inventory = InventoryClient::new(channel);
+        let mut inventory =
+            InventoryClient::new(channel).max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
         let system = call(deadline, inventory.get_system(v1::GetSystemRequest {}))
             .await
             .map(tonic::Response::into_inner);

@@ -44,6 +44,7 @@ pub struct StorageAccount {
 /// The volume's cumulative read bytes.
 pub async fn volume_bytes_read(channel: &Channel, name: &str) -> Result<u64, String> {
     StorageClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .get_io_stats(v1::GetIoStatsRequest {
             name: name.to_owned(),
         })
@@ -227,7 +228,7 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
         format!("exposures/{}", plan.storage.exposure)
     };
     let mut client =
-        StorageClient::new(channel.clone());
+        StorageClient::new(channel.clone()).max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
     let reply = match plan
         .storage
         .exposure_spec

@@ -32,7 +32,8 @@ impl DpuFacts {
     /// settings are optional.
     pub async fn gather(session: &Session) -> Result<Self, AgentError> {
         let channel = session.channel().await?;
-        let mut inventory = InventoryClient::new(channel.clone());
+        let mut inventory = InventoryClient::new(channel.clone())
+            .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
         let system = inventory
             .get_system(v1::GetSystemRequest {})
             .await
@@ -57,6 +58,7 @@ impl DpuFacts {
             .into_inner()
             .functions;
         let offload = SwitchClient::new(channel)
+            .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
             .get_offload_settings(v1::GetOffloadSettingsRequest::default())
             .await
             .ok()

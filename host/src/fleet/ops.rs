@@ -84,6 +84,7 @@ pub async fn counters(
     filter: Option<&str>,
 ) -> Result<NodeOutcome, AgentError> {
     let snapshot = CountersClient::new(session.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest { selectors })
         .await
         .map_err(rpc_error("Counters.Snapshot"))?

@@ -98,6 +98,7 @@ pub struct Target {
 
 async fn resolve(channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
     let remotes = StorageClient::new(channel)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_remote_controllers(v1::ListRemoteControllersRequest::default())
         .await
         .map_err(rpc_error("Storage.ListRemoteControllers"))?
@@ -195,6 +196,7 @@ async fn snapshot_both(
         },
     ];
     let wire = CountersClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest { selectors })
         .await
         .map_err(rpc_error("Counters.Snapshot"))?

@@ -116,6 +116,7 @@ async fn flow_snapshot(
 ) -> anyhow::Result<(Snapshot, Vec<v1::Flow>)> {
     let start = dpu_probe::snapshot::monotonic_now();
     let flows = SwitchClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_flows(v1::ListFlowsRequest {
             filter: v1::FlowFilter::All as i32,
             in_port: representor.to_owned(),
@@ -127,6 +128,7 @@ async fn flow_snapshot(
         .flows;
     // The representor's offload xstats (mlx5: packets the CPU handled), where it has them.
     let counters = CountersClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest {
             selectors: vec![v1::CounterSelector {
                 selector: Some(v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
@@ -445,6 +447,7 @@ pub fn judge<T>(
 pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Result<ProofReport> {
     let channel = session.channel().await?;
     let settings = SwitchClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .get_offload_settings(v1::GetOffloadSettingsRequest {})
         .await
         .map_err(rpc_error("Switch.GetOffloadSettings"))?

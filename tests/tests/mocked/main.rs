@@ -16,6 +16,7 @@ mod fleet_pairs;
 mod fleet_prove;
 mod health;
 mod host_session;
+mod hostile_agent;
 mod lifecycle;
 mod load;
 mod metrics_endpoint;
