@@ -312,6 +312,7 @@ impl Scraper {
             dump_type: DumpType::All,
             in_port: "",
             datapath: "",
+            covering: None,
         };
         let listed = tokio::time::timeout(
             deadline,

@@ -8,8 +8,10 @@
 //! while the agent runs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 
+use dpu_ovs::flow::Ipv4Packet;
 use dpu_ovs::ovsdb::InterfaceType;
 use dpu_proto::names::{check_ifname, Collection, PortName};
 use dpu_proto::v1::{self, switch_server::Switch};
@@ -117,6 +119,33 @@ fn datapath_name(value: &str) -> Result<(), Status> {
             ),
         ))
     }
+}
+
+/// `ListFlowsRequest.covering`, checked: dotted IPv4 addresses, a protocol of 0-255 and
+/// ports of 0-65535; a bad one names its field.
+fn flow_packet(packet: &v1::FlowPacket) -> Result<Ipv4Packet, Status> {
+    let address = |field: &str, text: &str| {
+        text.parse::<Ipv4Addr>().map_err(|_| {
+            invalid(
+                field,
+                format!("{} is not a dotted IPv4 address", echo(text)),
+            )
+        })
+    };
+    let narrow = |field: &str, value: u32, max: u32| {
+        if value <= max {
+            Ok(value)
+        } else {
+            Err(invalid(field, format!("{value} is more than {max}")))
+        }
+    };
+    Ok(Ipv4Packet {
+        src: address("covering.src_ip", &packet.src_ip)?,
+        dst: address("covering.dst_ip", &packet.dst_ip)?,
+        proto: u8::try_from(narrow("covering.ip_proto", packet.ip_proto, 255)?).unwrap_or(0),
+        src_port: u16::try_from(narrow("covering.src_port", packet.src_port, 65_535)?).unwrap_or(0),
+        dst_port: u16::try_from(narrow("covering.dst_port", packet.dst_port, 65_535)?).unwrap_or(0),
+    })
 }
 
 fn apply_options(options: Option<&v1::ApplyOptions>) -> Result<Apply, Status> {
@@ -278,10 +307,12 @@ impl Switch for SwitchService {
             check_ifname("in_port", &req.in_port).map_err(invalid_field("in_port"))?;
         }
         datapath_name(&req.datapath)?;
+        let covering = req.covering.as_ref().map(flow_packet).transpose()?;
         let query = FlowQuery {
             dump_type: dump_type(filter),
             in_port: &req.in_port,
             datapath: &req.datapath,
+            covering,
         };
         Ok(Response::new(flows::list_flows(self.ovs()?, &query).await?))
     }
@@ -303,6 +334,56 @@ mod tests {
     use super::*;
     use dpu_proto::pbjson_types;
     use std::time::Duration;
+
+    #[test]
+    fn a_covering_packet_is_checked_field_by_field() {
+        let good = v1::FlowPacket {
+            src_ip: "10.0.0.2".to_owned(),
+            dst_ip: "10.0.0.1".to_owned(),
+            ip_proto: 17,
+            src_port: 40_001,
+            dst_port: 9,
+        };
+        let packet = flow_packet(&good).expect("valid");
+        assert_eq!(
+            (packet.proto, packet.src_port, packet.dst_port),
+            (17, 40_001, 9)
+        );
+        for (bad, field) in [
+            (
+                v1::FlowPacket {
+                    src_ip: "10.0.0".to_owned(),
+                    ..good.clone()
+                },
+                "covering.src_ip",
+            ),
+            (
+                v1::FlowPacket {
+                    dst_ip: "::1".to_owned(),
+                    ..good.clone()
+                },
+                "covering.dst_ip",
+            ),
+            (
+                v1::FlowPacket {
+                    ip_proto: 256,
+                    ..good.clone()
+                },
+                "covering.ip_proto",
+            ),
+            (
+                v1::FlowPacket {
+                    dst_port: 70_000,
+                    ..good.clone()
+                },
+                "covering.dst_port",
+            ),
+        ] {
+            let err = flow_packet(&bad).expect_err(field);
+            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(err.message().starts_with(field), "{}", err.message());
+        }
+    }
 
     #[test]
     fn apply_options_bound_the_timeout() {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use dpu_ovs::flow::{parse_dump, DumpType};
+use dpu_ovs::flow::{parse_dump, DumpType, Ipv4Packet};
 use dpu_probe::netlink::{RouteSocket, RouteStats, TcParent};
 use dpu_proto::v1;
 use tonic::Status;
@@ -26,6 +26,8 @@ pub(crate) struct FlowQuery<'a> {
     pub(crate) in_port: &'a str,
     /// The datapath to dump; empty: the only one there is.
     pub(crate) datapath: &'a str,
+    /// Only flows whose match covers this packet.
+    pub(crate) covering: Option<Ipv4Packet>,
 }
 
 /// The flows of one datapath with their tc filters joined and their traffic placed by
@@ -49,6 +51,9 @@ pub(crate) async fn list_flows(
         // OVS applied type= already; the same rule here guards against an OVS that
         // ignored it. A line that cannot tell (`None`) is kept.
         if query.dump_type.matches(&flow) == Some(false) {
+            continue;
+        }
+        if query.covering.is_some_and(|packet| !flow.covers(&packet)) {
             continue;
         }
         let wire = flow_to_wire(&flow);

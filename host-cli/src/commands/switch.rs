@@ -316,6 +316,7 @@ async fn flows(
             filter: filter as i32,
             in_port: in_port.unwrap_or_default().to_owned(),
             datapath: String::new(),
+            covering: None,
         })
         .await
         .map_err(rpc_error("Switch.ListFlows"))?

@@ -108,11 +108,15 @@ fn unattributed_object(representor: &str) -> String {
     format!("flows/in_port={representor}/{UNATTRIBUTED}")
 }
 
-/// The DPU's flow counters entering through `representor`, summed per level. Every level
-/// is always present (0 without flows), so a flow appearing is growth, not a new counter.
+/// The DPU's flow counters entering through `representor` whose match covers the
+/// workload's packets (`covering`: the agent keeps only the flows that would count them, so
+/// an unrelated flow through the same representor proves nothing), summed per level. Every
+/// level is always present (0 without flows), so a flow appearing is growth, not a new
+/// counter.
 async fn flow_snapshot(
     channel: &Channel,
     representor: &str,
+    covering: &v1::FlowPacket,
 ) -> anyhow::Result<(Snapshot, Vec<v1::Flow>)> {
     let start = dpu_probe::snapshot::monotonic_now();
     let flows = SwitchClient::new(channel.clone())
@@ -121,6 +125,7 @@ async fn flow_snapshot(
             filter: v1::FlowFilter::All as i32,
             in_port: representor.to_owned(),
             datapath: String::new(),
+            covering: Some(covering.clone()),
         })
         .await
         .map_err(rpc_error("Switch.ListFlows"))?
@@ -179,11 +184,31 @@ fn host_snapshot(sampler: &mut Sampler, interface: &str) -> Snapshot {
     }])
 }
 
-fn send(peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
+/// The workload's one socket, connected to the peer's discard port, and its packets as a
+/// flow match sees them: the warm-up and the measured packets share its 5-tuple, which is
+/// what the flows are chosen by.
+fn workload_socket(peer: Ipv4Addr) -> anyhow::Result<(UdpSocket, v1::FlowPacket)> {
     let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("cannot open a UDP socket")?;
     socket
         .connect((peer, DISCARD_PORT))
         .with_context(|| format!("no route to {peer}"))?;
+    let local = socket
+        .local_addr()
+        .context("cannot read the UDP socket's own address")?;
+    let packet = v1::FlowPacket {
+        src_ip: local.ip().to_string(),
+        dst_ip: peer.to_string(),
+        ip_proto: u32::from(UDP),
+        src_port: u32::from(local.port()),
+        dst_port: u32::from(DISCARD_PORT),
+    };
+    Ok((socket, packet))
+}
+
+/// The IP protocol number of UDP.
+const UDP: u8 = 17;
+
+fn send(socket: &UdpSocket, peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
     let payload = [0x5a_u8; 64];
     let (mut sent, mut refused) = (0, 0);
     while sent < packets {
@@ -211,12 +236,13 @@ struct BothSides {
     sampler: Sampler,
     interface: String,
     representor: String,
+    covering: v1::FlowPacket,
     flows: Vec<v1::Flow>,
 }
 
 impl Observe for BothSides {
     async fn observe(&mut self) -> anyhow::Result<Observation> {
-        let (dpu, flows) = flow_snapshot(&self.channel, &self.representor).await?;
+        let (dpu, flows) = flow_snapshot(&self.channel, &self.representor, &self.covering).await?;
         self.flows = flows;
         let host = host_snapshot(&mut self.sampler, &self.interface);
         Ok(Observation { host, dpu })
@@ -400,7 +426,7 @@ pub fn judge<T>(
             level.map_or("none seen", ForwardingLevel::as_str)
         ),
         format!(
-            "{flows} datapath flows enter through {}; allowance for first packets and ARP: {FIRST_PACKETS}",
+            "{flows} datapath flows enter through {} and cover the workload's packets; allowance for first packets and ARP: {FIRST_PACKETS}",
             args.representor
         ),
     ];
@@ -452,11 +478,14 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         .await
         .map_err(rpc_error("Switch.GetOffloadSettings"))?
         .into_inner();
+    let (socket, covering) = workload_socket(args.peer)?;
+    let socket = std::sync::Arc::new(socket);
     let mut sides = BothSides {
         channel,
         sampler: Sampler::new(session.sys_root()),
         interface: args.interface.clone(),
         representor: args.representor.clone(),
+        covering: covering.clone(),
         flows: Vec::new(),
     };
     let timing = Timing {
@@ -470,13 +499,14 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
     let peer = args.peer;
     // Warm-up outside the window: resolves the peer's MAC (the kernel keeps only a few
     // packets while ARP is pending and drops the rest) and lets the datapath flow exist.
+    let warm_up_socket = std::sync::Arc::clone(&socket);
     let warm_up = async move {
-        send(peer, WARM_UP_PACKETS)?;
+        send(&warm_up_socket, peer, WARM_UP_PACKETS)?;
         tokio::time::sleep(WARM_UP_WAIT).await;
         Ok(())
     };
     let packets = args.packets;
-    let workload = async move { send(peer, packets) };
+    let workload = async move { send(&socket, peer, packets) };
     let m = measure(&mut sides, timing, warm_up, workload).await?;
     let flows = std::mem::take(&mut sides.flows);
     let (verdict, lines, notes) = judge(args, &m, &settings, flows.len());
@@ -484,10 +514,14 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         proof: "switch",
         verdict,
         workload: format!(
-            "{} UDP packets from {} to {} through {} (required level: {})",
+            "{} UDP packets from {} ({}:{}) to {}:{} through {} (required level: {}); only the \
+             flows whose match covers them are counted",
             args.packets,
             args.interface,
+            covering.src_ip,
+            covering.src_port,
             args.peer,
+            DISCARD_PORT,
             args.representor,
             args.require.as_str()
         ),

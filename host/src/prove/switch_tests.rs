@@ -183,7 +183,7 @@ fn packets_switched_in_hardware_are_proven() {
         [
             "offload settings: hw-offload=true (active: true), tc-policy None",
             "the traffic was forwarded at level: hardware",
-            "2 datapath flows enter through pf0hpf; allowance for first packets and ARP: 8",
+            "2 datapath flows enter through pf0hpf and cover the workload's packets; allowance for first packets and ARP: 8",
         ]
     );
 }

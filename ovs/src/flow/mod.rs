@@ -26,6 +26,7 @@
 //! ```
 
 mod action;
+mod covers;
 mod dump;
 mod error;
 mod filter;
@@ -39,6 +40,7 @@ mod stats;
 mod tests;
 
 pub use action::{Action, ActionKind};
+pub use covers::Ipv4Packet;
 pub use dump::{parse_dump, parse_dump_all, DumpParser};
 pub use error::{DumpTypeError, FlowParseError};
 pub use filter::{DumpType, TypeFilter};

@@ -1364,6 +1364,53 @@ fn cases() -> Vec<Case> {
             }),
         );
     }
+    let packet = v1::FlowPacket {
+        src_ip: "10.0.0.2".to_owned(),
+        dst_ip: "10.0.0.1".to_owned(),
+        ip_proto: 17,
+        src_port: 40_001,
+        dst_port: 9,
+    };
+    for (field, bad) in [
+        (
+            "covering.src_ip",
+            v1::FlowPacket {
+                src_ip: "10.0.0.2; reboot".to_owned(),
+                ..packet.clone()
+            },
+        ),
+        (
+            "covering.dst_ip",
+            v1::FlowPacket {
+                dst_ip: long(300),
+                ..packet.clone()
+            },
+        ),
+        (
+            "covering.ip_proto",
+            v1::FlowPacket {
+                ip_proto: u32::MAX,
+                ..packet.clone()
+            },
+        ),
+        (
+            "covering.src_port",
+            v1::FlowPacket {
+                src_port: 65_536,
+                ..packet.clone()
+            },
+        ),
+    ] {
+        add(
+            "ListFlows",
+            field,
+            format!("{bad:?}"),
+            Req::ListFlows(v1::ListFlowsRequest {
+                covering: Some(bad),
+                ..Default::default()
+            }),
+        );
+    }
 
     // ---- Counters: selectors that would escape sysfs, intervals out of range.
     let mut selectors: Vec<(String, Selector)> = Vec::new();

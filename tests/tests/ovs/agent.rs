@@ -328,6 +328,7 @@ async fn flows_after_ping_are_software_flows_of_the_ovs_datapath() {
             filter: v1::FlowFilter::NonOffloaded as i32,
             in_port: "fl2".to_owned(),
             datapath: "netdev@ovs-netdev".to_owned(),
+            covering: None,
         })
         .await
         .expect("ListFlows")
@@ -335,6 +336,57 @@ async fn flows_after_ping_are_software_flows_of_the_ovs_datapath() {
         .flows;
     assert!(!from_fl2.is_empty());
     assert!(from_fl2.iter().all(|f| f.in_port == "fl2"), "{from_fl2:?}");
+    // The real daemon's megaflows against the one covering rule: the ping from fl1 is
+    // covered by fl1's ICMP flows; a UDP packet to another host is covered by none.
+    let covering = |src: &str, dst: &str, ip_proto: u32| v1::ListFlowsRequest {
+        in_port: "fl1".to_owned(),
+        covering: Some(v1::FlowPacket {
+            src_ip: src.to_owned(),
+            dst_ip: dst.to_owned(),
+            ip_proto,
+            src_port: 40_001,
+            dst_port: 9,
+        }),
+        ..Default::default()
+    };
+    let the_ping = switch
+        .list_flows(covering("10.201.0.1", "10.201.0.2", 1))
+        .await
+        .expect("ListFlows covering the ping")
+        .into_inner()
+        .flows;
+    assert!(
+        the_ping.iter().any(|f| f.r#match.contains("icmp(")),
+        "the ping's flows cover it: {the_ping:?}"
+    );
+    let elsewhere = switch
+        .list_flows(covering("10.201.0.1", "10.99.0.9", 17))
+        .await
+        .expect("ListFlows covering another packet")
+        .into_inner()
+        .flows;
+    assert!(
+        elsewhere.iter().all(|f| !f.r#match.contains("icmp(")),
+        "an ICMP flow does not cover a UDP packet to another host: {elsewhere:?}"
+    );
+    let err = switch
+        .list_flows(v1::ListFlowsRequest {
+            covering: Some(v1::FlowPacket {
+                src_ip: "10.201.0.1".to_owned(),
+                dst_ip: "not-an-address".to_owned(),
+                ip_proto: 17,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect_err("a covering packet with a bad address");
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(
+        err.message().starts_with("covering.dst_ip"),
+        "{}",
+        err.message()
+    );
     let err = switch
         .list_flows(v1::ListFlowsRequest {
             datapath: "system@ovs-system".to_owned(),
