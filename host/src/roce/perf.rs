@@ -118,7 +118,62 @@ pub struct PerfPlan {
     pub peer: Endpoint,
     /// The address the clients connect to.
     pub peer_address: IpAddr,
+    /// The local port's own traffic while nothing ran, measured before the sweep.
+    pub background: Background,
 }
+
+/// The local RDMA port's own traffic while no test ran (NVMe-oF, another tenant's
+/// collective), measured over an idle window before the sweep. Each run's counters are net
+/// of it, scaled to the run's time, and a run whose background is more than a tenth of its
+/// payload cannot be told from it: its path is unknown. Without this, traffic that was not
+/// the test could make a run that went elsewhere read as RDMA, or a TCP run look like it
+/// moved the RDMA port.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Background {
+    /// The idle window, seconds.
+    pub seconds: f64,
+    /// Packets sent + received per second.
+    pub packets_per_s: f64,
+    /// Bytes per second, where the port counts bytes.
+    pub bytes_per_s: Option<f64>,
+    /// Why it could not be measured (a counter reset, vanished or appeared in the window):
+    /// then every run's path is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
+}
+
+impl Background {
+    /// The port's movement between the idle window's two readings, `window` apart.
+    pub fn measure(quiet_start: &PortReading, quiet_end: &PortReading, window: Duration) -> Self {
+        let moved = movement(quiet_start, quiet_end);
+        let seconds = window.as_secs_f64();
+        let rate = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        Self {
+            seconds,
+            packets_per_s: moved.packets.amount().map_or(0.0, rate),
+            bytes_per_s: moved.bytes.amount().map(rate),
+            inconclusive: moved.inconclusive().map(str::to_owned),
+        }
+    }
+
+    /// The background over `seconds`, rounded up (an allowance against the run, never in
+    /// its favour): (packets, bytes).
+    // Precision: rates and times far below 2^52.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn over(&self, seconds: f64) -> (u64, Option<u64>) {
+        let scale = |rate: f64| (rate * seconds.max(0.0)).ceil() as u64;
+        (scale(self.packets_per_s), self.bytes_per_s.map(scale))
+    }
+}
+
+/// How long the idle window before a sweep is.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(1);
 
 /// The whole result of a sweep, as printed with `-o json`.
 #[derive(Debug, Serialize)]
@@ -133,6 +188,8 @@ pub struct PerfReport {
     pub remote: Endpoint,
     /// `ok`, `flagged` or `inconclusive` ([`sweep_verdict`]).
     pub verdict: &'static str,
+    /// The local port's own traffic before the sweep, which every run is net of.
+    pub background: Background,
     /// Every run, in order.
     pub runs: Vec<PerfRun>,
 }
@@ -162,6 +219,13 @@ pub struct RdmaEvidence {
     /// the run (the path is then `unknown` and the sweep inconclusive, never "moved 0").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<String>,
+    /// The port's background over the run's time (the idle window's rate, rounded up),
+    /// subtracted before the path is judged: packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background_packets: Option<u64>,
+    /// The same in bytes, where the port counts bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background_bytes: Option<u64>,
     /// The packets the payload needs at the RoCE path MTU.
     pub payload_packets: u64,
     /// The payload in bytes.
@@ -242,6 +306,8 @@ impl PerfRun {
                 packets_delta: None,
                 bytes_delta: None,
                 inconclusive: None,
+                background_packets: None,
+                background_bytes: None,
                 payload_packets: 0,
                 payload_bytes: 0,
                 path: PathVerdict::Unknown,
@@ -272,20 +338,56 @@ pub fn classify(delta: (Option<u64>, Option<u64>), payload: (u64, u64)) -> PathV
     }
 }
 
-/// Fills the counter evidence of a run from the port's readings around it.
-pub fn account(rdma: &mut RdmaEvidence, before: &PortReading, after: &PortReading) {
+/// Fills the counter evidence of a run from the port's readings around it, `seconds`
+/// apart, net of the port's `background` over that time. A background above a tenth of
+/// the payload (in the unit the path is judged by) leaves the path unknown: the run's
+/// traffic cannot be told from it.
+pub fn account(
+    rdma: &mut RdmaEvidence,
+    before: &PortReading,
+    after: &PortReading,
+    background: &Background,
+    seconds: f64,
+) {
     let moved = movement(before, after);
     rdma.packets_delta = moved.packets.amount();
     rdma.bytes_delta = moved.bytes.amount();
-    rdma.inconclusive = moved.inconclusive().map(str::to_owned);
-    rdma.path = if rdma.inconclusive.is_some() {
-        PathVerdict::Unknown
+    rdma.inconclusive = moved.inconclusive().map(str::to_owned).or_else(|| {
+        background
+            .inconclusive
+            .as_ref()
+            .map(|why| format!("the port's background could not be measured: {why}"))
+    });
+    let (bg_packets, bg_bytes) = background.over(seconds);
+    rdma.background_packets = Some(bg_packets);
+    rdma.background_bytes = bg_bytes;
+    if rdma.inconclusive.is_some() {
+        rdma.path = PathVerdict::Unknown;
+        return;
+    }
+    let by_bytes = rdma.bytes_delta.is_some() && rdma.payload_bytes > 0;
+    let (background_here, payload, unit) = if by_bytes {
+        (bg_bytes.unwrap_or(0), rdma.payload_bytes, "bytes")
     } else {
-        classify(
-            (rdma.packets_delta, rdma.bytes_delta),
-            (rdma.payload_packets, rdma.payload_bytes),
-        )
+        (bg_packets, rdma.payload_packets, "packets")
     };
+    if payload > 0 && background_here.saturating_mul(10) > payload {
+        rdma.inconclusive = Some(format!(
+            "the port carried about {background_here} {unit} of other traffic over the run's \
+             {seconds:.1} s (measured while idle before the sweep), more than a tenth of the \
+             payload's {payload}: the run cannot be told from it"
+        ));
+        rdma.path = PathVerdict::Unknown;
+        return;
+    }
+    rdma.path = classify(
+        (
+            rdma.packets_delta.map(|p| p.saturating_sub(bg_packets)),
+            rdma.bytes_delta
+                .map(|b| b.saturating_sub(bg_bytes.unwrap_or(0))),
+        ),
+        (rdma.payload_packets, rdma.payload_bytes),
+    );
 }
 
 /// The verdict of a sweep: `flagged` when a run's counters contradict its tool, else
@@ -467,11 +569,13 @@ fn run_once(
         Duration::ZERO
     };
     let before = read_port(root, &plan.local);
+    let bracket = std::time::Instant::now();
     let source = before.source;
     let pair = run_pair(peer, &server, &client, grace, plan.run_timeout);
     // hw_counters are cached for `lifespan` (10 ms by default): read after it passed.
     std::thread::sleep(Duration::from_millis(30));
     let after = read_port(root, &plan.local);
+    let bracket = bracket.elapsed().as_secs_f64();
     let mut out = PerfRun::empty(test, size, source);
     let (client_run, server_run) = match pair {
         Ok(p) => p,
@@ -498,7 +602,7 @@ fn run_once(
     let per_message = size.div_ceil(u64::from(mtu.max(1))).max(1);
     out.rdma.payload_packets = messages.saturating_mul(per_message);
     out.rdma.payload_bytes = messages.saturating_mul(size);
-    account(&mut out.rdma, &before, &after);
+    account(&mut out.rdma, &before, &after, &plan.background, bracket);
     out.flagged = match (test.is_rdma(), out.rdma.path) {
         (true, PathVerdict::Rdma) | (false, PathVerdict::NotRdma) => false,
         // Unreadable or ambiguous counters leave the run unproven, not wrong: the
@@ -630,6 +734,8 @@ mod tests {
             &mut still.rdma,
             &reading(1_000, 1_000),
             &reading(1_003, 1_002),
+            &Background::default(),
+            2.0,
         );
         assert_eq!(still.rdma.path, PathVerdict::NotRdma);
         assert_eq!(still.rdma.packets_delta, Some(5));
@@ -638,7 +744,13 @@ mod tests {
         // The same run with the port's counters reset mid-run (driver reload): saturating
         // subtraction read 0 packets, "not RDMA", and passed the control. Now it is unknown.
         let mut reset = tcp_run();
-        account(&mut reset.rdma, &reading(1_000, 1_000), &reading(3, 2));
+        account(
+            &mut reset.rdma,
+            &reading(1_000, 1_000),
+            &reading(3, 2),
+            &Background::default(),
+            2.0,
+        );
         assert_eq!(reset.rdma.path, PathVerdict::Unknown);
         assert_eq!(reset.rdma.packets_delta, None);
         assert!(reset
@@ -647,6 +759,100 @@ mod tests {
             .as_deref()
             .is_some_and(|w| w.contains("reset")));
         assert_eq!(sweep_verdict(&[still, reset]), "inconclusive");
+    }
+
+    fn rdma_run() -> PerfRun {
+        let mut run = PerfRun::empty(PerfTest::WriteBw, 65_536, CounterSource::Sysfs);
+        run.rdma.payload_packets = 32_000;
+        run.rdma.payload_bytes = 32_768_000;
+        run
+    }
+
+    /// A background of `per_s` packets a second, measured over 1 s.
+    fn background(per_s: u64) -> Background {
+        Background::measure(&reading(0, 0), &reading(per_s, 0), Duration::from_secs(1))
+    }
+
+    #[test]
+    fn a_busy_port_cannot_make_a_run_that_went_elsewhere_read_as_rdma() {
+        // The run moved nothing itself; the port's other traffic (16,000 packets a second
+        // for the run's 2 s) is the payload's worth. Before: "RDMA". Now: unknown.
+        let mut elsewhere = rdma_run();
+        account(
+            &mut elsewhere.rdma,
+            &reading(1_000, 1_000),
+            &reading(17_000, 17_000),
+            &background(16_000),
+            2.0,
+        );
+        assert_eq!(
+            elsewhere.rdma.path,
+            PathVerdict::Unknown,
+            "{:?}",
+            elsewhere.rdma
+        );
+        assert!(elsewhere
+            .rdma
+            .inconclusive
+            .as_deref()
+            .is_some_and(|w| w.contains("other traffic")));
+        assert_eq!(elsewhere.rdma.background_packets, Some(32_000));
+
+        // A TCP run on the same busy port is not flagged as "TCP moved the RDMA port".
+        let mut tcp = tcp_run();
+        account(
+            &mut tcp.rdma,
+            &reading(0, 0),
+            &reading(16_000, 16_000),
+            &background(16_000),
+            2.0,
+        );
+        assert_eq!(tcp.rdma.path, PathVerdict::Unknown);
+
+        // A little background (NVMe-oF keep-alives) is subtracted and the run judged.
+        let mut real = rdma_run();
+        account(
+            &mut real.rdma,
+            &reading(0, 0),
+            &reading(16_500, 16_500),
+            &background(50),
+            2.0,
+        );
+        assert_eq!(real.rdma.background_packets, Some(100));
+        assert_eq!(real.rdma.path, PathVerdict::Rdma);
+        let mut nothing = rdma_run();
+        account(
+            &mut nothing.rdma,
+            &reading(0, 0),
+            &reading(100, 0),
+            &background(50),
+            2.0,
+        );
+        assert_eq!(nothing.rdma.path, PathVerdict::NotRdma);
+    }
+
+    #[test]
+    fn a_background_that_cannot_be_measured_leaves_every_path_unknown() {
+        let broken = Background::measure(
+            &reading(5_000, 5_000),
+            &reading(3, 3),
+            Duration::from_secs(1),
+        );
+        assert!(broken.inconclusive.is_some());
+        let mut run = rdma_run();
+        account(
+            &mut run.rdma,
+            &reading(0, 0),
+            &reading(16_500, 16_500),
+            &broken,
+            2.0,
+        );
+        assert_eq!(run.rdma.path, PathVerdict::Unknown);
+        assert!(run
+            .rdma
+            .inconclusive
+            .as_deref()
+            .is_some_and(|w| w.starts_with("the port's background")));
     }
 
     #[test]
@@ -721,6 +927,7 @@ mod tests {
             local: ep("mlx5_0", 3),
             peer: ep("rxe0", 1),
             peer_address: "192.0.2.7".parse().expect("ip"),
+            background: Background::default(),
         };
         let (server, client) = perftest_args(&plan, PerfTest::WriteBw, 65536, 18520);
         let after =

@@ -11,7 +11,10 @@ use dpu_probe::SysRoot;
 
 use super::endpoint::{self, Endpoint, Pin};
 use super::peer::SshPeer;
-use super::perf::{run_one, sweep_verdict, PerfPlan, PerfReport, PerfRun, PerfTest};
+use super::perf::{
+    run_one, sweep_verdict, Background, PerfPlan, PerfReport, PerfRun, PerfTest, IDLE_WINDOW,
+};
+use super::rdma_evidence::read_port;
 
 /// `dpuctl roce perf` as parameters (the flags of the same names).
 #[derive(Debug, Clone)]
@@ -206,6 +209,12 @@ pub fn sweep(
         peer_address,
         remote: &remote,
     });
+    // The local port's own traffic while nothing runs, which every run is net of.
+    let quiet_start = read_port(root, &local);
+    let window = std::time::Instant::now();
+    std::thread::sleep(IDLE_WINDOW);
+    let quiet_end = read_port(root, &local);
+    let background = Background::measure(&quiet_start, &quiet_end, window.elapsed());
     let plan = PerfPlan {
         tests: tests.clone(),
         iterations: args.iterations,
@@ -215,6 +224,7 @@ pub fn sweep(
         local: local.clone(),
         peer: remote.clone(),
         peer_address,
+        background: background.clone(),
     };
     let mut runs = Vec::new();
     for test in &plan.tests {
@@ -240,6 +250,7 @@ pub fn sweep(
         local,
         remote,
         verdict: sweep_verdict(&runs),
+        background,
         runs,
     })
 }
