@@ -80,28 +80,6 @@ pub struct ByLevel {
     pub unattributed: u64,
 }
 
-impl ByLevel {
-    /// The amount at one level.
-    pub const fn at(&self, level: ForwardingLevel) -> u64 {
-        match level {
-            ForwardingLevel::Hardware => self.hardware,
-            ForwardingLevel::TcSoftware => self.tc_software,
-            ForwardingLevel::Datapath => self.datapath,
-        }
-    }
-
-    /// The sum of two flows' amounts.
-    #[must_use]
-    pub fn plus(self, other: Self) -> Self {
-        Self {
-            hardware: self.hardware.saturating_add(other.hardware),
-            tc_software: self.tc_software.saturating_add(other.tc_software),
-            datapath: self.datapath.saturating_add(other.datapath),
-            unattributed: self.unattributed.saturating_add(other.unattributed),
-        }
-    }
-}
-
 /// What the rule needs of one flow: its layer (`dp:`) and its `offloaded:` state.
 #[derive(Debug, Clone)]
 pub struct FlowForwarding<'a> {
@@ -233,18 +211,5 @@ mod tests {
         assert_eq!(flow.installed_at(true), ForwardingLevel::Hardware);
         assert_eq!(flow.installed_at(false), ForwardingLevel::TcSoftware);
         assert!(ForwardingLevel::Hardware > ForwardingLevel::TcSoftware);
-        let sum = ByLevel {
-            hardware: 1,
-            ..ByLevel::default()
-        }
-        .plus(ByLevel {
-            hardware: 2,
-            unattributed: 3,
-            ..ByLevel::default()
-        });
-        assert_eq!(
-            (sum.at(ForwardingLevel::Hardware), sum.unattributed),
-            (3, 3)
-        );
     }
 }
