@@ -50,7 +50,8 @@ step dpuctl prove storage
 printf "\n# negative control: the host reads the same file over its own network (NVMe/TCP)\n"
 step nvme connect -t tcp -a "$TARGET_NET_IP" -s "$NVME_PORT" -n "$NVME_NQN_DIRECT"
 for _ in $(seq 100); do [ -e /sys/block/nvme1n1 ] && break; sleep 0.1; done
-step dpuctl prove storage --device /dev/nvme1n1 --volume r0n1 || echo "(exit $?: NOT PROVEN, as it must be)"
+step grep -H . /sys/block/nvme0n1/uuid /sys/block/nvme1n1/uuid
+step dpuctl prove storage --device /dev/nvme1n1 --volume r0n1 || echo "(exit $?: refused, as it must be: /dev/nvme1n1 is another namespace than the volume)"
 step nvme disconnect -n "$NVME_NQN_DIRECT"
 step dpuctl dpu counters -s rdma:rxe0/1
 step dpuctl switch offload

@@ -724,8 +724,9 @@ pub(crate) struct ProveSwitchArgs {
 /// `prove storage` arguments; in the lab every one has a default.
 #[derive(Debug, Args)]
 pub(crate) struct ProveStorageArgs {
-    /// The host's block device for the DPU-exposed namespace; default: the device the
-    /// agent reports for the volume, when this machine has it (the lab).
+    /// The host's block device for the DPU-exposed namespace; it must carry the volume's
+    /// NVMe namespace identity (uuid/nguid/eui), else nothing is read (exit 2). Default:
+    /// the one disk on this host that carries it.
     #[arg(long, value_name = "PATH")]
     pub(crate) device: Option<PathBuf>,
     /// The DPU volume behind it (`r0n1` or `volumes/r0n1`); default: the agent's only

@@ -10,6 +10,7 @@ pub mod block;
 mod counter_file;
 pub mod counters;
 pub mod dcb;
+pub mod disk_identity;
 mod error;
 pub mod ethtool_stats;
 #[cfg(feature = "wire")]

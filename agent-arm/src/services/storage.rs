@@ -195,6 +195,7 @@ impl Storage for StorageService {
             .await?;
         let spec = doc.remote(&id).cloned().unwrap_or(spec);
         Ok(Response::new(view::remote_controller(
+            &doc,
             &id,
             &spec,
             &self.observe().await,
@@ -206,9 +207,11 @@ impl Storage for StorageService {
         request: Request<v1::GetRemoteControllerRequest>,
     ) -> Reply<v1::RemoteController> {
         let id = flat_id(Collection::RemoteControllers, &request.into_inner().name)?;
-        let spec = self.engine.snapshot().await.remote(&id).cloned();
+        let doc = self.engine.snapshot().await;
+        let spec = doc.remote(&id).cloned();
         let spec = spec.ok_or_else(|| not_found(&Key::Remote(id.clone())))?;
         Ok(Response::new(view::remote_controller(
+            &doc,
             &id,
             &spec,
             &self.observe().await,
@@ -226,7 +229,7 @@ impl Storage for StorageService {
             .iter()
             .filter_map(|(id, e)| {
                 e.live()
-                    .map(|spec| view::remote_controller(id, spec, &seen))
+                    .map(|spec| view::remote_controller(&doc, id, spec, &seen))
             })
             .collect();
         let (remote_controllers, next_page_token) =

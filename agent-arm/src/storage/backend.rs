@@ -79,6 +79,9 @@ pub(crate) struct VolumeInfo {
     /// Where the host can read it without emulation, when the backend knows (kernel:
     /// `/dev/nvme1n1`).
     pub(crate) device: Option<String>,
+    /// The namespace identity of `device` as this machine's kernel reports it, when there
+    /// is a device and it reports one: how a host that sees the same disk recognises it.
+    pub(crate) identity: Option<dpu_probe::disk_identity::NamespaceIdentity>,
 }
 
 /// An emulated controller as the backend reports it.

@@ -21,6 +21,7 @@ use dpu_nvmeof::kernel::{
     ConnectSpec, Fabrics, FabricsController, KernelError, KernelErrorKind, KernelPaths,
     NamespaceSpec, Nvmet, PortSpec, SubsystemSpec, Transport,
 };
+use dpu_probe::disk_identity::NamespaceIdentity;
 use dpu_proto::v1;
 
 use super::backend::{BackendError, FailureKind, ObservedController, VolumeInfo, VolumeIo};
@@ -228,13 +229,17 @@ impl KernelBackend {
                     num_blocks: ns.size_bytes / block_size,
                     uuid: ns.uuid.unwrap_or_default(),
                     device: Some(format!("/dev/{}", ns.disk)),
+                    identity: None,
                 });
             }
         }
         let block = self.paths.sys.join("block");
-        let disks = tokio::task::spawn_blocking(move || list_disks(block))
-            .await
-            .unwrap_or_default();
+        let disks = {
+            let block = block.clone();
+            tokio::task::spawn_blocking(move || list_disks(block))
+                .await
+                .unwrap_or_default()
+        };
         for (disk, block_size, bytes) in disks {
             if !volumes
                 .iter()
@@ -246,8 +251,27 @@ impl KernelBackend {
                     block_size,
                     num_blocks: bytes / block_size.max(1),
                     uuid: String::new(),
+                    identity: None,
                 });
             }
+        }
+        // Each disk's namespace identity, as a host that sees the same disk reads it.
+        let devices: Vec<Option<String>> = volumes.iter().map(|v| v.device.clone()).collect();
+        let identities = tokio::task::spawn_blocking(move || {
+            devices
+                .iter()
+                .map(|device| {
+                    let disk = device.as_deref()?.strip_prefix("/dev/")?;
+                    NamespaceIdentity::read(&block.join(disk))
+                        .ok()
+                        .filter(|id| !id.is_empty())
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for (volume, identity) in volumes.iter_mut().zip(identities) {
+            volume.identity = identity;
         }
         Ok(volumes)
     }

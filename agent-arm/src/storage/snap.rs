@@ -427,6 +427,7 @@ impl SnapBackend {
                 num_blocks: b.num_blocks,
                 uuid: b.uuid.unwrap_or_default(),
                 device: None,
+                identity: None,
             })
             .collect())
     }

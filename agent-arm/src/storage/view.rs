@@ -4,6 +4,7 @@
 //! the backend lost shows its real state (no volumes, controller FAILED) rather than what
 //! was asked, so `dpuctl storage list` never claims a disk the host cannot see.
 
+use dpu_probe::disk_identity::NamespaceIdentity;
 use dpu_proto::v1;
 
 use super::backend::{ObservedController, VolumeInfo};
@@ -19,7 +20,48 @@ pub(crate) struct Observed {
     pub(crate) problem: Option<String>,
 }
 
-fn volume(v: &VolumeInfo) -> v1::Volume {
+fn disk_identity(id: &NamespaceIdentity, source: String) -> v1::DiskIdentity {
+    v1::DiskIdentity {
+        uuid: id.uuid.clone().unwrap_or_default(),
+        nguid: id.nguid.clone().unwrap_or_default(),
+        eui64: id.eui64.clone().unwrap_or_default(),
+        source,
+    }
+}
+
+/// Every identity under which a host can see a disk carrying `v`: its own disk's, as this
+/// machine's kernel reads it, and each live namespace it backs, as the agent configured it
+/// (an identifier the agent could not parse is left out, never passed on half-read).
+fn host_identities(doc: &Desired, v: &VolumeInfo) -> Vec<v1::DiskIdentity> {
+    let mut out = Vec::new();
+    if let (Some(id), Some(device)) = (&v.identity, &v.device) {
+        out.push(disk_identity(
+            id,
+            format!("disk {device} on the agent's machine"),
+        ));
+    }
+    for key in doc.users_of_volume(&v.id) {
+        let Key::Namespace(nqn, nsid) = &key else {
+            continue;
+        };
+        let Some(ns) = doc.namespace(nqn, *nsid) else {
+            continue;
+        };
+        let nonempty = |s: &str| (!s.is_empty()).then_some(s.to_owned());
+        if let Ok(id) = NamespaceIdentity::from_parts(
+            nonempty(&ns.uuid).as_deref(),
+            nonempty(&ns.nguid).as_deref(),
+            nonempty(&ns.eui64).as_deref(),
+        ) {
+            if !id.is_empty() {
+                out.push(disk_identity(&id, format!("namespace {key}")));
+            }
+        }
+    }
+    out
+}
+
+fn volume(doc: &Desired, v: &VolumeInfo) -> v1::Volume {
     v1::Volume {
         name: format!("volumes/{}", v.id),
         remote_nsid: super::desired::split_volume_id(&v.id).map_or(0, |(_, nsid)| nsid),
@@ -27,10 +69,12 @@ fn volume(v: &VolumeInfo) -> v1::Volume {
         num_blocks: v.num_blocks,
         uuid: v.uuid.clone(),
         device: v.device.clone().unwrap_or_default(),
+        host_identities: host_identities(doc, v),
     }
 }
 
 pub(crate) fn remote_controller(
+    doc: &Desired,
     id: &str,
     spec: &v1::RemoteControllerSpec,
     seen: &Observed,
@@ -40,7 +84,7 @@ pub(crate) fn remote_controller(
             let mine: Vec<v1::Volume> = all
                 .iter()
                 .filter(|v| belongs_to(&v.id, id))
-                .map(volume)
+                .map(|v| volume(doc, v))
                 .collect();
             if mine.is_empty() {
                 (

@@ -4,6 +4,7 @@
 //! workload and its expectations, and returns a [`ProofReport`] (rendering and the exit
 //! code are the caller's).
 
+pub mod binding;
 pub mod html;
 pub mod report;
 pub mod storage;

@@ -18,6 +18,7 @@ use dpu_probe::SysRoot;
 use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::StorageClient};
 use tonic::transport::Channel;
 
+use super::binding::{bind_device, find_device, volume_identities, Binding};
 use super::report::ProofReport;
 use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
 use crate::accounting::{
@@ -94,9 +95,12 @@ pub struct Target {
     pub device: PathBuf,
     /// Whether its remote controller is reached over NVMe/RDMA.
     pub rdma: bool,
+    /// How the device was bound to the volume (`None` only for a target built by hand, in
+    /// tests of the judge).
+    pub binding: Option<Binding>,
 }
 
-async fn resolve(channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
+async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
     let remotes = StorageClient::new(channel)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_remote_controllers(v1::ListRemoteControllersRequest::default())
@@ -145,21 +149,17 @@ async fn resolve(channel: Channel, args: &StorageProof) -> anyhow::Result<Target
             ),
         },
     };
-    let device = match (&args.device, volume.device.is_empty()) {
-        (Some(path), _) => path.clone(),
-        (None, false) if std::path::Path::new(&volume.device).exists() => {
-            PathBuf::from(&volume.device)
-        }
-        _ => bail!(
-            "which host device is {}? pass --device /dev/nvmeXnY (the disk the emulated \
-             controller gives this host)",
-            volume.name
-        ),
+    // Identity before any counting: the device read must be the volume counted.
+    let wanted = volume_identities(&volume)?;
+    let binding = match &args.device {
+        Some(path) => bind_device(root, path, &volume.name, &wanted)?,
+        None => find_device(root, &volume.name, &wanted)?,
     };
     Ok(Target {
         volume: volume.name,
-        device,
+        device: binding.device.clone(),
         rdma,
+        binding: Some(binding),
     })
 }
 
@@ -526,10 +526,10 @@ pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> HostRdmaPorts {
 /// side is read under the session's sys root.
 pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Result<ProofReport> {
     let channel = session.channel().await?;
-    let target = resolve(channel.clone(), args).await?;
+    let root = session.sys_root();
+    let target = resolve(&root, channel.clone(), args).await?;
     let n = args.size / args.bs * args.bs;
     anyhow::ensure!(n > 0, "--size must be at least --bs");
-    let root = session.sys_root();
     let mut sides = BothSides {
         channel,
         sampler: Sampler::new(root.clone()),
@@ -557,6 +557,9 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let host_rdma = host_rdma_ports(&root, &m.before.host);
     let (verdict, lines, mut notes) =
         judge(&target, measured.io_bytes, &m, &host_rdma, &args.waive);
+    if let Some(binding) = &target.binding {
+        notes.insert(0, binding.note(&target.volume));
+    }
     notes.push(format!(
         "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
         measured.io_bytes,

@@ -29,6 +29,7 @@ fn target(rdma: bool) -> Target {
         volume: VOLUME.to_owned(),
         device: PathBuf::from("/dev/nvme0n1"),
         rdma,
+        binding: None,
     }
 }
 

@@ -471,28 +471,53 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     assert_eq!(code, 0, "prove storage through the DPU: {proof}\n{stderr}");
     let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
     assert_eq!(proof["verdict"], "PROVEN", "{proof}");
+    // The device was found by the volume's identity, as the real kernel reports it on both
+    // sides (the agent's /sys/block of the disk it attached, the host's scan of its own).
+    let volume_uuid = lab
+        .host(&format!("cat /sys/block/{disk}/uuid"))
+        .trim()
+        .to_owned();
+    assert!(!volume_uuid.is_empty(), "nvmet gives each namespace a UUID");
+    let notes = proof["notes"].to_string();
+    assert!(
+        notes.contains(&format!("/dev/{disk} (disk {disk}) is volumes/r0n1"))
+            && notes.contains(&format!("uuid agree with uuid {volume_uuid}")),
+        "{proof}"
+    );
     let html = lab.host("cat /lab/share/storage.html");
     assert!(html.contains("PROVEN") && html.contains("<svg"), "{html}");
     // The host reading the same file over its own network (NVMe/TCP through ovsbr1):
-    // NOT PROVEN (exit 1), because the bytes crossed the host's NIC and not the DPU volume.
+    // refused before anything is counted (exit 2). Its disk is another namespace: nvmet
+    // gave each subsystem's namespace a UUID of its own, and the kernel refuses one
+    // identity in two subsystems (nvme_global_check_duplicate_ids), so no host-direct path
+    // to the same data can carry the volume's identity. (That the counters would also
+    // say NOT PROVEN is held from readings: prove::storage::tests.)
     let direct = facts.get("nqn_direct").expect("direct nqn").clone();
     lab.host(&format!(
         "nvme connect -t tcp -a 10.20.0.1 -s 4420 -n {direct} >/dev/null; \
          for _ in $(seq 100); do [ -e /sys/block/nvme1n1 ] && break; sleep 0.1; done"
     ));
+    let direct_uuid = lab.host("cat /sys/block/nvme1n1/uuid").trim().to_owned();
     let (code, proof, stderr) = lab.run(
         "bluefield",
         "host",
         "dpuctl -o json prove storage --size 32m --device /dev/nvme1n1 --volume r0n1",
     );
     assert_eq!(
-        code, 1,
-        "the host-direct read must not be proven: {proof}\n{stderr}"
+        code, 2,
+        "the host-direct disk must be refused: {proof}\n{stderr}"
     );
-    let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
-    assert_eq!(proof["verdict"], "NOT_PROVEN", "{proof}");
-    let reasons = proof["lines"].to_string();
-    assert!(reasons.contains("crossed the host's own NIC"), "{proof}");
+    assert!(
+        proof.trim().is_empty(),
+        "no verdict for an unbound device: {proof}"
+    );
+    assert!(
+        stderr.contains("is not volume volumes/r0n1")
+            && stderr.contains("uuid differs")
+            && stderr.contains(&direct_uuid)
+            && stderr.contains(&volume_uuid),
+        "both identities are named: {stderr}"
+    );
     lab.host(&format!("nvme disconnect -n {direct} >/dev/null"));
 
     // OVS: traffic from the host PF through ovsbr1 is switched by TC flower in software.

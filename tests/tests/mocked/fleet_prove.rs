@@ -11,7 +11,9 @@ use dpu_tests::harness::{bin_dir, dpuctl};
 use dpu_tests::skip;
 use serde_json::Value;
 
-use crate::host_session::{disk_tempdir, expose_volume, host_root_with_netdev_stats};
+use crate::host_session::{
+    disk_tempdir, expose_volume, host_root_with_netdev_stats, identified_loop, volume_host_uuid,
+};
 use crate::Lab;
 
 fn utf8(path: &Path) -> &str {
@@ -55,10 +57,19 @@ exec sh -c "$2"
         .expect("chmod");
 
     let disk = disk_tempdir();
-    let device = disk.path().join("device.bin");
+    let file = disk.path().join("device.bin");
     let data: Vec<u8> = (0..1usize << 20).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(&device, &data).expect("write the device file");
+    std::fs::write(&file, &data).expect("write the device file");
     let (_host_dir, host_root) = host_root_with_netdev_stats();
+    // The proof binds a real block device that carries the volume's identity.
+    let uuid = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(volume_host_uuid(&lab, "volumes/disk0n1"));
+    let loop_disk = match identified_loop(&file, &uuid, &[&host_root]) {
+        Ok(disk) => disk,
+        Err(why) => skip!("the proof binds a real block device: {why}"),
+    };
+    let device = loop_disk.path.clone();
     let agent = lab.agent.endpoint();
     let inventory = dir.path().join("fleet.toml");
     std::fs::write(

@@ -15,7 +15,7 @@ use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use dpu_proto::v1::{self, counters_client::CountersClient};
+use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::StorageClient};
 use dpu_tests::command::{describe, stdout_json as json};
 use dpu_tests::fixture;
 use dpu_tests::harness::{dpuctl, unix_channel};
@@ -143,6 +143,48 @@ pub(crate) fn expose_volume(lab: &Lab) {
     assert!(out.status.success(), "expose: {}", describe(&out));
 }
 
+/// The identities the agent reports for `volume`'s host disk (`Volume.host_identities`):
+/// with the fake SNAP, the exposed namespace's UUID the agent derived.
+pub(crate) async fn volume_host_uuid(lab: &Lab, volume: &str) -> String {
+    let remotes = StorageClient::new(unix_channel(lab.agent.socket()).await)
+        .list_remote_controllers(v1::ListRemoteControllersRequest::default())
+        .await
+        .expect("ListRemoteControllers")
+        .into_inner()
+        .remote_controllers;
+    let found = remotes
+        .iter()
+        .flat_map(|r| r.status.iter().flat_map(|s| &s.volumes))
+        .find(|v| v.name == volume)
+        .unwrap_or_else(|| panic!("no {volume} in {remotes:#?}"));
+    let identity = found
+        .host_identities
+        .iter()
+        .find(|i| i.source.starts_with("namespace subsystems/"))
+        .unwrap_or_else(|| panic!("{volume} reports no namespace identity: {found:#?}"));
+    assert!(!identity.uuid.is_empty(), "{identity:#?}");
+    identity.uuid.clone()
+}
+
+/// A loop device over `file` that each of `roots` says carries `uuid`: a real block
+/// device the proof can bind and read. Err: why it cannot be had here (root and the loop
+/// driver are needed).
+pub(crate) fn identified_loop(
+    file: &Path,
+    uuid: &str,
+    roots: &[&Path],
+) -> Result<fixture::LoopDisk, String> {
+    if !dpu_tests::running_as_root() {
+        return Err("a loop device needs root".to_owned());
+    }
+    let disk = fixture::LoopDisk::attach(file)?;
+    for root in roots {
+        fixture::identify_disk(root, &disk.name, disk.dev, &[("uuid", uuid)])
+            .map_err(|e| format!("identify {} under {}: {e}", disk.name, root.display()))?;
+    }
+    Ok(disk)
+}
+
 /// The report's lines on `side`, as (source, object) pairs.
 fn objects(report: &Value, side: &str) -> BTreeSet<(String, String)> {
     lines(report)
@@ -207,10 +249,17 @@ async fn prove_storage_reads_the_sys_root_through_one_agent_connection() {
     assert_eq!(proxy.accepted(), 2, "two channels are two connections");
 
     let disk = disk_tempdir();
-    let device = disk.path().join("device.bin");
+    let file = disk.path().join("device.bin");
     let data: Vec<u8> = (0..1usize << 20).map(|i| (i * 13 % 251) as u8).collect();
-    std::fs::write(&device, &data).expect("write the device file");
+    std::fs::write(&file, &data).expect("write the device file");
     let (_host_dir, host_root) = host_root_with_netdev_stats();
+    let (_other_dir, other_root) = fixture::bluefield3_tempdir();
+    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
+    let loop_disk = match identified_loop(&file, &uuid, &[&host_root, &other_root]) {
+        Ok(disk) => disk,
+        Err(why) => skip!("the proof binds a real block device: {why}"),
+    };
+    let device = loop_disk.path.clone();
     let endpoint = proxy.endpoint();
     let prove = |sys_root: PathBuf| {
         let endpoint = endpoint.clone();
@@ -322,7 +371,6 @@ async fn prove_storage_reads_the_sys_root_through_one_agent_connection() {
     assert_eq!(uplink["outcome"]["result"], "not_met", "{uplink:#}");
 
     // Control: another --sys-root, other host objects; one more run, one more connection.
-    let (_other_dir, other_root) = fixture::bluefield3_tempdir();
     let before = proxy.accepted();
     let out = prove(other_root).await;
     assert_eq!(proxy.accepted() - before, 1, "{}", describe(&out));

@@ -22,6 +22,7 @@ mod load;
 mod metrics_endpoint;
 mod metrics_file;
 mod pci;
+mod prove_binding;
 mod readiness;
 mod reflection;
 mod reset_mid_run;

@@ -15,6 +15,7 @@ use super::Lab;
 
 const REMOTE_NQN: &str = "nqn.2016-06.io.spdk:cnode1";
 const HOST_NQN: &str = "nqn.2022-10.io.nvda.nvme:0";
+const DISK_UUID: &str = "913fc008-79a7-447f-b2c4-c73543638c31";
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -44,6 +45,10 @@ fn connected_controller(root: &Path) {
     write(root, &format!("{disk}/size"), "131072\n");
     write(root, &format!("{disk}/nsid"), "1\n");
     write(root, &format!("{disk}/queue/logical_block_size"), "4096\n");
+    // The kernel's identity files (drivers/nvme/host/sysfs.c): `uuid` and `nguid` as
+    // %pU, `eui` as space-separated bytes.
+    write(root, &format!("{disk}/uuid"), &format!("{DISK_UUID}\n"));
+    write(root, &format!("{disk}/eui"), "00 25 38 5b 71 b1 2f 3c\n");
     // 2000 reads of 6,000,000 sectors, 10 writes of 80 sectors.
     write(
         root,
@@ -90,6 +95,18 @@ async fn kernel_backend_adopts_a_connected_controller_and_reads_its_disk() {
     assert_eq!(status.volumes[0].name, "volumes/r0n1");
     assert_eq!(status.volumes[0].block_size, 4096);
     assert_eq!(status.volumes[0].num_blocks, 131_072 * 512 / 4096);
+    // How a host that sees the same disk recognises it: the disk's own identity, as the
+    // kernel shows it, normalised (what `prove storage` binds a device by).
+    assert_eq!(
+        status.volumes[0].host_identities,
+        [v1::DiskIdentity {
+            uuid: DISK_UUID.to_owned(),
+            nguid: String::new(),
+            eui64: "0025385b71b12f3c".to_owned(),
+            source: "disk /dev/nvme0n1 on the agent's machine".to_owned(),
+        }],
+        "{status:?}"
+    );
 
     let stats = storage
         .get_io_stats(v1::GetIoStatsRequest {
