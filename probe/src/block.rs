@@ -226,6 +226,22 @@ pub fn is_nvme_namespace(name: &str) -> bool {
     digits(controller) && digits(namespace)
 }
 
+/// Whether `name` is an NVMe native-multipath path disk (`nvme<S>c<C>n<H>`): hidden, it
+/// carries its head's identifiers but I/O goes to the head.
+pub fn is_multipath_path_disk(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("nvme") else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match rest.split_once('c') {
+        Some((subsys, tail)) => match tail.split_once('n') {
+            Some((ctrl, ns)) => digits(subsys) && digits(ctrl) && digits(ns),
+            None => false,
+        },
+        None => false,
+    }
+}
+
 /// The NVMe namespace heads among the block devices: what a storage proof reads on the
 /// host.
 pub fn list_nvme_namespaces(root: &SysRoot) -> Result<Vec<String>, ProbeError> {

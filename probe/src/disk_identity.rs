@@ -19,6 +19,7 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
+use crate::block::is_multipath_path_disk;
 use crate::root::{list_dir, read_optional_attr};
 use crate::{ProbeError, SysRoot};
 
@@ -299,22 +300,6 @@ pub fn block_disk(root: &SysRoot, path: &Path) -> Result<BlockDisk, DeviceError>
         dev,
         identity: NamespaceIdentity::read(&disk_dir)?,
     })
-}
-
-/// Whether `name` is an NVMe native-multipath path disk (`nvme<S>c<C>n<H>`): hidden, it
-/// carries its head's identifiers but I/O goes to the head.
-pub fn is_multipath_path_disk(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("nvme") else {
-        return false;
-    };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match rest.split_once('c') {
-        Some((subsys, tail)) => match tail.split_once('n') {
-            Some((ctrl, ns)) => digits(subsys) && digits(ctrl) && digits(ns),
-            None => false,
-        },
-        None => false,
-    }
 }
 
 /// The disks under `root` (`sys/block`) whose identity agrees with `wanted`, in name

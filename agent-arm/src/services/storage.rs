@@ -47,7 +47,7 @@ impl StorageService {
     async fn observe(&self) -> Observed {
         let mut seen = Observed::default();
         let late = || format!("the storage backend did not answer within {OBSERVE_DEADLINE:?}");
-        match tokio::time::timeout(OBSERVE_DEADLINE, self.engine.volumes()).await {
+        match tokio::time::timeout(OBSERVE_DEADLINE, self.engine.volumes_with_identities()).await {
             Ok(Ok(v)) => seen.volumes = Some(v),
             Ok(Err(e)) => seen.problem = Some(e.describe()),
             Err(_) => {

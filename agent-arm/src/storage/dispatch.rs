@@ -63,6 +63,11 @@ impl Backend {
         dispatch!(self, b => b.volumes(remotes).await)
     }
 
+    /// Fills in the identity of each volume's disk on this machine, where it has one.
+    pub(crate) async fn read_disk_identities(&self, volumes: &mut [VolumeInfo]) {
+        dispatch!(self, b => b.read_disk_identities(volumes).await)
+    }
+
     pub(crate) async fn ensure_subsystem(
         &self,
         nqn: &str,

@@ -21,6 +21,7 @@ use dpu_nvmeof::kernel::{
     ConnectSpec, Fabrics, FabricsController, KernelError, KernelErrorKind, KernelPaths,
     NamespaceSpec, Nvmet, PortSpec, SubsystemSpec, Transport,
 };
+use dpu_probe::block::is_multipath_path_disk;
 use dpu_probe::disk_identity::NamespaceIdentity;
 use dpu_proto::v1;
 
@@ -234,12 +235,9 @@ impl KernelBackend {
             }
         }
         let block = self.paths.sys.join("block");
-        let disks = {
-            let block = block.clone();
-            tokio::task::spawn_blocking(move || list_disks(block))
-                .await
-                .unwrap_or_default()
-        };
+        let disks = tokio::task::spawn_blocking(move || list_disks(block))
+            .await
+            .unwrap_or_default();
         for (disk, block_size, bytes) in disks {
             if !volumes
                 .iter()
@@ -255,7 +253,15 @@ impl KernelBackend {
                 });
             }
         }
-        // Each disk's namespace identity, as a host that sees the same disk reads it.
+        Ok(volumes)
+    }
+
+    /// Fills in each volume's disk identity as this machine's kernel reads it
+    /// (`/sys/block/<disk>/{uuid,nguid,eui}`): how a host that sees the same disk
+    /// recognises it. Kept out of [`Self::volumes`], which counter snapshots call on every
+    /// reading and which needs no identity.
+    pub(crate) async fn read_disk_identities(&self, volumes: &mut [VolumeInfo]) {
+        let block = self.paths.sys.join("block");
         let devices: Vec<Option<String>> = volumes.iter().map(|v| v.device.clone()).collect();
         let identities = tokio::task::spawn_blocking(move || {
             devices
@@ -273,7 +279,6 @@ impl KernelBackend {
         for (volume, identity) in volumes.iter_mut().zip(identities) {
             volume.identity = identity;
         }
-        Ok(volumes)
     }
 
     pub(crate) async fn ensure_subsystem(
@@ -488,7 +493,7 @@ fn list_disks(block: PathBuf) -> Vec<(String, u64, u64)> {
         |path: PathBuf| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
     let mut disks: Vec<(String, u64, u64)> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|name| !is_path_node(name))
+        .filter(|name| !is_multipath_path_disk(name))
         .filter_map(|name| {
             let dir = block.join(&name);
             // `size` counts 512-byte sectors whatever the device's block size.
@@ -499,13 +504,6 @@ fn list_disks(block: PathBuf) -> Vec<(String, u64, u64)> {
         .collect();
     disks.sort();
     disks
-}
-
-fn is_path_node(name: &str) -> bool {
-    name.strip_prefix("nvme").is_some_and(|rest| {
-        let mut parts = rest.splitn(2, 'c');
-        matches!((parts.next(), parts.next()), (Some(a), Some(b)) if !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.contains('n'))
-    })
 }
 
 #[cfg(test)]
@@ -526,12 +524,5 @@ mod tests {
         write("loop7/queue/logical_block_size", "512\n");
         let disks = list_disks(dir.path().to_path_buf());
         assert_eq!(disks, [("nullb0".to_owned(), 4096, 2048 * 512)]);
-    }
-
-    #[test]
-    fn multipath_path_nodes_are_not_disks() {
-        assert!(is_path_node("nvme0c0n1"));
-        assert!(!is_path_node("nvme0n1"));
-        assert!(!is_path_node("nullb0"));
     }
 }

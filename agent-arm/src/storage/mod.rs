@@ -151,6 +151,14 @@ impl StorageEngine {
         self.backend.volumes(&remotes).await
     }
 
+    /// The volumes the backend has now, each with its disk's identity where it has a disk on
+    /// this machine: what a host's view of the volumes needs (`Volume.host_identities`).
+    pub(crate) async fn volumes_with_identities(&self) -> Result<Vec<VolumeInfo>, BackendError> {
+        let mut volumes = self.volumes().await?;
+        self.backend.read_disk_identities(&mut volumes).await;
+        Ok(volumes)
+    }
+
     /// The emulated controllers the backend reports now.
     pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
         self.backend.controllers().await

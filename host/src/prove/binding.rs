@@ -246,6 +246,16 @@ pub fn bind_device(
         volume: volume.to_owned(),
         source,
     })?;
+    bind_disk(device, disk, volume, wanted)
+}
+
+/// Binds `device`, already resolved to `disk`, to `volume` by the identities `wanted`.
+fn bind_disk(
+    device: &Path,
+    disk: BlockDisk,
+    volume: &str,
+    wanted: &[VolumeIdentity],
+) -> Result<Binding, BindError> {
     let expected = || Listed(wanted).to_string();
     if disk.identity.is_empty() {
         return Err(BindError::NoIdentity {
@@ -292,7 +302,7 @@ pub fn bind_device(
 }
 
 /// Finds the one disk under `root` that carries one of `wanted` and binds its device node
-/// (`/dev/<disk>`, which must be that disk's block device).
+/// (`/dev/<disk>`, which must be that disk's block device: the same `major:minor`).
 pub fn find_device(
     root: &SysRoot,
     volume: &str,
@@ -332,7 +342,7 @@ pub fn find_device(
     };
     let node = PathBuf::from("/dev").join(&disk.name);
     match block_dev_number(&node) {
-        Ok(dev) if dev == disk.dev => bind_device(root, &node, volume, wanted),
+        Ok(dev) if dev == disk.dev => bind_disk(&node, disk, volume, wanted),
         Ok(_) => Err(BindError::NoNode {
             disk: disk.name,
             volume: volume.to_owned(),

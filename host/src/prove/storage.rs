@@ -91,13 +91,10 @@ const SETTLE: Duration = Duration::from_millis(500);
 pub struct Target {
     /// The volume's name on the agent (`volumes/r0n1`).
     pub volume: String,
-    /// The host's device for it.
-    pub device: PathBuf,
     /// Whether its remote controller is reached over NVMe/RDMA.
     pub rdma: bool,
-    /// How the device was bound to the volume (`None` only for a target built by hand, in
-    /// tests of the judge).
-    pub binding: Option<Binding>,
+    /// The host's device for it, and how it was bound to the volume.
+    pub binding: Binding,
 }
 
 async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
@@ -157,9 +154,8 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
     };
     Ok(Target {
         volume: volume.name,
-        device: binding.device.clone(),
         rdma,
-        binding: Some(binding),
+        binding,
     })
 }
 
@@ -535,7 +531,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         sampler: Sampler::new(root.clone()),
         volume: target.volume.clone(),
     };
-    let (device, bs, iodepth) = (target.device.clone(), args.bs, args.iodepth);
+    let (device, bs, iodepth) = (target.binding.device.clone(), args.bs, args.iodepth);
     // The read is a blocking io_uring loop: on a blocking thread, so the runtime keeps
     // serving the channel meanwhile.
     let read = async move {
@@ -557,13 +553,11 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let host_rdma = host_rdma_ports(&root, &m.before.host);
     let (verdict, lines, mut notes) =
         judge(&target, measured.io_bytes, &m, &host_rdma, &args.waive);
-    if let Some(binding) = &target.binding {
-        notes.insert(0, binding.note(&target.volume));
-    }
+    notes.insert(0, target.binding.note(&target.volume));
     notes.push(format!(
         "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
         measured.io_bytes,
-        target.device.display(),
+        target.binding.device.display(),
         measured.runtime.as_secs_f64(),
         measured.total_ios,
         args.bs,
@@ -575,7 +569,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         workload: format!(
             "read {} bytes of {} (DPU {})",
             measured.io_bytes,
-            target.device.display(),
+            target.binding.device.display(),
             target.volume
         ),
         lines,

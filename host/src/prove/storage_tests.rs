@@ -1,15 +1,20 @@
 //! The storage proof's verdicts from in-memory counters: the positive case and every
 //! negative control of docs/proofs.md, through [`judge`], the path `prove_storage` takes.
 
+use std::path::PathBuf;
+
+use dpu_probe::disk_identity::{BlockDisk, NamespaceIdentity};
 use dpu_probe::snapshot::Unit;
 
 use super::*;
 use crate::accounting::measure::fixture::Scenario;
 use crate::accounting::Outcome;
+use crate::prove::binding::VolumeIdentity;
 
 /// The read: 64 MiB.
 const N: u64 = 64 << 20;
 const VOLUME: &str = "volumes/r0n1";
+const UUID: &str = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
 /// The DPU's RDMA port towards the remote target (counts bytes).
 const DPU_PORT: &str = "rdmaDevices/mlx5_0/ports/1";
 /// A soft-RoCE port: packet counts only.
@@ -25,11 +30,24 @@ const HOST_NICS: &str = "host NICs did not carry the data";
 const HOST_RDMA: &str = "host RDMA ports did not carry the data";
 
 fn target(rdma: bool) -> Target {
+    let identity = NamespaceIdentity::from_parts(Some(UUID), None, None).expect("uuid");
     Target {
         volume: VOLUME.to_owned(),
-        device: PathBuf::from("/dev/nvme0n1"),
         rdma,
-        binding: None,
+        binding: Binding {
+            device: PathBuf::from("/dev/nvme0n1"),
+            disk: BlockDisk {
+                name: "nvme0n1".to_owned(),
+                partition: None,
+                dev: (259, 0),
+                identity: identity.clone(),
+            },
+            agreed_on: vec!["uuid"],
+            matched: VolumeIdentity {
+                identity,
+                source: "disk /dev/nvme0n1 on the agent's machine".to_owned(),
+            },
+        },
     }
 }
 

@@ -163,3 +163,20 @@ fn nvme_namespace_names() {
         assert_eq!(is_nvme_namespace(name), expected, "{name}");
     }
 }
+
+#[test]
+fn multipath_path_disks_are_told_from_heads() {
+    assert!(is_multipath_path_disk("nvme0c0n1"));
+    assert!(is_multipath_path_disk("nvme12c3n40"));
+    for head in [
+        "nvme0n1",
+        "nvme0n1p1",
+        "nullb0",
+        "loop0",
+        "nvmec0n1",
+        "nvme0c0",
+        "sda",
+    ] {
+        assert!(!is_multipath_path_disk(head), "{head}");
+    }
+}

@@ -133,22 +133,6 @@ fn a_regular_file_is_not_a_block_device() {
 }
 
 #[test]
-fn multipath_path_disks_are_told_from_heads() {
-    assert!(is_multipath_path_disk("nvme0c0n1"));
-    assert!(is_multipath_path_disk("nvme12c3n40"));
-    for head in [
-        "nvme0n1",
-        "nvme0n1p1",
-        "loop0",
-        "nvmec0n1",
-        "nvme0c0",
-        "sda",
-    ] {
-        assert!(!is_multipath_path_disk(head), "{head}");
-    }
-}
-
-#[test]
 fn disks_are_found_by_identity_leaving_out_paths_and_hidden_disks() {
     let tmp = tempfile::tempdir().expect("tempdir");
     disk(tmp.path(), "nvme0n1", &[("uuid", UUID), ("dev", "259:0")]);
