@@ -89,7 +89,9 @@ impl Lab {
     }
 
     /// Runs `script` in `ns` of the bluefield VM (or on the target with `vm`).
+    /// Each command's wall time goes to stderr, so a slow lab run shows which step grew.
     fn run(&self, vm: &str, ns: &str, script: &str) -> (i32, String, String) {
+        let started = std::time::Instant::now();
         let out = Command::new("bash")
             .arg(lab_dir().join("lab.sh"))
             .args([
@@ -105,6 +107,11 @@ impl Lab {
             ])
             .output()
             .expect("run lab.sh run");
+        eprintln!(
+            "[lab] {:6.1}s {vm}/{ns}: {}",
+            started.elapsed().as_secs_f64(),
+            script.lines().next().unwrap_or_default()
+        );
         let code = out.status.code().unwrap_or(-1);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
