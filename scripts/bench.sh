@@ -8,8 +8,9 @@
 #
 # Needs: root for the snapshot benchmark's network namespace (it says why and exits 0
 # otherwise); DPU_BENCH_PYTHON naming a Python with `ovs[flow]` for the flow parser's
-# comparison (created in /tmp/dpu-bench-venv when unset); the aarch64 release build in
-# target/aarch64-unknown-linux-gnu/release for the Arm binary's size (else that line says so).
+# comparison (created in /tmp/dpu-bench-venv when unset); the aarch64 build that ships, in
+# target/aarch64-unknown-linux-gnu/dist (cargo build --profile dist), for the Arm binary's
+# size (else that line says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,7 @@ if [ -z "${DPU_BENCH_PYTHON:-}" ]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check 'ovs[flow]'
     export DPU_BENCH_PYTHON=$venv/bin/python
 fi
-arm_dir=$target_dir/aarch64-unknown-linux-gnu/release
+arm_dir=$target_dir/aarch64-unknown-linux-gnu/dist
 if [ -z "${DPU_TEST_AARCH64_BIN_DIR:-}" ] && [ -x "$arm_dir/dpu-agent" ]; then
     export DPU_TEST_AARCH64_BIN_DIR=$arm_dir
 fi

@@ -6,7 +6,7 @@
 #   scripts/gen-shell-assets.sh BIN_DIR
 #
 # BIN_DIR holds a build of `dpuctl` and `dpu-agent` (e.g. target/release, or
-# target/aarch64-unknown-linux-gnu/release: aarch64 binaries run through
+# target/aarch64-unknown-linux-gnu/dist: aarch64 binaries run through
 # scripts/aarch64-runner, natively or under qemu-aarch64). What they print is the same for
 # every architecture, so one run serves the arm64 and the amd64 packages alike.
 #

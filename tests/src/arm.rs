@@ -4,8 +4,9 @@
 //! and finding the built `.deb` packages.
 //!
 //! Environment: `DPU_TEST_AARCH64_BIN_DIR` names a directory holding the cross-built
-//! `dpu-agent` (CI sets it after its release cross build); without it the binary is built
-//! here with `cargo build --release --target aarch64-unknown-linux-gnu -p dpu-agent`.
+//! `dpu-agent` (CI sets it after its cross build); without it the binary is built here with
+//! `cargo build --profile dist --target aarch64-unknown-linux-gnu -p dpu-agent`, the profile
+//! the arm64 packages ship.
 //! `DPU_TEST_DEB_DIR` names the directory `cargo deb` wrote the packages to.
 
 use std::ffi::OsString;
@@ -116,7 +117,7 @@ pub fn run_aarch64(binary: &Path, args: &[&str]) -> Output {
 /// The directory holding the aarch64 `dpu-agent`, or why there is none (a reason to skip).
 ///
 /// `DPU_TEST_AARCH64_BIN_DIR` wins; a directory named there without a `dpu-agent` in it
-/// is a broken set-up and panics. Otherwise the release build is made here once per test
+/// is a broken set-up and panics. Otherwise the `dist` build is made here once per test
 /// process (the same build `docs/deploy.md` packages), which needs the cross linker.
 pub fn aarch64_bin_dir() -> Result<&'static Path, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -144,14 +145,15 @@ pub fn aarch64_bin_dir() -> Result<&'static Path, String> {
     .map_err(Clone::clone)
 }
 
-/// `cargo build --release --target aarch64-unknown-linux-gnu -p dpu-agent`, returning the
+/// `cargo build --profile dist --target aarch64-unknown-linux-gnu -p dpu-agent`, returning the
 /// executable cargo reports (so any target directory layout works).
 fn cross_build_agent() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut child = Command::new(cargo)
         .args([
             "build",
-            "--release",
+            "--profile",
+            "dist",
             "--target",
             AARCH64_TARGET,
             "-p",
@@ -181,7 +183,7 @@ fn cross_build_agent() -> Result<PathBuf, String> {
     let status = child.wait().map_err(|e| e.to_string())?;
     assert!(
         status.success(),
-        "cargo build --release --target {AARCH64_TARGET} -p dpu-agent failed (see above)"
+        "cargo build --profile dist --target {AARCH64_TARGET} -p dpu-agent failed (see above)"
     );
     executable.ok_or_else(|| "cargo reported no dpu-agent executable".to_owned())
 }
