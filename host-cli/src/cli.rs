@@ -733,7 +733,7 @@ pub(crate) struct ProveStorageArgs {
     /// remote-controller volume.
     #[arg(long, value_name = "ID")]
     pub(crate) volume: Option<String>,
-    /// Bytes to read (k/m/g suffixes).
+    /// Bytes to read in all trials together (k/m/g suffixes).
     #[arg(long, default_value = "64m", value_parser = dpu_host::storage_read::size::parse_positive_size)]
     pub(crate) size: u64,
     /// Block size.
@@ -742,9 +742,16 @@ pub(crate) struct ProveStorageArgs {
     /// Reads in flight.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) iodepth: u32,
-    /// Seconds of idle measurement before the read, to subtract background traffic.
+    /// Seconds of idle measurement before the read, to subtract background traffic; also
+    /// the quiet gap between two trials.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub(crate) idle: f64,
+    /// Split the read into this many trials of 1, 2, 1 ... parts of --size, with a quiet
+    /// gap between two: each trial is judged on its own, the volume must count each one
+    /// alike per byte read and nothing in the gaps, so another reader of the volume cannot
+    /// pass for the read. 1: one window, which cannot tell.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub(crate) trials: u32,
     /// Do without a negative control that cannot be formed on this host (its counters do
     /// not exist), instead of an INCONCLUSIVE verdict; the report shows the waiver.
     /// Repeatable. A control that can be formed is judged whatever this says.

@@ -434,6 +434,7 @@ mod tests {
             workload: String::new(),
             lines: Vec::new(),
             notes: Vec::new(),
+            trials: Vec::new(),
         };
         let text = proof(&report, UNIX_EPOCH + Duration::from_secs(1_700_000_000))
             .render()

@@ -47,6 +47,7 @@ fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
         bs: args.bs,
         iodepth: args.iodepth,
         idle: idle(args.idle)?,
+        trials: args.trials,
         waive: args
             .waive
             .iter()
@@ -129,6 +130,18 @@ fn finish(
             ]);
         }
         output::print_table(&table)?;
+        if !report.trials.is_empty() {
+            let mut trials = output::table(["trial", "work", "seconds", "verdict"]);
+            for trial in &report.trials {
+                trials.add_row([
+                    trial.trial.to_string(),
+                    trial.work.to_string(),
+                    format!("{:.2}", trial.seconds),
+                    trial.verdict.as_str().to_owned(),
+                ]);
+            }
+            output::print_table(&trials)?;
+        }
         for line in &report.lines {
             if let LineOutcome::NotMet(why)
             | LineOutcome::Inconclusive(why)

@@ -103,10 +103,11 @@ pub(crate) mod fixture {
     use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
 
     use super::{Measured, Observation};
+    use crate::accounting::trials::{TrialRun, Trials};
     use crate::accounting::Side;
 
-    /// One counter's values at quiet start, quiet end, before and after; `None` where the
-    /// reading does not have it.
+    /// One counter's values at quiet start, quiet end, then before and after each trial (one
+    /// trial for [`Scenario::measured`]); `None` where the reading does not have it.
     #[derive(Debug, Clone)]
     struct Row {
         side: Side,
@@ -114,7 +115,7 @@ pub(crate) mod fixture {
         object: String,
         counter: String,
         unit: Unit,
-        values: [Option<u64>; 4],
+        values: Vec<Option<u64>>,
     }
 
     /// The counters of a proof run, both sides.
@@ -127,13 +128,27 @@ pub(crate) mod fixture {
         /// A counter with these values at the four readings (`[None; 4]`: never read);
         /// replaces what an earlier call gave the same counter.
         pub(crate) fn row(
-            mut self,
+            self,
             side: Side,
             source: Source,
             object: &str,
             counter: &str,
             unit: Unit,
             values: [Option<u64>; 4],
+        ) -> Self {
+            self.series(side, source, object, counter, unit, &values)
+        }
+
+        /// A counter with these values at quiet start, quiet end, and before and after each
+        /// trial in turn (2 + 2 x trials values); replaces what an earlier call gave it.
+        pub(crate) fn series(
+            mut self,
+            side: Side,
+            source: Source,
+            object: &str,
+            counter: &str,
+            unit: Unit,
+            values: &[Option<u64>],
         ) -> Self {
             self.rows.retain(|r| {
                 (r.side, r.source, r.object.as_str(), r.counter.as_str())
@@ -145,7 +160,7 @@ pub(crate) mod fixture {
                 object: object.to_owned(),
                 counter: counter.to_owned(),
                 unit,
-                values,
+                values: values.to_vec(),
             });
             self
         }
@@ -180,6 +195,27 @@ pub(crate) mod fixture {
             }
         }
 
+        /// The readings of `workloads.len()` trials, trial `i` returning `workloads[i]`.
+        pub(crate) fn trials<T>(&self, workloads: Vec<T>) -> Trials<T> {
+            let at = |i: usize| Observation {
+                host: self.snapshot(Side::Host, i),
+                dpu: self.snapshot(Side::Dpu, i),
+            };
+            Trials {
+                quiet_start: at(0),
+                quiet_end: at(1),
+                runs: workloads
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, workload)| TrialRun {
+                        before: at(2 + 2 * i),
+                        after: at(3 + 2 * i),
+                        workload,
+                    })
+                    .collect(),
+            }
+        }
+
         fn snapshot(&self, side: Side, i: usize) -> Snapshot {
             let at = Duration::from_secs(i as u64);
             Snapshot {
@@ -192,7 +228,7 @@ pub(crate) mod fixture {
                     .iter()
                     .filter(|r| r.side == side)
                     .filter_map(|r| {
-                        let value = r.values[i]?;
+                        let value = r.values.get(i).copied().flatten()?;
                         let (object, counter) = (r.object.clone(), r.counter.clone());
                         Some(Sample::cumulative(r.source, object, counter, value, r.unit))
                     })

@@ -14,6 +14,7 @@
 
 pub mod deltas;
 pub mod measure;
+pub mod trials;
 
 use std::time::Duration;
 
@@ -125,6 +126,14 @@ pub struct Expectation {
     pub unformed: Option<String>,
 }
 
+impl Expectation {
+    /// Whether this is a negative control: an upper bound on traffic that must not have
+    /// gone this way (only [`Rule::AtMost`] bounds from above alone).
+    pub fn is_negative_control(&self) -> bool {
+        matches!(self.rule, Rule::AtMost(_))
+    }
+}
+
 /// How a negative control can be waived: by its name (`host-rdma`), only where it cannot
 /// be formed, and the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -207,7 +216,13 @@ impl Verdict {
 /// Evaluates every expectation and decides the verdict.
 pub fn evaluate(expectations: &[Expectation], evidence: &Evidence) -> (Verdict, Vec<Line>) {
     let lines: Vec<Line> = expectations.iter().map(|e| line(e, evidence)).collect();
-    let verdict = if lines
+    (verdict_of(&lines), lines)
+}
+
+/// The verdict of judged lines: NOT PROVEN if one failed, else INCONCLUSIVE if one could
+/// not be judged, else PROVEN (met and waived lines only).
+pub fn verdict_of(lines: &[Line]) -> Verdict {
+    if lines
         .iter()
         .any(|l| matches!(l.outcome, Outcome::NotMet(_)))
     {
@@ -219,8 +234,7 @@ pub fn evaluate(expectations: &[Expectation], evidence: &Evidence) -> (Verdict, 
         Verdict::Inconclusive
     } else {
         Verdict::Proven
-    };
-    (verdict, lines)
+    }
 }
 
 /// Sum of the selected counters' before, after and delta in `diff`; `Err` says why the

@@ -105,6 +105,27 @@ pub fn render(report: &ProofReport) -> String {
             escape(&why),
         );
     }
+    let trials = if report.trials.is_empty() {
+        String::new()
+    } else {
+        let rows: String = report
+            .trials
+            .iter()
+            .map(|t| {
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td></tr>",
+                    t.trial,
+                    t.work,
+                    t.seconds,
+                    t.verdict.as_str()
+                )
+            })
+            .collect();
+        format!(
+            "<h2>Trials</h2><table><tr><th>trial</th><th>work</th><th>seconds</th>\
+             <th>verdict</th></tr>{rows}</table>"
+        )
+    };
     let notes: String = report
         .notes
         .iter()
@@ -117,7 +138,7 @@ pub fn render(report: &ProofReport) -> String {
          </head><body><h1>dpuctl prove {proof}: <span style=\"color:{colour}\">{verdict}</span></h1>\
          <p>{workload}</p>{chart}<table><tr><th>expectation</th><th>side</th><th>before</th>\
          <th>after</th><th>delta</th><th>background</th><th>net</th><th>expected</th><th>result</th></tr>\
-         {rows}</table><ul>{notes}</ul></body></html>\n",
+         {rows}</table>{trials}<ul>{notes}</ul></body></html>\n",
         proof = report.proof,
         workload = escape(&report.workload),
         chart = chart(report),

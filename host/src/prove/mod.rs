@@ -10,6 +10,6 @@ pub mod report;
 pub mod storage;
 pub mod switch;
 
-pub use report::ProofReport;
+pub use report::{ProofReport, TrialSummary};
 pub use storage::{prove_storage, StorageProof, StorageWaiver};
 pub use switch::{prove_switch, ForwardingLevel, SwitchProof};

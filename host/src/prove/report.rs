@@ -4,6 +4,19 @@ use serde::Serialize;
 
 use crate::accounting::{Line, Verdict};
 
+/// One trial of a proof run as trials: how much it did and its own verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialSummary {
+    /// 1 for the first.
+    pub trial: u32,
+    /// Its work in the proof's unit (bytes read, for storage).
+    pub work: u64,
+    /// How long the workload ran.
+    pub seconds: f64,
+    /// The verdict of its own lines.
+    pub verdict: Verdict,
+}
+
 /// Everything a proof found, as printed, written as JSON and rendered as HTML.
 #[derive(Debug, Serialize)]
 pub struct ProofReport {
@@ -17,4 +30,8 @@ pub struct ProofReport {
     pub lines: Vec<Line>,
     /// Facts about the run and what was not accounted, with the reason.
     pub notes: Vec<String>,
+    /// The trials, when the workload ran as several (each judged on its own window; their
+    /// lines are named `trial i: ...`); empty for a single window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<TrialSummary>,
 }

@@ -6,6 +6,11 @@
 //! least N / 4096 packets, since no RoCE packet carries more); the host's own NICs and
 //! RDMA ports did not carry the data (under 5% of N). Background traffic is measured over
 //! an idle window first and subtracted.
+//!
+//! The read runs as trials of 1, 2, 1 ... parts of the size, with idle gaps between them
+//! (`accounting::trials`): each trial is judged on its own window, the volume's growth per
+//! byte read must agree across trials, and the volume must be quiet in every gap, so
+//! another reader of the same volume cannot pass for the read.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,10 +24,11 @@ use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::Stora
 use tonic::transport::Channel;
 
 use super::binding::{bind_device, find_device, volume_identities, Binding};
-use super::report::ProofReport;
+use super::report::{ProofReport, TrialSummary};
 use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
+use crate::accounting::trials::{self, measure_trials, Trials, MAX_TRIALS};
 use crate::accounting::{
-    evaluate, Expectation, Line, Outcome, Rule, Select, Side, Verdict, Waiver,
+    evaluate, verdict_of, Expectation, Line, Outcome, Rule, Select, Side, Verdict, Waiver,
 };
 use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
@@ -40,8 +46,11 @@ pub struct StorageProof {
     pub bs: u64,
     /// Reads in flight.
     pub iodepth: u32,
-    /// The idle window before the read, for background traffic.
+    /// The idle window before the read, for background traffic; also each gap between trials.
     pub idle: Duration,
+    /// How many trials the read is split into (1, 2, 1 ... parts of `size`); 1 is a single
+    /// window, which cannot tell another reader of the volume from the read.
+    pub trials: u32,
     /// Negative controls the user does without where they cannot be formed.
     pub waive: Vec<StorageWaiver>,
 }
@@ -227,6 +236,12 @@ fn objects_with(
     objects
 }
 
+/// The name of the line the volume's own count is judged by: the witness bound to the
+/// device read, which trials hold to each other.
+fn served(target: &Target) -> String {
+    format!("DPU {} served the read", target.volume)
+}
+
 /// RDMA expectations over `objects` (all RDMA ports of one side): bytes where the port
 /// counts bytes (`port_rcv_data`), packets where it only counts packets (soft-RoCE).
 fn rdma_select(
@@ -272,7 +287,7 @@ pub fn expectations(
 ) -> (Vec<Expectation>, Vec<String>) {
     let mut notes = Vec::new();
     let mut list = vec![Expectation {
-        name: format!("DPU {} served the read", target.volume),
+        name: served(target),
         select: Select {
             side: Side::Dpu,
             source: Source::Volume,
@@ -458,6 +473,12 @@ pub fn judge<T>(
 ) -> (Verdict, Vec<Line>, Vec<String>) {
     let (expectations, mut notes) = expectations(target, n, &m.before, host_rdma, waive);
     let (verdict, lines) = evaluate(&expectations, &m.evidence());
+    waiver_notes(&lines, waive, &mut notes);
+    (verdict, lines, notes)
+}
+
+/// Notes on each waiver given: used (its control could not be formed) or not needed.
+fn waiver_notes(lines: &[Line], waive: &[StorageWaiver], notes: &mut Vec<String>) {
     for waiver in waive {
         let used = lines.iter().any(|l| {
             matches!(l.outcome, Outcome::Waived(_))
@@ -478,7 +499,118 @@ pub fn judge<T>(
             )
         });
     }
-    (verdict, lines, notes)
+}
+
+/// What a trial's lines are named in the report (`trial 2: DPU volumes/r0n1 served the
+/// read`), and a gap's.
+fn in_trial(mut line: Line, label: &str) -> Line {
+    line.expectation.name = format!("{label}: {}", line.expectation.name);
+    line
+}
+
+/// The gap's line: nothing but the trials reads the volume, so between two trials its
+/// count stays within a twentieth of the smallest trial.
+fn gap_expectation(target: &Target, smallest: u64) -> Expectation {
+    Expectation {
+        name: format!("nothing else read {}", target.volume),
+        select: Select {
+            side: Side::Dpu,
+            source: Source::Volume,
+            objects: vec![target.volume.clone()],
+            counter: "bytes_read".to_owned(),
+        },
+        rule: Rule::AtMost(smallest / 20),
+        why: "between trials the proof reads nothing: what the volume counts then is \
+              another reader's, and it would be counted in the trials too"
+            .to_owned(),
+        if_failed: "the volume was read between trials: another reader of this volume, \
+                    whose reads cannot be told from the proof's"
+            .to_owned(),
+        traffic: smallest,
+        waiver: None,
+        unformed: None,
+    }
+}
+
+/// A storage proof judged as trials: the verdict, every line (`trial i: ...`, `gap i:
+/// ...` in the order they ran), the notes, and each trial's own verdict.
+#[derive(Debug)]
+pub struct TrialsJudged {
+    /// The verdict over every trial and gap ([`trials::verdict`]).
+    pub verdict: Verdict,
+    /// Every line, named by its trial or gap.
+    pub lines: Vec<Line>,
+    /// What is not accounted, the waivers, and how the trials were run.
+    pub notes: Vec<String>,
+    /// Each trial's verdict from its own lines (after the agreement check).
+    pub per_trial: Vec<Verdict>,
+}
+
+/// Judges a read run as trials, trial `i` having read `work[i]` bytes: each trial against
+/// the expectations for its own size, the volume line held to the other trials'
+/// ([`trials::hold_to_agreement`]), and each gap to a quiet volume (within a twentieth of
+/// the smallest trial).
+pub fn judge_trials<T>(
+    target: &Target,
+    work: &[u64],
+    m: &Trials<T>,
+    host_rdma: &HostRdmaPorts,
+    waive: &[StorageWaiver],
+) -> TrialsJudged {
+    let mut notes = Vec::new();
+    let mut per_trial: Vec<Vec<Line>> = Vec::new();
+    for (i, (run, &n)) in m.runs.iter().zip(work).enumerate() {
+        let (expectations, trial_notes) = expectations(target, n, &run.before, host_rdma, waive);
+        if i == 0 {
+            notes = trial_notes;
+        }
+        let lines = match m.trial(i) {
+            Some(evidence) => evaluate(&expectations, &evidence).1,
+            None => Vec::new(),
+        };
+        per_trial.push(lines);
+    }
+    trials::hold_to_agreement(&mut per_trial, work, &served(target));
+    let smallest = work.iter().copied().min().unwrap_or(0);
+    let gap = gap_expectation(target, smallest);
+    let gaps: Vec<Vec<Line>> = (0..m.runs.len())
+        .filter_map(|i| m.gap(i))
+        .map(|evidence| trials::judge_gap(std::slice::from_ref(&gap), &evidence))
+        .collect();
+    let verdict = trials::verdict(&per_trial, &gaps);
+    let verdicts = per_trial.iter().map(|l| verdict_of(l)).collect();
+    let mut lines = Vec::new();
+    for (i, trial) in per_trial.into_iter().enumerate() {
+        lines.extend(
+            trial
+                .into_iter()
+                .map(|l| in_trial(l, &format!("trial {}", i + 1))),
+        );
+        if let Some(gap) = gaps.get(i) {
+            lines.extend(
+                gap.iter()
+                    .cloned()
+                    .map(|l| in_trial(l, &format!("gap {}", i + 1))),
+            );
+        }
+    }
+    waiver_notes(&lines, waive, &mut notes);
+    TrialsJudged {
+        verdict,
+        lines,
+        notes,
+        per_trial: verdicts,
+    }
+}
+
+/// The bytes each of `count` trials reads out of `size`, in [`trials::weights`]'
+/// proportions, each a whole number of `bs` blocks; `None` when `size` holds fewer than
+/// one block per unit.
+pub fn trial_sizes(size: u64, bs: u64, count: u32) -> Option<Vec<u64>> {
+    let weights = trials::weights(count);
+    let units: u64 = weights.iter().sum();
+    let unit = size / units.max(1) / bs.max(1) * bs;
+    (unit > 0).then(|| weights.iter().map(|w| w * unit).collect())
 }
 
 /// The RDMA ports this host can see, sorted by whose they are ([`HostRdmaPorts`]). In a
@@ -517,63 +649,142 @@ pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> HostRdmaPorts {
     ports
 }
 
-/// Runs the storage proof: reads `size` bytes of the volume's host device and accounts for
-/// them on both sides. One agent channel (the session's) serves every reading; the host
-/// side is read under the session's sys root.
+/// The sizes of the read's trials, or why `args` cannot be run (checked before anything is
+/// dialled or read).
+fn plan(args: &StorageProof) -> anyhow::Result<Vec<u64>> {
+    anyhow::ensure!(
+        (1..=MAX_TRIALS).contains(&args.trials),
+        "--trials must be 1 to {MAX_TRIALS}, not {}",
+        args.trials
+    );
+    let units: u64 = trials::weights(args.trials).iter().sum();
+    trial_sizes(args.size, args.bs, args.trials).with_context(|| {
+        if args.trials == 1 {
+            format!("--size {} must be at least --bs {}", args.size, args.bs)
+        } else {
+            format!(
+                "--size {} cannot be split into {} trials of 1, 2, 1 ... parts of whole --bs {} \
+                 blocks: it needs at least {} bytes (or fewer --trials)",
+                args.size,
+                args.trials,
+                args.bs,
+                units * args.bs
+            )
+        }
+    })
+}
+
+/// Runs the storage proof: reads `size` bytes of the volume's host device, as trials, and
+/// accounts for them on both sides. One agent channel (the session's) serves every
+/// reading; the host side is read under the session's sys root.
 pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Result<ProofReport> {
+    let work = plan(args)?;
     let channel = session.channel().await?;
     let root = session.sys_root();
     let target = resolve(&root, channel.clone(), args).await?;
-    let n = args.size / args.bs * args.bs;
-    anyhow::ensure!(n > 0, "--size must be at least --bs");
     let mut sides = BothSides {
         channel,
         sampler: Sampler::new(root.clone()),
         volume: target.volume.clone(),
     };
+    // Each trial reads on from where the last ended.
+    let starts: Vec<u64> = work
+        .iter()
+        .scan(0u64, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect();
     let (device, bs, iodepth) = (target.binding.device.clone(), args.bs, args.iodepth);
     // The read is a blocking io_uring loop: on a blocking thread, so the runtime keeps
     // serving the channel meanwhile.
-    let read = async move {
-        let shown = device.display().to_string();
-        tokio::task::spawn_blocking(move || {
-            crate::storage_read::read_exactly(&device, bs, iodepth, n)
-        })
-        .await
-        .context("the read thread failed")?
-        .with_context(|| format!("reading {shown}"))
+    let read = |i: usize| {
+        let (device, n, start) = (device.clone(), work[i], starts[i]);
+        async move {
+            let shown = device.display().to_string();
+            tokio::task::spawn_blocking(move || {
+                crate::storage_read::read_exactly(&device, bs, iodepth, n, start)
+            })
+            .await
+            .context("the read thread failed")?
+            .with_context(|| format!("reading {shown}"))
+        }
     };
     let timing = Timing {
         idle: args.idle,
         settle: SETTLE,
     };
-    let m = measure(&mut sides, timing, async { Ok(()) }, read).await?;
-    let measured = &m.workload;
-
-    let host_rdma = host_rdma_ports(&root, &m.before.host);
-    let (verdict, lines, mut notes) =
-        judge(&target, measured.io_bytes, &m, &host_rdma, &args.waive);
+    let shown = target.binding.device.display().to_string();
+    let (verdict, lines, mut notes, trial_rows, total) = if args.trials == 1 {
+        let m = measure(&mut sides, timing, async { Ok(()) }, read(0)).await?;
+        let host_rdma = host_rdma_ports(&root, &m.before.host);
+        let done = &m.workload;
+        let (verdict, lines, mut notes) =
+            judge(&target, done.io_bytes, &m, &host_rdma, &args.waive);
+        notes.push(format!(
+            "read {} bytes from {shown} in {:.2} s ({} reads of {bs} bytes, {iodepth} in \
+             flight)",
+            done.io_bytes,
+            done.runtime.as_secs_f64(),
+            done.total_ios,
+        ));
+        notes.push(
+            "one trial: a reader of the same volume during the window would be counted as \
+             this read (--trials 3 runs N, 2N, N with quiet gaps between)"
+                .to_owned(),
+        );
+        (verdict, lines, notes, Vec::new(), done.io_bytes)
+    } else {
+        let m = measure_trials(&mut sides, timing, async { Ok(()) }, args.trials, read).await?;
+        let first = m.runs.first().context("no trial ran")?;
+        let host_rdma = host_rdma_ports(&root, &first.before.host);
+        let read_bytes: Vec<u64> = m.runs.iter().map(|r| r.workload.io_bytes).collect();
+        let judged = judge_trials(&target, &read_bytes, &m, &host_rdma, &args.waive);
+        let mut notes = judged.notes;
+        notes.push(format!(
+            "read {} bytes from {shown} as {} trials of {} bytes with {:.1} s idle gaps \
+             ({bs}-byte reads, {iodepth} in flight): each trial is judged on its own \
+             window, the volume's growth per byte read agrees across trials within {:.0}%, \
+             and nothing reads the volume in the gaps",
+            read_bytes.iter().sum::<u64>(),
+            m.runs.len(),
+            read_bytes
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.idle.as_secs_f64(),
+            trials::AGREEMENT * 100.0
+        ));
+        let rows = m
+            .runs
+            .iter()
+            .zip(&judged.per_trial)
+            .zip(1u32..)
+            .map(|((run, verdict), trial)| TrialSummary {
+                trial,
+                work: run.workload.io_bytes,
+                seconds: run.workload.runtime.as_secs_f64(),
+                verdict: *verdict,
+            })
+            .collect();
+        (
+            judged.verdict,
+            judged.lines,
+            notes,
+            rows,
+            read_bytes.iter().sum(),
+        )
+    };
     notes.insert(0, target.binding.note(&target.volume));
-    notes.push(format!(
-        "read {} bytes from {} in {:.2} s ({} reads of {} bytes, {} in flight)",
-        measured.io_bytes,
-        target.binding.device.display(),
-        measured.runtime.as_secs_f64(),
-        measured.total_ios,
-        args.bs,
-        args.iodepth
-    ));
     Ok(ProofReport {
         proof: "storage",
         verdict,
-        workload: format!(
-            "read {} bytes of {} (DPU {})",
-            measured.io_bytes,
-            target.binding.device.display(),
-            target.volume
-        ),
+        workload: format!("read {total} bytes of {shown} (DPU {})", target.volume),
         lines,
         notes,
+        trials: trial_rows,
     })
 }
 

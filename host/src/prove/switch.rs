@@ -527,6 +527,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         ),
         lines,
         notes,
+        trials: Vec::new(),
     })
 }
 

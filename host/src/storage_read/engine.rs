@@ -22,6 +22,17 @@ pub enum Limit {
     Time(Duration),
 }
 
+/// The part of a file the reads cover: its first `size` bytes, in whole blocks, the first
+/// read at `start` (rounded down to a block) and wrapping at the end. A proof's trials start
+/// each where the last ended, so none re-reads what another just read.
+#[derive(Debug, Clone, Copy)]
+pub struct Extent {
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Where the first read goes.
+    pub start: u64,
+}
+
 /// Direct-I/O alignment of an open file and where it came from.
 #[derive(Debug, Clone, Copy)]
 pub struct Alignment {
@@ -183,18 +194,20 @@ fn new_ring(entries: u32) -> anyhow::Result<IoUring> {
         .context("cannot set up io_uring")
 }
 
-/// Reads `file` (`file_size` bytes) sequentially in `bs` blocks, `iodepth` in flight,
-/// wrapping at the end, until `limit`; `progress` gets the bytes read so far.
+/// Reads `extent` of `file` sequentially in `bs` blocks, `iodepth` in flight, wrapping at
+/// the end, until `limit`; `progress` gets the bytes read so far.
 pub fn read_loop(
     file: &File,
-    file_size: u64,
+    extent: Extent,
     bs: u64,
     iodepth: u32,
     align: Alignment,
     limit: Limit,
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<Measured> {
-    let blocks = file_size / bs;
+    let blocks = extent.size / bs;
+    anyhow::ensure!(blocks > 0, "the file holds no whole {bs}-byte block");
+    let first_block = extent.start / bs;
     let len = u32::try_from(bs).context("block size too large")?;
     let buf_align = usize::try_from(align.memory.max(4096)).context("alignment too large")?;
     let depth = iodepth as usize;
@@ -229,7 +242,7 @@ pub fn read_loop(
     loop {
         while !stop && issued < max_ios {
             let Some(index) = free.pop() else { break };
-            let offset = (issued % blocks) * bs;
+            let offset = ((first_block + issued) % blocks) * bs;
             let entry = if fixed {
                 // Buffer `index` is registered at `index`.
                 opcode::ReadFixed::new(fd, buffers[index].ptr, len, index as u16)

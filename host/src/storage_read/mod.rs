@@ -66,18 +66,22 @@ fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, eng
     Ok((file, file_size, align))
 }
 
-/// Reads `size` bytes of `path` (O_DIRECT, io_uring, never writing) for a proof's
-/// workload; no progress display.
+/// Reads `size` bytes of `path` from `start` on (O_DIRECT, io_uring, never writing,
+/// wrapping at the end) for a proof's workload; no progress display.
 pub fn read_exactly(
     path: &Path,
     bs: u64,
     iodepth: u32,
     size: u64,
+    start: u64,
 ) -> anyhow::Result<engine::Measured> {
     let (file, file_size, align) = open_checked(path, bs)?;
     engine::read_loop(
         &file,
-        file_size,
+        engine::Extent {
+            size: file_size,
+            start,
+        },
         bs,
         iodepth,
         align,
@@ -114,7 +118,11 @@ pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> anyhow::Result
         (None, None) => (Limit::Bytes(file_size), Some(file_size / bs * bs)),
     };
     progress.start(total);
-    let measured = engine::read_loop(&file, file_size, bs, args.iodepth, align, limit, |n| {
+    let extent = engine::Extent {
+        size: file_size,
+        start: 0,
+    };
+    let measured = engine::read_loop(&file, extent, bs, args.iodepth, align, limit, |n| {
         progress.advance(n);
     });
     progress.finish();

@@ -128,6 +128,9 @@ struct Shared {
     reads_per_poll: Mutex<Option<(String, u64)>>,
     /// Polls still to answer without a read first (see [`FakeSnap::reads_after_quiet_polls`]).
     quiet_polls: Mutex<usize>,
+    /// Bytes read on a bdev before each of the next polls, in order (see
+    /// [`FakeSnap::reads_on_polls`]).
+    scripted_reads: Mutex<Option<(String, std::collections::VecDeque<u64>)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -161,6 +164,7 @@ impl FakeSnap {
             faults: Mutex::default(),
             reads_per_poll: Mutex::default(),
             quiet_polls: Mutex::default(),
+            scripted_reads: Mutex::default(),
         });
         let mut snap = Self {
             path: path.to_owned(),
@@ -328,6 +332,14 @@ impl FakeSnap {
     pub fn reads_after_quiet_polls(&self, quiet: usize, per_poll: Option<(&str, u64)>) {
         *lock(&self.shared.quiet_polls) = quiet;
         *lock(&self.shared.reads_per_poll) = per_poll.map(|(b, n)| (b.to_owned(), n));
+    }
+
+    /// The next `bdev_get_iostat` answers each count `per_poll[k]` more bytes read on
+    /// `bdev` first (then nothing more): a reader whose reads land in windows the test
+    /// chose, e.g. exactly a proof's trials, or its gaps.
+    pub fn reads_on_polls(&self, bdev: &str, per_poll: &[u64]) {
+        *lock(&self.shared.scripted_reads) =
+            Some((bdev.to_owned(), per_poll.iter().copied().collect()));
     }
 
     /// Delays every reply by `delay` (`None`: answer at once).
@@ -536,6 +548,17 @@ fn dispatch(shared: &Shared, method: &str, params: Option<&Value>) -> Result<Val
                 *left = left.saturating_sub(1);
                 quiet
             };
+            if method == "bdev_get_iostat" {
+                let scripted = lock(&shared.scripted_reads)
+                    .as_mut()
+                    .and_then(|(bdev, left)| Some((bdev.clone(), left.pop_front()?)));
+                if let Some((bdev, bytes)) = scripted.filter(|(_, bytes)| *bytes > 0) {
+                    if let Some(b) = lock(&shared.state).bdevs.get_mut(&bdev) {
+                        b.bytes_read += bytes;
+                        b.num_read_ops += 1;
+                    }
+                }
+            }
             if method == "bdev_get_iostat" && !quiet {
                 if let Some((bdev, bytes)) = lock(&shared.reads_per_poll).clone() {
                     if let Some(b) = lock(&shared.state).bdevs.get_mut(&bdev) {

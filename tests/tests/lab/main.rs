@@ -478,6 +478,14 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     assert_eq!(code, 0, "prove storage through the DPU: {proof}\n{stderr}");
     let proof: Value = serde_json::from_str(&proof).expect("proof JSON");
     assert_eq!(proof["verdict"], "PROVEN", "{proof}");
+    // As three trials (8, 16 and 8 MiB), each PROVEN on its own window: the real kernel's
+    // counters follow the read, and the volume is quiet in the gaps between.
+    let trials = proof["trials"].as_array().expect("a trials table");
+    assert_eq!(trials.len(), 3, "{proof}");
+    for (row, mib) in trials.iter().zip([8u64, 16, 8]) {
+        assert_eq!(row["work"], mib << 20, "{row}");
+        assert_eq!(row["verdict"], "PROVEN", "{row}");
+    }
     // The device was found by the volume's identity, as the real kernel reports it on both
     // sides (the agent's /sys/block of the disk it attached, the host's scan of its own).
     let volume_uuid = lab

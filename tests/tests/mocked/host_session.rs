@@ -123,6 +123,11 @@ pub(crate) fn host_root_with_netdev_stats() -> (tempfile::TempDir, PathBuf) {
 /// Exposes a remote namespace through the fake SNAP: remote controller `disk0` (NVMe/RDMA)
 /// with volume `volumes/disk0n1`, what `prove storage` needs on the agent.
 pub(crate) fn expose_volume(lab: &Lab) {
+    expose_volume_over(lab, "rdma");
+}
+
+/// As [`expose_volume`], the remote controller reached over `transport` (`rdma`, `tcp`).
+pub(crate) fn expose_volume_over(lab: &Lab, transport: &str) {
     let endpoint = lab.agent.endpoint();
     let out = dpuctl(&[
         "--agent",
@@ -131,6 +136,8 @@ pub(crate) fn expose_volume(lab: &Lab) {
         "expose",
         "--id",
         "disk0",
+        "--transport",
+        transport,
         "--traddr",
         "192.0.2.10",
         "--subnqn",
@@ -286,6 +293,9 @@ async fn prove_storage_reads_the_sys_root_through_one_agent_connection() {
                 "4",
                 "--idle",
                 "0.1",
+                // One window: this test counts the proof's snapshots (four).
+                "--trials",
+                "1",
             ])
             .await
         }

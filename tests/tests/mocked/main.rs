@@ -23,6 +23,7 @@ mod metrics_endpoint;
 mod metrics_file;
 mod pci;
 mod prove_binding;
+mod prove_trials;
 mod readiness;
 mod reflection;
 mod reset_mid_run;

@@ -1,0 +1,191 @@
+//! `prove storage` as trials (issue 31: dose–response), the real agent and dpuctl against
+//! the fake SNAP, whose volume counter the test moves in windows it chooses: the read
+//! counted in its own trials is PROVEN; another reader that starts after the idle window
+//! shows in the gaps, and one that reads during a single trial shows as that trial's
+//! disagreement, both INCONCLUSIVE (exit 3) naming where; the same single-trial reader in
+//! one window is PROVEN, which is the hole trials close.
+//!
+//! The remote controller is reached over NVMe/TCP, so the volume's own count and the
+//! host's negative controls decide (no DPU RDMA line, which the fixture's still counters
+//! would fail). The device is a loop device that carries the volume's identity.
+
+use serde_json::Value;
+
+use dpu_tests::command::{describe, stdout_json as json};
+use dpu_tests::harness::dpuctl;
+use dpu_tests::skip;
+
+use crate::host_session::{
+    disk_tempdir, expose_volume_over, host_root_with_netdev_stats, identified_loop,
+    volume_host_uuid,
+};
+use crate::Lab;
+
+const BDEV: &str = "disk0n1";
+const K: u64 = 1024;
+/// `--size 256k --bs 64k --trials 3`: 64, 128 and 64 KiB.
+const WORK: [u64; 3] = [64 * K, 128 * K, 64 * K];
+
+/// Runs the proof with `trials`, the volume counting `per_poll[k]` more before the k-th
+/// snapshot: idle start, idle end, then before and after each trial.
+fn prove(
+    lab: &Lab,
+    root: &str,
+    device: &str,
+    size: &str,
+    trials: &str,
+    per_poll: &[u64],
+) -> (Option<i32>, Value) {
+    lab.snap.reads_on_polls(BDEV, per_poll);
+    let polls = lab.snap.requests_of("bdev_get_iostat").len();
+    let out = dpuctl(&[
+        "--agent",
+        &lab.agent.endpoint(),
+        "--sys-root",
+        root,
+        "-o",
+        "json",
+        "prove",
+        "storage",
+        "--volume",
+        BDEV,
+        "--device",
+        device,
+        "--size",
+        size,
+        "--bs",
+        "64k",
+        "--iodepth",
+        "4",
+        "--idle",
+        "0.1",
+        "--trials",
+        trials,
+    ]);
+    let report = json(&out);
+    assert_eq!(
+        lab.snap.requests_of("bdev_get_iostat").len() - polls,
+        per_poll.len(),
+        "one volume reading per snapshot, as scripted: {report:#}\n{}",
+        describe(&out)
+    );
+    (out.status.code(), report)
+}
+
+fn inconclusive_lines(report: &Value) -> Vec<(String, String)> {
+    report["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["outcome"]["result"] == "inconclusive")
+        .map(|l| {
+            (
+                l["expectation"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                l["outcome"]["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trials_tell_the_read_from_another_reader_of_the_volume() {
+    let lab = Lab::start();
+    expose_volume_over(&lab, "tcp");
+    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
+    let dir = disk_tempdir();
+    let file = dir.path().join("device.bin");
+    std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
+    let (_host_dir, host_root) = host_root_with_netdev_stats();
+    let disk = match identified_loop(&file, &uuid, &[&host_root]) {
+        Ok(disk) => disk,
+        Err(why) => skip!("the proof binds a real block device: {why}"),
+    };
+    let (root, device) = (
+        host_root.to_str().expect("utf-8 path"),
+        disk.path.to_str().expect("utf-8 path"),
+    );
+    let [w1, w2, w3] = WORK;
+
+    // The volume counts exactly each trial's read, in its trial.
+    let (code, report) = prove(
+        &lab,
+        root,
+        device,
+        "256k",
+        "3",
+        &[0, 0, 0, w1, 0, w2, 0, w3],
+    );
+    assert_eq!(report["verdict"], "PROVEN", "{report:#}");
+    assert_eq!(code, Some(0));
+    let trials = report["trials"].as_array().expect("a trials table");
+    assert_eq!(trials.len(), 3, "{report:#}");
+    for (row, work) in trials.iter().zip(WORK) {
+        assert_eq!(row["work"], work, "{row:#}");
+        assert_eq!(row["verdict"], "PROVEN", "{row:#}");
+    }
+    let names: Vec<&str> = report["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["expectation"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"trial 2: DPU volumes/disk0n1 served the read")
+            && names.contains(&"gap 2: nothing else read volumes/disk0n1"),
+        "{names:?}"
+    );
+
+    // Another reader starts after the idle window and reads 16 KiB per window: each trial
+    // stays within its N..1.5N, the gaps do not stay quiet.
+    let r = 16 * K;
+    let (code, report) = prove(
+        &lab,
+        root,
+        device,
+        "256k",
+        "3",
+        &[0, 0, r, w1 + r, r, w2 + r, r, w3 + r],
+    );
+    assert_eq!(report["verdict"], "INCONCLUSIVE", "{report:#}");
+    assert_eq!(code, Some(3));
+    let named = inconclusive_lines(&report);
+    assert!(
+        named.iter().any(
+            |(name, why)| name == "gap 1: nothing else read volumes/disk0n1"
+                && why.contains("no workload ran")
+        ),
+        "{named:?}"
+    );
+
+    // Another reader during the first trial only: 64 + 24 KiB is within 64..96 KiB.
+    let (code, report) = prove(
+        &lab,
+        root,
+        device,
+        "256k",
+        "3",
+        &[0, 0, 0, w1 + 24 * K, 0, w2, 0, w3],
+    );
+    assert_eq!(report["verdict"], "INCONCLUSIVE", "{report:#}");
+    assert_eq!(code, Some(3));
+    let named = inconclusive_lines(&report);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert_eq!(named[0].0, "trial 1: DPU volumes/disk0n1 served the read");
+    assert!(named[0].1.starts_with("trial 1:"), "{named:?}");
+    assert_eq!(report["trials"][0]["verdict"], "INCONCLUSIVE", "{report:#}");
+
+    // Control: the same reader in one window of the same read is not seen.
+    let (code, report) = prove(&lab, root, device, "64k", "1", &[0, 0, 0, w1 + 24 * K]);
+    assert_eq!(report["verdict"], "PROVEN", "{report:#}");
+    assert_eq!(code, Some(0));
+    assert!(
+        report.get("trials").is_none(),
+        "one window has no trials table: {report:#}"
+    );
+}
