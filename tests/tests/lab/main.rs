@@ -501,6 +501,35 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     );
     let html = lab.host("cat /lab/share/storage.html");
     assert!(html.contains("PROVEN") && html.contains("<svg"), "{html}");
+    // Another reader of the volume's disk (in the lab the host and the DPU share one
+    // kernel: this is also the DPU's disk of the volume) that starts after the proof's idle
+    // window (3 s into its 2 s idle window and first trial) and reads 1 MiB every 0.1 s
+    // until well after the proof: never PROVEN, and the line that says so names the
+    // volume (a gap that was not quiet, or a trial that did not agree).
+    let (code, proof, stderr) = lab.run(
+        "bluefield",
+        "host",
+        &format!(
+            "(sleep 3; end=$(($(date +%s) + 25)); while [ $(date +%s) -lt $end ]; do \
+               dd if=/dev/{disk} of=/dev/null bs=1M count=1 iflag=direct 2>/dev/null; \
+               sleep 0.1; done) & \
+             dpuctl -o json prove storage --size 32m --idle 2; code=$?; wait; exit $code"
+        ),
+    );
+    let proof: Value =
+        serde_json::from_str(&proof).unwrap_or_else(|e| panic!("{e}: {proof}\n{stderr}"));
+    assert!(
+        proof["verdict"] == "INCONCLUSIVE" || proof["verdict"] == "NOT_PROVEN",
+        "another reader of the volume must not be PROVEN: {proof:#}"
+    );
+    assert!(code == 3 || code == 1, "exit {code}: {proof:#}");
+    let named = proof["lines"].as_array().into_iter().flatten().any(|l| {
+        l["outcome"]["result"] != "met"
+            && l["expectation"]["select"]["objects"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|o| o == "volumes/r0n1"))
+    });
+    assert!(named, "a line on volumes/r0n1 says why: {proof:#}");
     // The host reading the same file over its own network (NVMe/TCP through ovsbr1):
     // refused before anything is counted (exit 2). Its disk is another namespace: nvmet
     // gave each subsystem's namespace a UUID of its own, and the kernel refuses one
