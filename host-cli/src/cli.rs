@@ -752,6 +752,11 @@ pub(crate) struct ProveStorageArgs {
     /// pass for the read. 1: one window, which cannot tell.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
     pub(crate) trials: u32,
+    /// A dpu-agent on the storage target (`tcp:HOST:PORT`, `unix:PATH`; the same TLS flags
+    /// as --agent): the second witness, whose own counters must show the target sent what
+    /// the host read. Without it the DPU is the only witness, and the report says so.
+    #[arg(long, env = "DPUCTL_TARGET_AGENT", value_name = "ENDPOINT")]
+    pub(crate) target_agent: Option<dpu_proto::Endpoint>,
     /// Do without a negative control that cannot be formed on this host (its counters do
     /// not exist), instead of an INCONCLUSIVE verdict; the report shows the waiver.
     /// Repeatable. A control that can be formed is judged whatever this says.

@@ -226,6 +226,12 @@ pub fn proof(report: &ProofReport, at: SystemTime) -> Textfile {
             i64::try_from(count).unwrap_or(i64::MAX),
         );
     }
+    t.count(
+        "dpu_proof_witnesses",
+        "Independent witnesses whose counters the verdict was judged on",
+        &proof,
+        i64::try_from(report.witnesses.len()).unwrap_or(i64::MAX),
+    );
     t.gauge(
         "dpu_proof_last_run_timestamp_seconds",
         "When the proof ran (Unix time)",
@@ -435,6 +441,7 @@ mod tests {
             lines: Vec::new(),
             notes: Vec::new(),
             trials: Vec::new(),
+            witnesses: Vec::new(),
         };
         let text = proof(&report, UNIX_EPOCH + Duration::from_secs(1_700_000_000))
             .render()

@@ -61,8 +61,33 @@ mkdir -p /run/sshd
 /usr/sbin/sshd -p "$TARGET_SSH_PORT" || fail "sshd did not start"
 log "sshd on port $TARGET_SSH_PORT"
 
+# --- dpu-agent as the far end's witness (when the image carries it) ---------------------------
+# `dpuctl prove storage` asks it for this machine's RDMA counters: what the target sent is a
+# second witness beside the DPU's. Served on the network link, which the host namespace
+# reaches through ovsbr1 (DPUCTL_TARGET_AGENT); lab only: plaintext, read-only role.
+agent=none
+if [ -x "$DPU_BIN_DIR/dpu-agent" ]; then
+  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent /etc/dpu-agent
+  printf '[security]\ninsecure_listen = true\ninsecure_role = "viewer"\n' > /etc/dpu-agent/lab.toml
+  setsid "$DPU_BIN_DIR/dpu-agent" --config /etc/dpu-agent/lab.toml \
+    --listen unix:/run/dpu-agent/dpu-agent.sock \
+    --listen "tcp:$TARGET_NET_IP:$AGENT_PORT" \
+    --storage-backend kernel --state-dir "$AGENT_STATE_DIR" \
+    --log-level info > "$AGENT_LOG" 2>&1 < /dev/null &
+  echo $! > /run/dpu-agent/pid
+  for _ in $(seq 300); do
+    [ -S /run/dpu-agent/dpu-agent.sock ] && break
+    kill -0 "$(cat /run/dpu-agent/pid)" 2>/dev/null || fail "dpu-agent exited: $(tail -5 "$AGENT_LOG")"
+    sleep 0.1
+  done
+  [ -S /run/dpu-agent/dpu-agent.sock ] || fail "dpu-agent not serving after 30 s"
+  agent="$DPUCTL_TARGET_AGENT"
+  log "dpu-agent (far-end witness) serving on $agent (log $AGENT_LOG)"
+fi
+
 {
   echo "role=target"
+  echo "agent=$agent"
   echo "nqn_direct=$NVME_NQN_DIRECT"
   echo "nqn=$NVME_NQN"
   echo "backing_sha256=$sum"

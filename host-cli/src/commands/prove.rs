@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dpu_host::accounting::{Outcome as LineOutcome, Side, Verdict};
+use dpu_host::accounting::{Outcome as LineOutcome, Verdict};
 use dpu_host::prove::{self, ForwardingLevel, ProofReport, StorageProof, SwitchProof};
 
 use super::env::Env;
@@ -48,6 +48,7 @@ fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
         iodepth: args.iodepth,
         idle: idle(args.idle)?,
         trials: args.trials,
+        far_end: args.target_agent.clone(),
         waive: args
             .waive
             .iter()
@@ -103,10 +104,7 @@ fn finish(
             "result",
         ]);
         for line in &report.lines {
-            let side = match line.expectation.select.side {
-                Side::Host => "host",
-                Side::Dpu => "dpu",
-            };
+            let side = line.expectation.select.side.as_str();
             let result = match &line.outcome {
                 LineOutcome::Met => "met".to_owned(),
                 LineOutcome::NotMet(_) => "NOT MET".to_owned(),
@@ -153,7 +151,17 @@ fn finish(
         for note in &report.notes {
             output::line(&format!("note: {note}"))?;
         }
-        output::line(&format!("verdict: {}", report.verdict.as_str()))?;
+        output::line(&format!(
+            "verdict: {} ({} witness{}: {})",
+            report.verdict.as_str(),
+            report.witnesses.len(),
+            if report.witnesses.len() == 1 {
+                ""
+            } else {
+                "es"
+            },
+            report.witnesses.join(", ")
+        ))?;
     }
     Ok(match report.verdict {
         Verdict::Proven => Outcome::Success,

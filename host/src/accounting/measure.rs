@@ -17,6 +17,15 @@ pub struct Observation {
     pub host: Snapshot,
     /// What the agent read on the DPU, in its own snapshot window.
     pub dpu: Snapshot,
+    /// What the far end's own agent read, when the proof has a far end to ask.
+    pub far_end: Option<Snapshot>,
+}
+
+impl Observation {
+    /// The far end's change from `self` to `later`, when both read it.
+    pub fn far_end_diff(&self, later: &Observation) -> Option<dpu_probe::snapshot::SnapshotDiff> {
+        Some(diff(self.far_end.as_ref()?, later.far_end.as_ref()?))
+    }
 }
 
 /// How a proof reads both sides. One implementation per proof, holding its sampler and
@@ -59,6 +68,8 @@ impl<T> Measured<T> {
             dpu: diff(&self.before.dpu, &self.after.dpu),
             host_background: Some(diff(&self.quiet_start.host, &self.quiet_end.host)),
             dpu_background: Some(diff(&self.quiet_start.dpu, &self.quiet_end.dpu)),
+            far_end: self.before.far_end_diff(&self.after),
+            far_end_background: self.quiet_start.far_end_diff(&self.quiet_end),
         }
     }
 }
@@ -185,6 +196,11 @@ pub(crate) mod fixture {
             let at = |i: usize| Observation {
                 host: self.snapshot(Side::Host, i),
                 dpu: self.snapshot(Side::Dpu, i),
+                far_end: self
+                    .rows
+                    .iter()
+                    .any(|r| r.side == Side::FarEnd)
+                    .then(|| self.snapshot(Side::FarEnd, i)),
             };
             Measured {
                 quiet_start: at(0),
@@ -200,6 +216,11 @@ pub(crate) mod fixture {
             let at = |i: usize| Observation {
                 host: self.snapshot(Side::Host, i),
                 dpu: self.snapshot(Side::Dpu, i),
+                far_end: self
+                    .rows
+                    .iter()
+                    .any(|r| r.side == Side::FarEnd)
+                    .then(|| self.snapshot(Side::FarEnd, i)),
             };
             Trials {
                 quiet_start: at(0),

@@ -25,12 +25,26 @@ use self::deltas::discontinuity;
 
 /// Which machine a counter is read on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Side {
     /// This host, read by dpuctl itself.
     Host,
     /// The DPU, read by the agent.
     Dpu,
+    /// The far end of the path (the storage target), read by an agent of its own: a second
+    /// witness, which no counter on the host or the DPU can stand in for.
+    FarEnd,
+}
+
+impl Side {
+    /// The side as reports name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Dpu => "DPU",
+            Self::FarEnd => "far end",
+        }
+    }
 }
 
 /// Which counters an expectation sums: one source and counter name over the objects
@@ -155,6 +169,10 @@ pub struct Evidence {
     pub host_background: Option<SnapshotDiff>,
     /// The DPU's counters over the idle window.
     pub dpu_background: Option<SnapshotDiff>,
+    /// The far end's counters over the workload, when a far end was read.
+    pub far_end: Option<SnapshotDiff>,
+    /// The far end's counters over the idle window.
+    pub far_end_background: Option<SnapshotDiff>,
 }
 
 /// The result of one line.
@@ -272,10 +290,7 @@ fn sum(expectation: &Expectation, diff: &SnapshotDiff) -> Result<(u64, u64, u64)
             "counter {} of {} is missing on the {} side",
             select.counter,
             select.objects.join(", "),
-            match select.side {
-                Side::Host => "host",
-                Side::Dpu => "DPU",
-            }
+            select.side.as_str()
         ));
     }
     if diff.rebooted {
@@ -295,8 +310,12 @@ fn scaled(background: u64, idle: Duration, workload: Duration) -> u64 {
 
 fn line(expectation: &Expectation, evidence: &Evidence) -> Line {
     let (diff, background_diff) = match expectation.select.side {
-        Side::Host => (&evidence.host, evidence.host_background.as_ref()),
-        Side::Dpu => (&evidence.dpu, evidence.dpu_background.as_ref()),
+        Side::Host => (Some(&evidence.host), evidence.host_background.as_ref()),
+        Side::Dpu => (Some(&evidence.dpu), evidence.dpu_background.as_ref()),
+        Side::FarEnd => (
+            evidence.far_end.as_ref(),
+            evidence.far_end_background.as_ref(),
+        ),
     };
     let mut out = Line {
         expectation: expectation.clone(),
@@ -321,6 +340,10 @@ fn line(expectation: &Expectation, evidence: &Evidence) -> Line {
         };
         return out;
     }
+    let Some(diff) = diff else {
+        out.outcome = Outcome::Inconclusive("the far end was not read".to_owned());
+        return out;
+    };
     let (before, after, delta) = match sum(expectation, diff) {
         Ok(values) => values,
         Err(why) => {
@@ -442,6 +465,8 @@ mod tests {
             ),
             host_background: None,
             dpu_background: None,
+            far_end: None,
+            far_end_background: None,
         }
     }
 

@@ -61,6 +61,8 @@ impl<T> Trials<T> {
             dpu: diff(&from.dpu, &to.dpu),
             host_background: Some(diff(&self.quiet_start.host, &self.quiet_end.host)),
             dpu_background: Some(diff(&self.quiet_start.dpu, &self.quiet_end.dpu)),
+            far_end: from.far_end_diff(to),
+            far_end_background: self.quiet_start.far_end_diff(&self.quiet_end),
         }
     }
 

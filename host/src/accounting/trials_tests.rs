@@ -161,6 +161,8 @@ fn a_gap_line_not_met_is_inconclusive_and_a_quiet_one_is_met() {
         dpu: diff(&at(2, 100), &at(3, 100 + moved)),
         host_background: None,
         dpu_background: Some(diff(&at(0, 100), &at(1, 100))),
+        far_end: None,
+        far_end_background: None,
     };
     let busy = judge_gap(std::slice::from_ref(&gap), &evidence(8 * MIB));
     match &busy[0].outcome {

@@ -120,6 +120,8 @@ pub fn judge_volume(stats_name: &str, manifest_bytes: u64, readings: &VolumeRead
             &reading(readings.quiet_start),
             &reading(readings.before),
         )),
+        far_end: None,
+        far_end_background: None,
     };
     let (_, mut lines) = accounting::evaluate(&[expectation], &evidence);
     lines.remove(0)

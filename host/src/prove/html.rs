@@ -40,9 +40,11 @@ fn chart(report: &ProofReport) -> String {
     for (i, line) in report.lines.iter().enumerate() {
         let y = i * ROW + 10;
         let net = line.net.unwrap_or(0) as f64;
-        let (colour, side) = match line.expectation.select.side {
-            Side::Host => ("#d9822b", "host"),
-            Side::Dpu => ("#2b6cd9", "DPU"),
+        let side = line.expectation.select.side.as_str();
+        let colour = match line.expectation.select.side {
+            Side::Host => "#d9822b",
+            Side::Dpu => "#2b6cd9",
+            Side::FarEnd => "#1a7f37",
         };
         let len = (net / scale * WIDTH).max(1.0);
         let mark = bound(line.expectation.rule) as f64 / scale * WIDTH + 300.0;
@@ -91,10 +93,7 @@ pub fn render(report: &ProofReport) -> String {
             line.expectation.select.source.as_str(),
             escape(&line.expectation.select.counter),
             escape(&line.expectation.select.objects.join(", ")),
-            match line.expectation.select.side {
-                Side::Host => "host",
-                Side::Dpu => "DPU",
-            },
+            line.expectation.select.side.as_str(),
             n(line.before),
             n(line.after),
             n(line.delta),
@@ -136,11 +135,12 @@ pub fn render(report: &ProofReport) -> String {
          <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
          td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}</style>\
          </head><body><h1>dpuctl prove {proof}: <span style=\"color:{colour}\">{verdict}</span></h1>\
-         <p>{workload}</p>{chart}<table><tr><th>expectation</th><th>side</th><th>before</th>\
+         <p>{workload}</p><p>witnesses: {witnesses}</p>{chart}<table><tr><th>expectation</th><th>side</th><th>before</th>\
          <th>after</th><th>delta</th><th>background</th><th>net</th><th>expected</th><th>result</th></tr>\
          {rows}</table>{trials}<ul>{notes}</ul></body></html>\n",
         proof = report.proof,
         workload = escape(&report.workload),
+        witnesses = escape(&report.witnesses.join(", ")),
         chart = chart(report),
     )
 }

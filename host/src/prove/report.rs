@@ -34,4 +34,7 @@ pub struct ProofReport {
     /// lines are named `trial i: ...`); empty for a single window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<TrialSummary>,
+    /// The independent witnesses whose counters were judged (`DPU`, `far end (ENDPOINT)`):
+    /// a verdict is only as strong as the witnesses that gave it.
+    pub witnesses: Vec<String>,
 }

@@ -21,6 +21,7 @@ use dpu_probe::rdma::list_rdma_devices;
 use dpu_probe::snapshot::{Snapshot, Source};
 use dpu_probe::SysRoot;
 use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::StorageClient};
+use dpu_proto::Endpoint;
 use tonic::transport::Channel;
 
 use super::binding::{bind_device, find_device, volume_identities, Binding};
@@ -53,6 +54,9 @@ pub struct StorageProof {
     pub trials: u32,
     /// Negative controls the user does without where they cannot be formed.
     pub waive: Vec<StorageWaiver>,
+    /// The agent on the storage target, whose own counters are the second witness: it
+    /// must have sent what the host read. `None`: the DPU is the only witness.
+    pub far_end: Option<Endpoint>,
 }
 
 /// A negative control of the storage proof that can be waived by name, where it cannot be
@@ -168,17 +172,47 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
     })
 }
 
-/// Reads the host with its own sampler and the DPU through the session's one channel.
-struct BothSides {
+/// Reads the host with its own sampler, the DPU through the session's one channel, and the
+/// far end, when there is one, through its agent's channel (dialled once, before the first
+/// reading).
+struct Sides {
     channel: Channel,
     sampler: Sampler,
     volume: String,
+    far_end: Option<Channel>,
 }
 
-impl Observe for BothSides {
+impl Observe for Sides {
     async fn observe(&mut self) -> anyhow::Result<Observation> {
-        snapshot_both(&self.channel, &mut self.sampler, &self.volume).await
+        let mut observation = snapshot_both(&self.channel, &mut self.sampler, &self.volume).await?;
+        if let Some(channel) = &self.far_end {
+            observation.far_end = Some(snapshot_far_end(channel).await?);
+        }
+        Ok(observation)
     }
+}
+
+/// The far end's RDMA ports and network interfaces, through its own agent.
+async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
+    let selectors = vec![
+        v1::CounterSelector {
+            selector: Some(v1::counter_selector::Selector::Rdma(
+                v1::RdmaSelector::default(),
+            )),
+        },
+        v1::CounterSelector {
+            selector: Some(v1::counter_selector::Selector::Netdev(
+                v1::NetdevSelector::default(),
+            )),
+        },
+    ];
+    let wire = CountersClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
+        .snapshot(v1::SnapshotRequest { selectors })
+        .await
+        .map_err(rpc_error("Counters.Snapshot (far end)"))?
+        .into_inner();
+    Ok(snapshot_from_wire(&wire))
 }
 
 async fn snapshot_both(
@@ -216,6 +250,7 @@ async fn snapshot_both(
     Ok(Observation {
         host,
         dpu: snapshot_from_wire(&wire),
+        far_end: None,
     })
 }
 
@@ -242,37 +277,106 @@ fn served(target: &Target) -> String {
     format!("DPU {} served the read", target.volume)
 }
 
+/// Which way an RDMA expectation counts: what arrived, or what was sent.
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    /// `port_rcv_data`, else soft-RoCE's `rcvd_pkts`.
+    Received,
+    /// `port_xmit_data`, else soft-RoCE's `sent_pkts`.
+    Sent,
+}
+
 /// RDMA expectations over `objects` (all RDMA ports of one side): bytes where the port
-/// counts bytes (`port_rcv_data`), packets where it only counts packets (soft-RoCE).
+/// counts bytes (`port_rcv_data`, `port_xmit_data`), packets where it only counts packets
+/// (soft-RoCE).
 fn rdma_select(
     snapshot: &Snapshot,
     side: Side,
+    direction: Direction,
     keep: impl Fn(&str) -> bool + Copy,
 ) -> Option<(Select, bool)> {
-    let bytes = objects_with(snapshot, Source::Rdma, "port_rcv_data", keep);
+    let (bytes_counter, packets_counter) = match direction {
+        Direction::Received => ("port_rcv_data", "rcvd_pkts"),
+        Direction::Sent => ("port_xmit_data", "sent_pkts"),
+    };
+    let bytes = objects_with(snapshot, Source::Rdma, bytes_counter, keep);
     if !bytes.is_empty() {
         return Some((
             Select {
                 side,
                 source: Source::Rdma,
                 objects: bytes,
-                counter: "port_rcv_data".to_owned(),
+                counter: bytes_counter.to_owned(),
             },
             true,
         ));
     }
-    let packets = objects_with(snapshot, Source::RdmaHw, "rcvd_pkts", keep);
+    let packets = objects_with(snapshot, Source::RdmaHw, packets_counter, keep);
     (!packets.is_empty()).then(|| {
         (
             Select {
                 side,
                 source: Source::RdmaHw,
                 objects: packets,
-                counter: "rcvd_pkts".to_owned(),
+                counter: packets_counter.to_owned(),
             },
             false,
         )
     })
+}
+
+/// The second witness: the far end sent at least what was read, counted by its own agent
+/// on its RDMA ports (an NVMe/RDMA remote) or its network interfaces (NVMe/TCP). A far end
+/// with neither is a visible line that cannot be formed.
+fn far_end_line(target: &Target, n: u64, far_end: &Snapshot) -> Expectation {
+    let line = |select: Select, min: u64| Expectation {
+        name: "far end sent the data".to_owned(),
+        select,
+        rule: Rule::AtLeast(min),
+        why: "the storage target counts what it sent, on another machine than the one that \
+              read and the one that served: a second witness"
+            .to_owned(),
+        if_failed: "the far end did not send this data: the read was served from somewhere \
+                    else (a cache on the way, another target)"
+            .to_owned(),
+        traffic: min,
+        waiver: None,
+        unformed: None,
+    };
+    let netdevs = || objects_with(far_end, Source::Netdev, "tx_bytes", |o| o != "netdevs/lo");
+    if target.rdma {
+        if let Some((select, bytes)) = rdma_select(far_end, Side::FarEnd, Direction::Sent, |_| true)
+        {
+            return line(select, if bytes { n } else { n / MAX_ROCE_PAYLOAD });
+        }
+    } else if !netdevs().is_empty() {
+        let select = Select {
+            side: Side::FarEnd,
+            source: Source::Netdev,
+            objects: netdevs(),
+            counter: "tx_bytes".to_owned(),
+        };
+        return line(select, n);
+    }
+    Expectation {
+        unformed: Some(format!(
+            "the far end reports no {} counter to count what it sent",
+            if target.rdma {
+                "RDMA port (port_xmit_data or sent_pkts)"
+            } else {
+                "network interface (tx_bytes)"
+            }
+        )),
+        ..line(
+            Select {
+                side: Side::FarEnd,
+                source: Source::Rdma,
+                objects: Vec::new(),
+                counter: "port_xmit_data".to_owned(),
+            },
+            n,
+        )
+    }
 }
 
 /// What a storage proof expects of `n` bytes read from `target`, given the counters that
@@ -304,7 +408,7 @@ pub fn expectations(
         unformed: None,
     }];
     if target.rdma {
-        match rdma_select(&before.dpu, Side::Dpu, |_| true) {
+        match rdma_select(&before.dpu, Side::Dpu, Direction::Received, |_| true) {
             Some((select, bytes)) => list.push(Expectation {
                 name: "DPU RDMA ports received the data".to_owned(),
                 rule: Rule::AtLeast(if bytes { n } else { n / MAX_ROCE_PAYLOAD }),
@@ -351,6 +455,9 @@ pub fn expectations(
         });
     }
     host_rdma_lines(n, before, host_rdma, waive, &mut list, &mut notes);
+    if let Some(far_end) = &before.far_end {
+        list.push(far_end_line(target, n, far_end));
+    }
     (list, notes)
 }
 
@@ -682,10 +789,32 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let channel = session.channel().await?;
     let root = session.sys_root();
     let target = resolve(&root, channel.clone(), args).await?;
-    let mut sides = BothSides {
+    // The far end's agent is dialled here, before the first reading, like the DPU's.
+    let far_end = match &args.far_end {
+        Some(endpoint) => {
+            let far = Session::new(
+                endpoint.clone(),
+                session.tls_files().cloned(),
+                session.sys_root_path(),
+                session.timeout(),
+            );
+            Some(
+                far.channel()
+                    .await
+                    .with_context(|| format!("the far end's agent at {endpoint}"))?,
+            )
+        }
+        None => None,
+    };
+    let mut witnesses = vec!["DPU".to_owned()];
+    if let Some(endpoint) = &args.far_end {
+        witnesses.push(format!("far end ({endpoint})"));
+    }
+    let mut sides = Sides {
         channel,
         sampler: Sampler::new(root.clone()),
         volume: target.volume.clone(),
+        far_end,
     };
     // Each trial reads on from where the last ended.
     let starts: Vec<u64> = work
@@ -778,6 +907,13 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         )
     };
     notes.insert(0, target.binding.note(&target.volume));
+    if args.far_end.is_none() {
+        notes.push(
+            "one witness: the DPU's own counters (--target-agent ENDPOINT adds the storage \
+             target's count of what it sent)"
+                .to_owned(),
+        );
+    }
     Ok(ProofReport {
         proof: "storage",
         verdict,
@@ -785,6 +921,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         lines,
         notes,
         trials: trial_rows,
+        witnesses,
     })
 }
 

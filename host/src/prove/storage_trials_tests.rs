@@ -258,6 +258,7 @@ fn a_size_too_small_for_its_trials_or_a_trial_count_out_of_range_is_refused() {
         idle: std::time::Duration::from_secs(1),
         trials,
         waive: Vec::new(),
+        far_end: None,
     };
     assert_eq!(plan(&args(64 * MIB, 3)).expect("plan"), WORK);
     let small = plan(&args(3 * MIB, 3)).expect_err("3 MiB in 1:2:1 MiB parts");
@@ -275,4 +276,89 @@ fn a_size_too_small_for_its_trials_or_a_trial_count_out_of_range_is_refused() {
         let out = plan(&args(64 * MIB, trials)).expect_err("out of range");
         assert!(out.to_string().contains("--trials must be 1 to 9"), "{out}");
     }
+}
+
+/// The far end's RDMA port (the storage target, read by its own agent).
+const TARGET_PORT: &str = "rdmaDevices/mlx5_0/ports/1";
+
+/// [`run`] with the far end's RDMA port sending `far_end` per segment.
+fn run_with_far_end(volume: Segments, dpu_rdma: Segments, far_end: Segments) -> Trials<()> {
+    let m = run(volume, dpu_rdma, [0; 7]);
+    let far = Scenario::default().series(
+        Side::FarEnd,
+        Source::Rdma,
+        TARGET_PORT,
+        "port_xmit_data",
+        Unit::Bytes,
+        &readings(7 << 30, far_end),
+    );
+    let far = far.trials(vec![(); 3]);
+    let with = |mut o: Observation, f: Observation| {
+        o.far_end = f.far_end;
+        o
+    };
+    Trials {
+        quiet_start: with(m.quiet_start, far.quiet_start),
+        quiet_end: with(m.quiet_end, far.quiet_end),
+        runs: m
+            .runs
+            .into_iter()
+            .zip(far.runs)
+            .map(|(r, f)| crate::accounting::trials::TrialRun {
+                before: with(r.before, f.before),
+                after: with(r.after, f.after),
+                workload: (),
+            })
+            .collect(),
+    }
+}
+
+/// Two witnesses agree: the DPU served and forwarded the read, and the target, on its own
+/// counters, sent it.
+#[test]
+fn the_far_end_is_a_second_witness_in_every_trial() {
+    let m = run_with_far_end(per_trial([4096; 3]), uplink(), uplink());
+    let judged = judge_run(&m);
+    assert_eq!(judged.verdict, Verdict::Proven, "{:#?}", judged.lines);
+    let far = line(&judged.lines, "trial 2: far end sent the data");
+    assert_eq!(far.expectation.select.side, Side::FarEnd);
+    assert_eq!(far.expectation.select.objects, [TARGET_PORT]);
+    assert_eq!(far.expectation.rule, Rule::AtLeast(WORK[1]));
+}
+
+/// The DPU's counters moved as if it served the read (another reader, a cache on the DPU
+/// replaying), but the target sent nothing: the second witness says no, in every trial.
+#[test]
+fn a_far_end_that_sent_nothing_is_not_proven() {
+    let m = run_with_far_end(per_trial([0; 3]), uplink(), [0; 7]);
+    let judged = judge_run(&m);
+    assert_eq!(judged.verdict, Verdict::NotProven, "{:#?}", judged.lines);
+    assert_eq!(
+        failed_names(&judged.lines),
+        [
+            "trial 1: far end sent the data",
+            "trial 2: far end sent the data",
+            "trial 3: far end sent the data"
+        ]
+    );
+}
+
+/// A far end asked but without a counter for what it sent: a visible line that cannot be
+/// formed, INCONCLUSIVE, never a silent single witness.
+#[test]
+fn a_far_end_without_send_counters_is_inconclusive() {
+    let mut m = run(per_trial([0; 3]), uplink(), [0; 7]);
+    let empty = || Some(Scenario::default().measured(()).before.dpu);
+    for o in [&mut m.quiet_start, &mut m.quiet_end] {
+        o.far_end = empty();
+    }
+    for r in &mut m.runs {
+        r.before.far_end = empty();
+        r.after.far_end = empty();
+    }
+    let judged = judge_run(&m);
+    assert_eq!(judged.verdict, Verdict::Inconclusive, "{:#?}", judged.lines);
+    let (name, why) = inconclusive(&judged.lines)[0];
+    assert_eq!(name, "trial 1: far end sent the data");
+    assert!(why.contains("port_xmit_data or sent_pkts"), "{why}");
 }

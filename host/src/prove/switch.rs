@@ -245,7 +245,11 @@ impl Observe for BothSides {
         let (dpu, flows) = flow_snapshot(&self.channel, &self.representor, &self.covering).await?;
         self.flows = flows;
         let host = host_snapshot(&mut self.sampler, &self.interface);
-        Ok(Observation { host, dpu })
+        Ok(Observation {
+            host,
+            dpu,
+            far_end: None,
+        })
     }
 }
 
@@ -528,6 +532,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         lines,
         notes,
         trials: Vec::new(),
+        witnesses: vec!["DPU".to_owned()],
     })
 }
 

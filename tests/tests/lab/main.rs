@@ -486,6 +486,27 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         assert_eq!(row["work"], mib << 20, "{row}");
         assert_eq!(row["verdict"], "PROVEN", "{row}");
     }
+    // Two witnesses: the DPU, and the target's own agent (DPUCTL_TARGET_AGENT), whose
+    // soft-RoCE port sent each trial's data.
+    assert_eq!(
+        proof["witnesses"].as_array().map(Vec::len),
+        Some(2),
+        "{proof}"
+    );
+    for trial in 1..=3 {
+        let name = format!("trial {trial}: far end sent the data");
+        let far = proof["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["expectation"]["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("no line {name:?}: {proof}"));
+        assert_eq!(far["outcome"]["result"], "met", "{far}");
+        assert_eq!(
+            far["expectation"]["select"]["counter"], "sent_pkts",
+            "{far}"
+        );
+    }
     // The device was found by the volume's identity, as the real kernel reports it on both
     // sides (the agent's /sys/block of the disk it attached, the host's scan of its own).
     let volume_uuid = lab

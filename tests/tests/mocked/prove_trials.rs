@@ -36,11 +36,29 @@ fn prove(
     trials: &str,
     per_poll: &[u64],
 ) -> (Option<i32>, Value) {
+    prove_with(
+        lab,
+        root,
+        device,
+        &["--size", size, "--trials", trials],
+        per_poll,
+    )
+}
+
+/// [`prove`] with `extra` arguments.
+fn prove_with(
+    lab: &Lab,
+    root: &str,
+    device: &str,
+    extra: &[&str],
+    per_poll: &[u64],
+) -> (Option<i32>, Value) {
     lab.snap.reads_on_polls(BDEV, per_poll);
     let polls = lab.snap.requests_of("bdev_get_iostat").len();
-    let out = dpuctl(&[
+    let endpoint = lab.agent.endpoint();
+    let mut args = vec![
         "--agent",
-        &lab.agent.endpoint(),
+        &endpoint,
         "--sys-root",
         root,
         "-o",
@@ -51,17 +69,15 @@ fn prove(
         BDEV,
         "--device",
         device,
-        "--size",
-        size,
         "--bs",
         "64k",
         "--iodepth",
         "4",
         "--idle",
         "0.1",
-        "--trials",
-        trials,
-    ]);
+    ];
+    args.extend(extra);
+    let out = dpuctl(&args);
     let report = json(&out);
     assert_eq!(
         lab.snap.requests_of("bdev_get_iostat").len() - polls,
@@ -187,5 +203,101 @@ async fn trials_tell_the_read_from_another_reader_of_the_volume() {
     assert!(
         report.get("trials").is_none(),
         "one window has no trials table: {report:#}"
+    );
+}
+
+/// The second witness: an agent on the far end (here a second agent over its own fixture
+/// tree, whose interfaces sent nothing). The DPU's volume counts every trial's read, as if
+/// it served it, but the far end did not send the data: NOT PROVEN in every trial. A far
+/// end that cannot be reached is an error before anything is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_far_end_is_a_second_witness_that_can_say_no() {
+    let lab = Lab::start();
+    let far = Lab::start();
+    expose_volume_over(&lab, "tcp");
+    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
+    let dir = disk_tempdir();
+    let file = dir.path().join("device.bin");
+    std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
+    let (_host_dir, host_root) = host_root_with_netdev_stats();
+    let disk = match identified_loop(&file, &uuid, &[&host_root]) {
+        Ok(disk) => disk,
+        Err(why) => skip!("the proof binds a real block device: {why}"),
+    };
+    let (root, device) = (
+        host_root.to_str().expect("utf-8 path"),
+        disk.path.to_str().expect("utf-8 path"),
+    );
+    let [w1, w2, w3] = WORK;
+    let far_endpoint = far.agent.endpoint();
+    let (code, report) = prove_with(
+        &lab,
+        root,
+        device,
+        &["--size", "256k", "--target-agent", &far_endpoint],
+        &[0, 0, 0, w1, 0, w2, 0, w3],
+    );
+    assert_eq!(report["verdict"], "NOT_PROVEN", "{report:#}");
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        report["witnesses"],
+        serde_json::json!(["DPU", format!("far end ({far_endpoint})")]),
+        "{report:#}"
+    );
+    let failed: Vec<&str> = report["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["outcome"]["result"] == "not_met")
+        .filter_map(|l| l["expectation"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "trial 1: far end sent the data",
+            "trial 2: far end sent the data",
+            "trial 3: far end sent the data"
+        ],
+        "{report:#}"
+    );
+    let far_line = report["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| l["expectation"]["name"] == "trial 1: far end sent the data")
+        .expect("far end line");
+    assert_eq!(far_line["expectation"]["select"]["side"], "far_end");
+    assert_eq!(far_line["expectation"]["select"]["counter"], "tx_bytes");
+
+    // A far end that cannot be reached: exit 2, naming it, and the volume never read.
+    let polls = lab.snap.requests_of("bdev_get_iostat").len();
+    let out = dpuctl(&[
+        "--agent",
+        &lab.agent.endpoint(),
+        "--sys-root",
+        root,
+        "prove",
+        "storage",
+        "--volume",
+        BDEV,
+        "--device",
+        device,
+        "--size",
+        "256k",
+        "--bs",
+        "64k",
+        "--target-agent",
+        "unix:/nonexistent/far-end.sock",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("far end") && stderr.contains("/nonexistent/far-end.sock"),
+        "{stderr}"
+    );
+    assert_eq!(
+        lab.snap.requests_of("bdev_get_iostat").len(),
+        polls,
+        "nothing counted"
     );
 }
