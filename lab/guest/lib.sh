@@ -41,3 +41,25 @@ add_rxe() {
   # the IPv4-mapped GID shows up once the address is on the netdev
   wait_for 10 has_v4_gid "$1" || fail "$1 has no IPv4 GID"
 }
+
+# start_agent TCP_ADDR ROLE: dpu-agent from the image ($DPU_BIN_DIR), kernel storage backend,
+# on its Unix socket and tcp:TCP_ADDR:$AGENT_PORT with plaintext granted ROLE. Lab only: the
+# links are inside the lab, so plaintext stands in for the mTLS a real fleet uses
+# (docs/security.md). Waits until it serves; fails the role if it exits or never does.
+start_agent() {
+  local addr=$1 role=$2
+  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent /etc/dpu-agent
+  printf '[security]\ninsecure_listen = true\ninsecure_role = "%s"\n' "$role" > /etc/dpu-agent/lab.toml
+  setsid "$DPU_BIN_DIR/dpu-agent" --config /etc/dpu-agent/lab.toml \
+    --listen unix:/run/dpu-agent/dpu-agent.sock \
+    --listen "tcp:$addr:$AGENT_PORT" \
+    --storage-backend kernel --state-dir "$AGENT_STATE_DIR" \
+    --log-level info > "$AGENT_LOG" 2>&1 < /dev/null &
+  echo $! > /run/dpu-agent/pid
+  for _ in $(seq 300); do
+    [ -S /run/dpu-agent/dpu-agent.sock ] && return 0
+    kill -0 "$(cat /run/dpu-agent/pid)" 2>/dev/null || fail "dpu-agent exited: $(tail -5 "$AGENT_LOG")"
+    sleep 0.1
+  done
+  fail "dpu-agent not serving after 30 s"
+}

@@ -75,22 +75,8 @@ printf '127.0.0.1 localhost\n%s target\n' "$TARGET_NET_IP" > "/etc/netns/$NS_HOS
 # daemons, served on the management link for dpuctl in the host namespace.
 agent=none
 if [ -x "$DPU_BIN_DIR/dpu-agent" ]; then
-  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent /etc/dpu-agent
-  # Lab only: the management link is a veth inside this VM, so plaintext with the
-  # operator role stands in for the mTLS a real fleet uses (docs/security.md).
-  printf '[security]\ninsecure_listen = true\ninsecure_role = "operator"\n' > /etc/dpu-agent/lab.toml
-  setsid "$DPU_BIN_DIR/dpu-agent" --config /etc/dpu-agent/lab.toml \
-    --listen unix:/run/dpu-agent/dpu-agent.sock \
-    --listen "tcp:$BF_MGMT_IP:$AGENT_PORT" \
-    --storage-backend kernel --state-dir "$AGENT_STATE_DIR" \
-    --log-level info > "$AGENT_LOG" 2>&1 < /dev/null &
-  echo $! > /run/dpu-agent/pid
-  for _ in $(seq 300); do
-    [ -S /run/dpu-agent/dpu-agent.sock ] && break
-    kill -0 "$(cat /run/dpu-agent/pid)" 2>/dev/null || fail "dpu-agent exited: $(tail -5 "$AGENT_LOG")"
-    sleep 0.1
-  done
-  [ -S /run/dpu-agent/dpu-agent.sock ] || fail "dpu-agent not serving after 30 s"
+  # The management link is a veth inside this VM: plaintext with the operator role.
+  start_agent "$BF_MGMT_IP" operator
   agent="$DPUCTL_AGENT"
   log "dpu-agent serving on $agent (log $AGENT_LOG)"
 fi

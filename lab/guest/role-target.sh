@@ -67,20 +67,7 @@ log "sshd on port $TARGET_SSH_PORT"
 # reaches through ovsbr1 (DPUCTL_TARGET_AGENT); lab only: plaintext, read-only role.
 agent=none
 if [ -x "$DPU_BIN_DIR/dpu-agent" ]; then
-  mkdir -p "$AGENT_STATE_DIR" /run/dpu-agent /etc/dpu-agent
-  printf '[security]\ninsecure_listen = true\ninsecure_role = "viewer"\n' > /etc/dpu-agent/lab.toml
-  setsid "$DPU_BIN_DIR/dpu-agent" --config /etc/dpu-agent/lab.toml \
-    --listen unix:/run/dpu-agent/dpu-agent.sock \
-    --listen "tcp:$TARGET_NET_IP:$AGENT_PORT" \
-    --storage-backend kernel --state-dir "$AGENT_STATE_DIR" \
-    --log-level info > "$AGENT_LOG" 2>&1 < /dev/null &
-  echo $! > /run/dpu-agent/pid
-  for _ in $(seq 300); do
-    [ -S /run/dpu-agent/dpu-agent.sock ] && break
-    kill -0 "$(cat /run/dpu-agent/pid)" 2>/dev/null || fail "dpu-agent exited: $(tail -5 "$AGENT_LOG")"
-    sleep 0.1
-  done
-  [ -S /run/dpu-agent/dpu-agent.sock ] || fail "dpu-agent not serving after 30 s"
+  start_agent "$TARGET_NET_IP" viewer
   agent="$DPUCTL_TARGET_AGENT"
   log "dpu-agent (far-end witness) serving on $agent (log $AGENT_LOG)"
 fi

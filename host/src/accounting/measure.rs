@@ -193,15 +193,7 @@ pub(crate) mod fixture {
 
         /// The four observations, with `workload` as the workload's result.
         pub(crate) fn measured<T>(&self, workload: T) -> Measured<T> {
-            let at = |i: usize| Observation {
-                host: self.snapshot(Side::Host, i),
-                dpu: self.snapshot(Side::Dpu, i),
-                far_end: self
-                    .rows
-                    .iter()
-                    .any(|r| r.side == Side::FarEnd)
-                    .then(|| self.snapshot(Side::FarEnd, i)),
-            };
+            let at = |i: usize| self.observation(i);
             Measured {
                 quiet_start: at(0),
                 quiet_end: at(1),
@@ -213,15 +205,7 @@ pub(crate) mod fixture {
 
         /// The readings of `workloads.len()` trials, trial `i` returning `workloads[i]`.
         pub(crate) fn trials<T>(&self, workloads: Vec<T>) -> Trials<T> {
-            let at = |i: usize| Observation {
-                host: self.snapshot(Side::Host, i),
-                dpu: self.snapshot(Side::Dpu, i),
-                far_end: self
-                    .rows
-                    .iter()
-                    .any(|r| r.side == Side::FarEnd)
-                    .then(|| self.snapshot(Side::FarEnd, i)),
-            };
+            let at = |i: usize| self.observation(i);
             Trials {
                 quiet_start: at(0),
                 quiet_end: at(1),
@@ -234,6 +218,19 @@ pub(crate) mod fixture {
                         workload,
                     })
                     .collect(),
+            }
+        }
+
+        /// Every side's reading `i`; the far end only when a row is on it.
+        fn observation(&self, i: usize) -> Observation {
+            Observation {
+                host: self.snapshot(Side::Host, i),
+                dpu: self.snapshot(Side::Dpu, i),
+                far_end: self
+                    .rows
+                    .iter()
+                    .any(|r| r.side == Side::FarEnd)
+                    .then(|| self.snapshot(Side::FarEnd, i)),
             }
         }
 

@@ -192,27 +192,35 @@ impl Observe for Sides {
     }
 }
 
-/// The far end's RDMA ports and network interfaces, through its own agent.
-async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
-    let selectors = vec![
-        v1::CounterSelector {
-            selector: Some(v1::counter_selector::Selector::Rdma(
-                v1::RdmaSelector::default(),
-            )),
-        },
-        v1::CounterSelector {
-            selector: Some(v1::counter_selector::Selector::Netdev(
-                v1::NetdevSelector::default(),
-            )),
-        },
-    ];
+/// One `Counters.Snapshot` of `selectors` through `channel`, decoded.
+async fn agent_snapshot(
+    channel: &Channel,
+    selectors: Vec<v1::counter_selector::Selector>,
+    rpc: &'static str,
+) -> anyhow::Result<Snapshot> {
+    let selectors = selectors
+        .into_iter()
+        .map(|selector| v1::CounterSelector {
+            selector: Some(selector),
+        })
+        .collect();
     let wire = CountersClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest { selectors })
         .await
-        .map_err(rpc_error("Counters.Snapshot (far end)"))?
+        .map_err(rpc_error(rpc))?
         .into_inner();
     Ok(snapshot_from_wire(&wire))
+}
+
+/// The far end's RDMA ports and network interfaces, through its own agent.
+async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
+    use v1::counter_selector::Selector;
+    let selectors = vec![
+        Selector::Rdma(v1::RdmaSelector::default()),
+        Selector::Netdev(v1::NetdevSelector::default()),
+    ];
+    agent_snapshot(channel, selectors, "Counters.Snapshot (far end)").await
 }
 
 async fn snapshot_both(
@@ -220,26 +228,14 @@ async fn snapshot_both(
     sampler: &mut Sampler,
     volume: &str,
 ) -> anyhow::Result<Observation> {
+    use v1::counter_selector::Selector;
     let selectors = vec![
-        v1::CounterSelector {
-            selector: Some(v1::counter_selector::Selector::Volumes(
-                v1::VolumeSelector {
-                    volume: volume.to_owned(),
-                },
-            )),
-        },
-        v1::CounterSelector {
-            selector: Some(v1::counter_selector::Selector::Rdma(
-                v1::RdmaSelector::default(),
-            )),
-        },
+        Selector::Volumes(v1::VolumeSelector {
+            volume: volume.to_owned(),
+        }),
+        Selector::Rdma(v1::RdmaSelector::default()),
     ];
-    let wire = CountersClient::new(channel.clone())
-        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
-        .snapshot(v1::SnapshotRequest { selectors })
-        .await
-        .map_err(rpc_error("Counters.Snapshot"))?
-        .into_inner();
+    let dpu = agent_snapshot(channel, selectors, "Counters.Snapshot").await?;
     let host = sampler.snapshot(&[
         CounterSelector::Netdev { ifname: None },
         CounterSelector::Rdma {
@@ -249,7 +245,7 @@ async fn snapshot_both(
     ]);
     Ok(Observation {
         host,
-        dpu: snapshot_from_wire(&wire),
+        dpu,
         far_end: None,
     })
 }

@@ -32,6 +32,13 @@ use serde_json::Value;
 /// The bytes the lab's target exports (`NVME_BACKING_MIB` in lab/topology.env).
 const TARGET_BYTES: u64 = 64 << 20;
 
+/// Writes `line` to the test process's stderr past the test harness's capture, so CI's log
+/// shows it for a passing test too (timings, what a negative control answered).
+fn shown(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 fn lab_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab")
 }
@@ -107,11 +114,11 @@ impl Lab {
             ])
             .output()
             .expect("run lab.sh run");
-        eprintln!(
+        shown(&format!(
             "[lab] {:6.1}s {vm}/{ns}: {}",
             started.elapsed().as_secs_f64(),
             script.lines().next().unwrap_or_default()
-        );
+        ));
         let code = out.status.code().unwrap_or(-1);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -551,6 +558,22 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
                 .is_some_and(|o| o.iter().any(|o| o == "volumes/r0n1"))
     });
     assert!(named, "a line on volumes/r0n1 says why: {proof:#}");
+    shown(&format!(
+        "with another reader: {} ({})",
+        proof["verdict"],
+        proof["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["outcome"]["result"] != "met")
+            .map(|l| format!(
+                "{}: {}",
+                l["expectation"]["name"].as_str().unwrap_or_default(),
+                l["outcome"]["reason"].as_str().unwrap_or_default()
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
     // The host reading the same file over its own network (NVMe/TCP through ovsbr1):
     // refused before anything is counted (exit 2). Its disk is another namespace: nvmet
     // gave each subsystem's namespace a UUID of its own, and the kernel refuses one
@@ -668,7 +691,7 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     let perf = lab.host_json("dpuctl -o json roce perf --peer target");
     assert_eq!(perf["verdict"], "ok", "{perf:#}");
     let runs = perf["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 12, "2 sizes x (2 TCP + 4 RDMA tests): {perf:#}");
+    assert_eq!(runs.len(), 6, "1 size x (2 TCP + 4 RDMA tests): {perf:#}");
     for run in runs {
         let test = run["test"].as_str().expect("test");
         assert!(run["error"].is_null(), "{run:#}");

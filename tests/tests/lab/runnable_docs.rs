@@ -38,13 +38,13 @@ fn every_lab_example_in_the_docs_runs_as_written() {
         let started = std::time::Instant::now();
         let out = docs::run_block(block, &root, bin_dir(), &[("NO_COLOR", "1")]);
         docs::assert_block_ran(block, &out);
-        eprintln!(
+        crate::shown(&format!(
             "--- {}:{} ran in {:.1}s and printed:\n{}",
             block.file,
             block.line,
             started.elapsed().as_secs_f64(),
             String::from_utf8_lossy(&out.stdout)
-        );
+        ));
         ran.extend(block.commands.iter().map(|c| block.location(c)));
     }
     eprintln!("ran {} documented lab examples:", ran.len());

@@ -109,23 +109,50 @@ fn inconclusive_lines(report: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The volume exposed over NVMe/TCP, and the proof's device: a loop device over a 1 MiB
+/// file that carries the volume's identity in the host's `--sys-root` tree.
+struct Bound {
+    _dir: tempfile::TempDir,
+    _host_dir: tempfile::TempDir,
+    host_root: std::path::PathBuf,
+    disk: dpu_tests::fixture::LoopDisk,
+}
+
+impl Bound {
+    /// Err: why a loop device cannot be had here (a reason to skip).
+    async fn new(lab: &Lab) -> Result<Self, String> {
+        expose_volume_over(lab, "tcp");
+        let uuid = volume_host_uuid(lab, "volumes/disk0n1").await;
+        let dir = disk_tempdir();
+        let file = dir.path().join("device.bin");
+        std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
+        let (host_dir, host_root) = host_root_with_netdev_stats();
+        let disk = identified_loop(&file, &uuid, &[&host_root])?;
+        Ok(Self {
+            _dir: dir,
+            _host_dir: host_dir,
+            host_root,
+            disk,
+        })
+    }
+
+    /// The `--sys-root` and the `--device`.
+    fn paths(&self) -> (&str, &str) {
+        (
+            self.host_root.to_str().expect("utf-8 path"),
+            self.disk.path.to_str().expect("utf-8 path"),
+        )
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trials_tell_the_read_from_another_reader_of_the_volume() {
     let lab = Lab::start();
-    expose_volume_over(&lab, "tcp");
-    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
-    let dir = disk_tempdir();
-    let file = dir.path().join("device.bin");
-    std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
-    let (_host_dir, host_root) = host_root_with_netdev_stats();
-    let disk = match identified_loop(&file, &uuid, &[&host_root]) {
-        Ok(disk) => disk,
+    let bound = match Bound::new(&lab).await {
+        Ok(bound) => bound,
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };
-    let (root, device) = (
-        host_root.to_str().expect("utf-8 path"),
-        disk.path.to_str().expect("utf-8 path"),
-    );
+    let (root, device) = bound.paths();
     let [w1, w2, w3] = WORK;
 
     // The volume counts exactly each trial's read, in its trial.
@@ -214,20 +241,11 @@ async fn trials_tell_the_read_from_another_reader_of_the_volume() {
 async fn the_far_end_is_a_second_witness_that_can_say_no() {
     let lab = Lab::start();
     let far = Lab::start();
-    expose_volume_over(&lab, "tcp");
-    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
-    let dir = disk_tempdir();
-    let file = dir.path().join("device.bin");
-    std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
-    let (_host_dir, host_root) = host_root_with_netdev_stats();
-    let disk = match identified_loop(&file, &uuid, &[&host_root]) {
-        Ok(disk) => disk,
+    let bound = match Bound::new(&lab).await {
+        Ok(bound) => bound,
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };
-    let (root, device) = (
-        host_root.to_str().expect("utf-8 path"),
-        disk.path.to_str().expect("utf-8 path"),
-    );
+    let (root, device) = bound.paths();
     let [w1, w2, w3] = WORK;
     let far_endpoint = far.agent.endpoint();
     let (code, report) = prove_with(
