@@ -703,15 +703,46 @@ pub(crate) struct ProveSwitchArgs {
         value_name = "PORT"
     )]
     pub(crate) representor: String,
-    /// Packets to send.
-    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
+    /// Packets to send in all trials together.
+    #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub(crate) packets: u64,
     /// The level the traffic must reach for PROVEN.
     #[arg(long, value_enum, env = "DPUCTL_SWITCH_REQUIRE", default_value_t = OffloadLevel::Hardware)]
     pub(crate) require: OffloadLevel,
-    /// Seconds of idle measurement before sending, to subtract background traffic.
+    /// Seconds of idle measurement before sending, to subtract background traffic; also
+    /// the quiet gap between two trials.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub(crate) idle: f64,
+    /// Send the packets as this many trials of 1, 2, 1 ... parts of --packets (at least 50
+    /// packets a part), with a quiet gap between two: each trial is judged on its own, the
+    /// flows must count each one alike per packet and nothing in the gaps, so other traffic
+    /// through the workload's flows cannot pass for it. 1: one window, which cannot tell.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub(crate) trials: u32,
+    /// A dpu-agent on the machine that holds --peer (`tcp:HOST:PORT`, `unix:PATH`; the same
+    /// TLS flags as --agent): the second witness, whose own count of packets arrived on
+    /// --target-interface must show them. Without it the DPU is the only witness, and the
+    /// report says so.
+    #[arg(
+        long,
+        env = "DPUCTL_SWITCH_TARGET_AGENT",
+        value_name = "ENDPOINT",
+        requires = "target_interface"
+    )]
+    pub(crate) target_agent: Option<dpu_proto::Endpoint>,
+    /// The receiver's interface the packets arrive on (its rx_packets, read by
+    /// --target-agent).
+    #[arg(
+        long,
+        env = "DPUCTL_SWITCH_TARGET_INTERFACE",
+        value_name = "IF",
+        requires = "target_agent"
+    )]
+    pub(crate) target_interface: Option<String>,
+    /// How many witnesses PROVEN needs: 1 (the DPU) or 2 (also the far end, which
+    /// --target-agent names; refused without it).
+    #[arg(long, env = "DPUCTL_WITNESSES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub(crate) witnesses: u32,
     /// Also write a self-contained HTML report.
     #[arg(long, value_name = "FILE.html")]
     pub(crate) report: Option<PathBuf>,
@@ -757,6 +788,10 @@ pub(crate) struct ProveStorageArgs {
     /// the host read. Without it the DPU is the only witness, and the report says so.
     #[arg(long, env = "DPUCTL_TARGET_AGENT", value_name = "ENDPOINT")]
     pub(crate) target_agent: Option<dpu_proto::Endpoint>,
+    /// How many witnesses PROVEN needs: 1 (the DPU) or 2 (also the storage target, which
+    /// --target-agent names; refused without it).
+    #[arg(long, env = "DPUCTL_WITNESSES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub(crate) witnesses: u32,
     /// Do without a negative control that cannot be formed on this host (its counters do
     /// not exist), instead of an INCONCLUSIVE verdict; the report shows the waiver.
     /// Repeatable. A control that can be formed is judged whatever this says.

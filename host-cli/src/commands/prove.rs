@@ -49,6 +49,7 @@ fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
         idle: idle(args.idle)?,
         trials: args.trials,
         far_end: args.target_agent.clone(),
+        witnesses: args.witnesses,
         waive: args
             .waive
             .iter()
@@ -71,6 +72,13 @@ fn switch_proof(args: &ProveSwitchArgs) -> anyhow::Result<SwitchProof> {
             cli::OffloadLevel::Hardware => ForwardingLevel::Hardware,
         },
         idle: idle(args.idle)?,
+        trials: args.trials,
+        far_end: args
+            .target_agent
+            .clone()
+            .zip(args.target_interface.clone())
+            .map(|(agent, interface)| prove::Receiver { agent, interface }),
+        witnesses: args.witnesses,
     })
 }
 

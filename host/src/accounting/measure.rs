@@ -1,7 +1,9 @@
 //! The skeleton every proof runs, written once: an idle window (to measure background
-//! traffic), a reading before the workload, the workload, a pause for the counters to
-//! settle, and a reading after. The proof supplies how to read both sides and what the
-//! workload is; the result is the [`Evidence`] the expectations are judged on.
+//! traffic), then one or more trials, each a reading before the workload, the workload, a
+//! pause for the counters to settle, and a reading after, with an idle gap between two
+//! trials. The proof supplies how to read every side and what the workload is; the result
+//! is the [`Evidence`] of each trial and gap that the expectations are judged on
+//! ([`super::trials`] judges several trials together).
 
 use std::future::Future;
 use std::time::Duration;
@@ -44,68 +46,120 @@ pub struct Timing {
     pub settle: Duration,
 }
 
-/// The four readings of a measurement and what the workload returned.
+/// One trial: its readings and what its workload returned.
 #[derive(Debug)]
-pub struct Measured<T> {
-    /// The start of the idle window.
-    pub quiet_start: Observation,
-    /// Its end.
-    pub quiet_end: Observation,
-    /// Just before the workload.
+pub struct TrialRun<T> {
+    /// Just before the trial's workload.
     pub before: Observation,
-    /// After the workload and the settle pause.
+    /// After it and the settle pause.
     pub after: Observation,
     /// The workload's own result (bytes read, packets sent ...).
     pub workload: T,
 }
 
-impl<T> Measured<T> {
-    /// The deltas the expectations are judged on: the workload's window, and the idle
-    /// window as background.
-    pub fn evidence(&self) -> Evidence {
+/// A measurement: the idle window for background, then each trial, a gap of the idle
+/// window's length between two trials. A single-window proof is one trial. Made only by
+/// [`measure`] (and the tests' fixture), so it always holds at least one trial.
+#[derive(Debug)]
+pub struct Trials<T> {
+    /// The start of the idle window.
+    quiet_start: Observation,
+    /// Its end.
+    quiet_end: Observation,
+    /// The trials in the order they ran.
+    runs: Vec<TrialRun<T>>,
+}
+
+impl<T> Trials<T> {
+    fn window(&self, from: &Observation, to: &Observation) -> Evidence {
         Evidence {
-            host: diff(&self.before.host, &self.after.host),
-            dpu: diff(&self.before.dpu, &self.after.dpu),
+            host: diff(&from.host, &to.host),
+            dpu: diff(&from.dpu, &to.dpu),
             host_background: Some(diff(&self.quiet_start.host, &self.quiet_end.host)),
             dpu_background: Some(diff(&self.quiet_start.dpu, &self.quiet_end.dpu)),
-            far_end: self.before.far_end_diff(&self.after),
+            far_end: from.far_end_diff(to),
             far_end_background: self.quiet_start.far_end_diff(&self.quiet_end),
         }
     }
+
+    /// Each trial's window, in order, with the idle window as background: what the
+    /// expectations are judged on.
+    pub fn windows(&self) -> Vec<Evidence> {
+        self.runs
+            .iter()
+            .map(|run| self.window(&run.before, &run.after))
+            .collect()
+    }
+
+    /// Each gap (a trial's after-reading to the next trial's before-reading), in order,
+    /// with the idle window as background: one fewer than the trials.
+    pub fn gaps(&self) -> Vec<Evidence> {
+        self.runs
+            .windows(2)
+            .map(|pair| self.window(&pair[0].after, &pair[1].before))
+            .collect()
+    }
+
+    /// The trials in the order they ran.
+    pub fn runs(&self) -> &[TrialRun<T>] {
+        &self.runs
+    }
+
+    /// The first trial's before-reading: which counters exist then decides the
+    /// expectations.
+    pub fn first_before(&self) -> &Observation {
+        // Never empty: `measure` runs at least one trial and the fixture builds one.
+        &self.runs[0].before
+    }
 }
 
-/// Runs the skeleton: idle window, then `prepare` (outside every window: a warm-up), then
-/// before → `workload` → settle → after.
-pub async fn measure<O, P, W, T>(
+/// Runs the skeleton: the idle window, then `prepare` (outside every window: a warm-up),
+/// then for each trial `i` in `0..count`: before → `workload(i)` → settle → after, with an
+/// idle gap of `timing.idle` before every trial but the first. `count` is at least 1.
+pub async fn measure<O, P, F, W, T>(
     observer: &mut O,
     timing: Timing,
     prepare: P,
-    workload: W,
-) -> anyhow::Result<Measured<T>>
+    count: u32,
+    mut workload: F,
+) -> anyhow::Result<Trials<T>>
 where
     O: Observe,
     P: Future<Output = anyhow::Result<()>>,
+    F: FnMut(usize) -> W,
     W: Future<Output = anyhow::Result<T>>,
 {
+    anyhow::ensure!(count >= 1, "a measurement runs at least one trial");
     let quiet_start = observer.observe().await?;
     tokio::time::sleep(timing.idle).await;
     let quiet_end = observer.observe().await?;
     prepare.await?;
-    let before = observer.observe().await?;
-    let workload = workload.await?;
-    tokio::time::sleep(timing.settle).await;
-    let after = observer.observe().await?;
-    Ok(Measured {
+    let mut runs = Vec::new();
+    for i in 0..count as usize {
+        if i > 0 {
+            // The gap: nothing of the proof's runs, so what moves now is someone else's.
+            tokio::time::sleep(timing.idle).await;
+        }
+        let before = observer.observe().await?;
+        let workload = workload(i).await?;
+        tokio::time::sleep(timing.settle).await;
+        let after = observer.observe().await?;
+        runs.push(TrialRun {
+            before,
+            after,
+            workload,
+        });
+    }
+    Ok(Trials {
         quiet_start,
         quiet_end,
-        before,
-        after,
-        workload,
+        runs,
     })
 }
 
 /// In-memory measurements for the proofs' tests: each counter is given its value at the
-/// four readings, and [`Scenario::measured`] builds the observations a real run would
+/// readings, and [`Scenario::measured`] (one trial) or [`Scenario::trials`] builds the
+/// observations a real run would
 /// have taken (idle window 0 s → 1 s, workload 2 s → 3 s).
 #[cfg(test)]
 pub(crate) mod fixture {
@@ -113,8 +167,7 @@ pub(crate) mod fixture {
 
     use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
 
-    use super::{Measured, Observation};
-    use crate::accounting::trials::{TrialRun, Trials};
+    use super::{Observation, TrialRun, Trials};
     use crate::accounting::Side;
 
     /// One counter's values at quiet start, quiet end, then before and after each trial (one
@@ -127,6 +180,18 @@ pub(crate) mod fixture {
         counter: String,
         unit: Unit,
         values: Vec<Option<u64>>,
+    }
+
+    /// A counter's values at successive readings: `start`, then growing by each of
+    /// `segments` in turn (the idle window, the step to the first trial, trial 1, gap 1 ...).
+    pub(crate) fn readings(start: u64, segments: &[u64]) -> Vec<Option<u64>> {
+        let mut at = start;
+        std::iter::once(Some(start))
+            .chain(segments.iter().map(|grow| {
+                at += grow;
+                Some(at)
+            }))
+            .collect()
     }
 
     /// The counters of a proof run, both sides.
@@ -191,20 +256,18 @@ pub(crate) mod fixture {
             self.row(side, source, object, counter, unit, values)
         }
 
-        /// The four observations, with `workload` as the workload's result.
-        pub(crate) fn measured<T>(&self, workload: T) -> Measured<T> {
-            let at = |i: usize| self.observation(i);
-            Measured {
-                quiet_start: at(0),
-                quiet_end: at(1),
-                before: at(2),
-                after: at(3),
-                workload,
-            }
+        /// The four observations of one trial, with `workload` as the workload's result.
+        pub(crate) fn measured<T>(&self, workload: T) -> Trials<T> {
+            self.trials(vec![workload])
         }
 
-        /// The readings of `workloads.len()` trials, trial `i` returning `workloads[i]`.
+        /// The readings of `workloads.len()` trials (at least one), trial `i` returning
+        /// `workloads[i]`.
         pub(crate) fn trials<T>(&self, workloads: Vec<T>) -> Trials<T> {
+            assert!(
+                !workloads.is_empty(),
+                "a measurement has at least one trial"
+            );
             let at = |i: usize| self.observation(i);
             Trials {
                 quiet_start: at(0),

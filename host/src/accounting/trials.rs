@@ -8,11 +8,6 @@
 //! one trial shows as that trial's disagreement. Such a run is INCONCLUSIVE, naming the
 //! trial or gap and the counter; a negative control that fails in any trial is NOT PROVEN.
 
-use std::future::Future;
-
-use dpu_probe::snapshot::diff;
-
-use super::measure::{Observation, Observe, Timing};
 use super::{evaluate, verdict_of, Evidence, Expectation, Line, Outcome, Verdict};
 
 /// The most trials a proof runs.
@@ -29,98 +24,6 @@ pub fn weights(count: u32) -> Vec<u64> {
     (0..count)
         .map(|i| if i.is_multiple_of(2) { 1 } else { 2 })
         .collect()
-}
-
-/// One trial: its readings and what its workload returned.
-#[derive(Debug)]
-pub struct TrialRun<T> {
-    /// Just before the trial's workload.
-    pub before: Observation,
-    /// After it and the settle pause.
-    pub after: Observation,
-    /// The workload's own result.
-    pub workload: T,
-}
-
-/// A measurement as trials: the idle window for background, then each trial, a gap of the
-/// idle window's length between two trials.
-#[derive(Debug)]
-pub struct Trials<T> {
-    /// The start of the idle window.
-    pub quiet_start: Observation,
-    /// Its end.
-    pub quiet_end: Observation,
-    /// The trials in the order they ran.
-    pub runs: Vec<TrialRun<T>>,
-}
-
-impl<T> Trials<T> {
-    fn window(&self, from: &Observation, to: &Observation) -> Evidence {
-        Evidence {
-            host: diff(&from.host, &to.host),
-            dpu: diff(&from.dpu, &to.dpu),
-            host_background: Some(diff(&self.quiet_start.host, &self.quiet_end.host)),
-            dpu_background: Some(diff(&self.quiet_start.dpu, &self.quiet_end.dpu)),
-            far_end: from.far_end_diff(to),
-            far_end_background: self.quiet_start.far_end_diff(&self.quiet_end),
-        }
-    }
-
-    /// Trial `i`'s window, with the idle window as background.
-    pub fn trial(&self, i: usize) -> Option<Evidence> {
-        let run = self.runs.get(i)?;
-        Some(self.window(&run.before, &run.after))
-    }
-
-    /// The gap after trial `i` (its after-reading to the next trial's before-reading), with
-    /// the idle window as background; `None` after the last trial.
-    pub fn gap(&self, i: usize) -> Option<Evidence> {
-        let (this, next) = (self.runs.get(i)?, self.runs.get(i + 1)?);
-        Some(self.window(&this.after, &next.before))
-    }
-}
-
-/// Runs the trials: the idle window, then `prepare` (outside every window), then for each
-/// trial `i` in `0..count`: before → `workload(i)` → settle → after, with an idle gap of
-/// `timing.idle` before every trial but the first.
-pub async fn measure_trials<O, P, F, W, T>(
-    observer: &mut O,
-    timing: Timing,
-    prepare: P,
-    count: u32,
-    mut workload: F,
-) -> anyhow::Result<Trials<T>>
-where
-    O: Observe,
-    P: Future<Output = anyhow::Result<()>>,
-    F: FnMut(usize) -> W,
-    W: Future<Output = anyhow::Result<T>>,
-{
-    let quiet_start = observer.observe().await?;
-    tokio::time::sleep(timing.idle).await;
-    let quiet_end = observer.observe().await?;
-    prepare.await?;
-    let mut runs = Vec::new();
-    for i in 0..count as usize {
-        if i > 0 {
-            // The gap: nothing of the proof's runs, so what moves now is someone else's.
-            tokio::time::sleep(timing.idle).await;
-        }
-        let before = observer.observe().await?;
-        let workload = workload(i).await?;
-        tokio::time::sleep(timing.settle).await;
-        let after = observer.observe().await?;
-        runs.push(TrialRun {
-            before,
-            after,
-            workload,
-        });
-    }
-    Ok(Trials {
-        quiet_start,
-        quiet_end,
-        runs,
-    })
 }
 
 /// Judges a gap's expectations (upper bounds on the witnesses): a witness that moved while
@@ -207,6 +110,53 @@ pub fn verdict(trials: &[Vec<Line>], gaps: &[Vec<Line>]) -> Verdict {
     } else {
         Verdict::Inconclusive
     }
+}
+
+/// A run concluded: each gap judged by `gap` ([`judge_gap`]) on its evidence, the verdict
+/// over trials and gaps ([`verdict`]), each trial's own verdict, and every line in the
+/// order it happened ([`in_order`]). `per_trial` is judged already (and held to agreement).
+pub fn conclude(
+    per_trial: Vec<Vec<Line>>,
+    gap: &Expectation,
+    gaps: &[Evidence],
+) -> (Verdict, Vec<Verdict>, Vec<Line>) {
+    let gaps: Vec<Vec<Line>> = gaps
+        .iter()
+        .map(|evidence| judge_gap(std::slice::from_ref(gap), evidence))
+        .collect();
+    let overall = verdict(&per_trial, &gaps);
+    let each = per_trial.iter().map(|lines| verdict_of(lines)).collect();
+    (overall, each, in_order(per_trial, &gaps))
+}
+
+/// Every line of a run in the order it happened: each trial's, then the gap after it. With
+/// more than one trial each line is named by its trial or gap (`trial 2: ...`, `gap 1:
+/// ...`); one trial is one window, its lines named as they are.
+pub fn in_order(per_trial: Vec<Vec<Line>>, gaps: &[Vec<Line>]) -> Vec<Line> {
+    let named = per_trial.len() > 1;
+    let label = |mut line: Line, label: String| {
+        line.expectation.name = format!("{label}: {}", line.expectation.name);
+        line
+    };
+    let mut lines = Vec::new();
+    for (i, trial) in per_trial.into_iter().enumerate() {
+        if named {
+            lines.extend(
+                trial
+                    .into_iter()
+                    .map(|l| label(l, format!("trial {}", i + 1))),
+            );
+        } else {
+            lines.extend(trial);
+        }
+        if let Some(gap) = gaps.get(i) {
+            lines.extend(
+                gap.iter()
+                    .map(|l| label(l.clone(), format!("gap {}", i + 1))),
+            );
+        }
+    }
+    lines
 }
 
 #[cfg(test)]

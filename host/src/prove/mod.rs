@@ -9,7 +9,8 @@ pub mod html;
 pub mod report;
 pub mod storage;
 pub mod switch;
+pub mod witness;
 
 pub use report::{ProofReport, TrialSummary};
 pub use storage::{prove_storage, StorageProof, StorageWaiver};
-pub use switch::{prove_switch, ForwardingLevel, SwitchProof};
+pub use switch::{prove_switch, ForwardingLevel, Receiver, SwitchProof};

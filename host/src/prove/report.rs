@@ -4,12 +4,26 @@ use serde::Serialize;
 
 use crate::accounting::{Line, Verdict};
 
+/// A proof judged: the verdict, every line, the notes, and each trial's own verdict.
+#[derive(Debug)]
+pub struct Judged {
+    /// The verdict over every trial and gap ([`crate::accounting::trials::verdict`]).
+    pub verdict: Verdict,
+    /// Every line; with more than one trial each is named by its trial or gap (`trial 2:
+    /// ...`, `gap 1: ...`, in the order they ran).
+    pub lines: Vec<Line>,
+    /// What is not accounted, the waivers, and facts about the run.
+    pub notes: Vec<String>,
+    /// Each trial's verdict from its own lines (after the agreement check).
+    pub per_trial: Vec<Verdict>,
+}
+
 /// One trial of a proof run as trials: how much it did and its own verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrialSummary {
     /// 1 for the first.
     pub trial: u32,
-    /// Its work in the proof's unit (bytes read, for storage).
+    /// Its work in the proof's unit (bytes read for storage, packets sent for switch).
     pub work: u64,
     /// How long the workload ran.
     pub seconds: f64,

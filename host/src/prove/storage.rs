@@ -20,19 +20,17 @@ use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::rdma::list_rdma_devices;
 use dpu_probe::snapshot::{Snapshot, Source};
 use dpu_probe::SysRoot;
-use dpu_proto::v1::{self, counters_client::CountersClient, storage_client::StorageClient};
+use dpu_proto::v1::{self, storage_client::StorageClient};
 use dpu_proto::Endpoint;
 use tonic::transport::Channel;
 
 use super::binding::{bind_device, find_device, volume_identities, Binding};
-use super::report::{ProofReport, TrialSummary};
-use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
-use crate::accounting::trials::{self, measure_trials, Trials, MAX_TRIALS};
-use crate::accounting::{
-    evaluate, verdict_of, Expectation, Line, Outcome, Rule, Select, Side, Verdict, Waiver,
-};
+use super::report::{Judged, ProofReport, TrialSummary};
+use super::witness::{agent_snapshot, snapshot_far_end, Witnesses};
+use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
+use crate::accounting::trials::{self, MAX_TRIALS};
+use crate::accounting::{evaluate, Expectation, Line, Outcome, Rule, Select, Side, Waiver};
 use crate::session::{rpc_error, Session};
-use crate::snapshot_wire::snapshot_from_wire;
 
 /// `dpuctl prove storage` as parameters.
 #[derive(Debug, Clone)]
@@ -57,6 +55,9 @@ pub struct StorageProof {
     /// The agent on the storage target, whose own counters are the second witness: it
     /// must have sent what the host read. `None`: the DPU is the only witness.
     pub far_end: Option<Endpoint>,
+    /// How many witnesses the proof must have (1 or 2; 2 needs `far_end`): checked before
+    /// anything is read.
+    pub witnesses: u32,
 }
 
 /// A negative control of the storage proof that can be waived by name, where it cannot be
@@ -190,37 +191,6 @@ impl Observe for Sides {
         }
         Ok(observation)
     }
-}
-
-/// One `Counters.Snapshot` of `selectors` through `channel`, decoded.
-async fn agent_snapshot(
-    channel: &Channel,
-    selectors: Vec<v1::counter_selector::Selector>,
-    rpc: &'static str,
-) -> anyhow::Result<Snapshot> {
-    let selectors = selectors
-        .into_iter()
-        .map(|selector| v1::CounterSelector {
-            selector: Some(selector),
-        })
-        .collect();
-    let wire = CountersClient::new(channel.clone())
-        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
-        .snapshot(v1::SnapshotRequest { selectors })
-        .await
-        .map_err(rpc_error(rpc))?
-        .into_inner();
-    Ok(snapshot_from_wire(&wire))
-}
-
-/// The far end's RDMA ports and network interfaces, through its own agent.
-async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
-    use v1::counter_selector::Selector;
-    let selectors = vec![
-        Selector::Rdma(v1::RdmaSelector::default()),
-        Selector::Netdev(v1::NetdevSelector::default()),
-    ];
-    agent_snapshot(channel, selectors, "Counters.Snapshot (far end)").await
 }
 
 async fn snapshot_both(
@@ -562,24 +532,6 @@ fn host_rdma_lines(
     }
 }
 
-/// Judges a storage measurement: `n` bytes read from `target`, `host_rdma` the host's own
-/// RDMA ports, `waive` the negative controls the user does without where they cannot be
-/// formed. The expectations are chosen from the counters that exist in `m.before` and
-/// evaluated over its workload and idle windows; returns the verdict, every line, and the
-/// notes on what is not accounted (and on every waiver).
-pub fn judge<T>(
-    target: &Target,
-    n: u64,
-    m: &Measured<T>,
-    host_rdma: &HostRdmaPorts,
-    waive: &[StorageWaiver],
-) -> (Verdict, Vec<Line>, Vec<String>) {
-    let (expectations, mut notes) = expectations(target, n, &m.before, host_rdma, waive);
-    let (verdict, lines) = evaluate(&expectations, &m.evidence());
-    waiver_notes(&lines, waive, &mut notes);
-    (verdict, lines, notes)
-}
-
 /// Notes on each waiver given: used (its control could not be formed) or not needed.
 fn waiver_notes(lines: &[Line], waive: &[StorageWaiver], notes: &mut Vec<String>) {
     for waiver in waive {
@@ -602,13 +554,6 @@ fn waiver_notes(lines: &[Line], waive: &[StorageWaiver], notes: &mut Vec<String>
             )
         });
     }
-}
-
-/// What a trial's lines are named in the report (`trial 2: DPU volumes/r0n1 served the
-/// read`), and a gap's.
-fn in_trial(mut line: Line, label: &str) -> Line {
-    line.expectation.name = format!("{label}: {}", line.expectation.name);
-    line
 }
 
 /// The gap's line: nothing but the trials reads the volume, so between two trials its
@@ -635,70 +580,36 @@ fn gap_expectation(target: &Target, smallest: u64) -> Expectation {
     }
 }
 
-/// A storage proof judged as trials: the verdict, every line (`trial i: ...`, `gap i:
-/// ...` in the order they ran), the notes, and each trial's own verdict.
-#[derive(Debug)]
-pub struct TrialsJudged {
-    /// The verdict over every trial and gap ([`trials::verdict`]).
-    pub verdict: Verdict,
-    /// Every line, named by its trial or gap.
-    pub lines: Vec<Line>,
-    /// What is not accounted, the waivers, and how the trials were run.
-    pub notes: Vec<String>,
-    /// Each trial's verdict from its own lines (after the agreement check).
-    pub per_trial: Vec<Verdict>,
-}
-
-/// Judges a read run as trials, trial `i` having read `work[i]` bytes: each trial against
-/// the expectations for its own size, the volume line held to the other trials'
-/// ([`trials::hold_to_agreement`]), and each gap to a quiet volume (within a twentieth of
-/// the smallest trial).
-pub fn judge_trials<T>(
+/// Judges a read, trial `i` having read `work[i]` bytes from `target` (`host_rdma` the
+/// host's own RDMA ports, `waive` the negative controls the user does without where they
+/// cannot be formed): each trial against the expectations for its own size, chosen from the
+/// counters that exist before the first trial; with several trials the volume line is held
+/// to the other trials' ([`trials::hold_to_agreement`]) and each gap to a quiet volume
+/// (within a twentieth of the smallest trial). One trial is one window, its lines named as
+/// they are.
+pub fn judge<T>(
     target: &Target,
     work: &[u64],
     m: &Trials<T>,
     host_rdma: &HostRdmaPorts,
     waive: &[StorageWaiver],
-) -> TrialsJudged {
+) -> Judged {
+    let before = m.first_before();
     let mut notes = Vec::new();
     let mut per_trial: Vec<Vec<Line>> = Vec::new();
-    for (i, (run, &n)) in m.runs.iter().zip(work).enumerate() {
-        let (expectations, trial_notes) = expectations(target, n, &run.before, host_rdma, waive);
+    for (i, (evidence, &n)) in m.windows().iter().zip(work).enumerate() {
+        let (expectations, trial_notes) = expectations(target, n, before, host_rdma, waive);
         if i == 0 {
             notes = trial_notes;
         }
-        let lines = match m.trial(i) {
-            Some(evidence) => evaluate(&expectations, &evidence).1,
-            None => Vec::new(),
-        };
-        per_trial.push(lines);
+        per_trial.push(evaluate(&expectations, evidence).1);
     }
     trials::hold_to_agreement(&mut per_trial, work, &served(target));
     let smallest = work.iter().copied().min().unwrap_or(0);
     let gap = gap_expectation(target, smallest);
-    let gaps: Vec<Vec<Line>> = (0..m.runs.len())
-        .filter_map(|i| m.gap(i))
-        .map(|evidence| trials::judge_gap(std::slice::from_ref(&gap), &evidence))
-        .collect();
-    let verdict = trials::verdict(&per_trial, &gaps);
-    let verdicts = per_trial.iter().map(|l| verdict_of(l)).collect();
-    let mut lines = Vec::new();
-    for (i, trial) in per_trial.into_iter().enumerate() {
-        lines.extend(
-            trial
-                .into_iter()
-                .map(|l| in_trial(l, &format!("trial {}", i + 1))),
-        );
-        if let Some(gap) = gaps.get(i) {
-            lines.extend(
-                gap.iter()
-                    .cloned()
-                    .map(|l| in_trial(l, &format!("gap {}", i + 1))),
-            );
-        }
-    }
+    let (verdict, verdicts, lines) = trials::conclude(per_trial, &gap, &m.gaps());
     waiver_notes(&lines, waive, &mut notes);
-    TrialsJudged {
+    Judged {
         verdict,
         lines,
         notes,
@@ -707,13 +618,16 @@ pub fn judge_trials<T>(
 }
 
 /// The bytes each of `count` trials reads out of `size`, in [`trials::weights`]'
-/// proportions, each a whole number of `bs` blocks; `None` when `size` holds fewer than
-/// one block per unit.
-pub fn trial_sizes(size: u64, bs: u64, count: u32) -> Option<Vec<u64>> {
+/// proportions, each a whole number of `bs` blocks; `Err` with the fewest bytes that can be
+/// split so, when `size` holds fewer than one block per unit.
+pub fn trial_sizes(size: u64, bs: u64, count: u32) -> Result<Vec<u64>, u64> {
     let weights = trials::weights(count);
     let units: u64 = weights.iter().sum();
     let unit = size / units.max(1) / bs.max(1) * bs;
-    (unit > 0).then(|| weights.iter().map(|w| w * unit).collect())
+    if unit == 0 {
+        return Err(units * bs);
+    }
+    Ok(weights.iter().map(|w| w * unit).collect())
 }
 
 /// The RDMA ports this host can see, sorted by whose they are ([`HostRdmaPorts`]). In a
@@ -760,57 +674,37 @@ fn plan(args: &StorageProof) -> anyhow::Result<Vec<u64>> {
         "--trials must be 1 to {MAX_TRIALS}, not {}",
         args.trials
     );
-    let units: u64 = trials::weights(args.trials).iter().sum();
-    trial_sizes(args.size, args.bs, args.trials).with_context(|| {
+    trial_sizes(args.size, args.bs, args.trials).map_err(|needed| {
         if args.trials == 1 {
-            format!("--size {} must be at least --bs {}", args.size, args.bs)
+            anyhow::anyhow!("--size {} must be at least --bs {}", args.size, args.bs)
         } else {
-            format!(
+            anyhow::anyhow!(
                 "--size {} cannot be split into {} trials of 1, 2, 1 ... parts of whole --bs {} \
-                 blocks: it needs at least {} bytes (or fewer --trials)",
+                 blocks: it needs at least {needed} bytes (or fewer --trials)",
                 args.size,
                 args.trials,
                 args.bs,
-                units * args.bs
             )
         }
     })
 }
 
 /// Runs the storage proof: reads `size` bytes of the volume's host device, as trials, and
-/// accounts for them on both sides. One agent channel (the session's) serves every
-/// reading; the host side is read under the session's sys root.
+/// accounts for them on every side: the host under the session's sys root, the DPU through
+/// the session's agent channel, and the far end, when `args.far_end` names one, through its
+/// own agent's channel, dialled before the first reading.
 pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Result<ProofReport> {
     let work = plan(args)?;
+    Witnesses::check(args.far_end.as_ref(), args.witnesses)?;
     let channel = session.channel().await?;
     let root = session.sys_root();
     let target = resolve(&root, channel.clone(), args).await?;
-    // The far end's agent is dialled here, before the first reading, like the DPU's.
-    let far_end = match &args.far_end {
-        Some(endpoint) => {
-            let far = Session::new(
-                endpoint.clone(),
-                session.tls_files().cloned(),
-                session.sys_root_path(),
-                session.timeout(),
-            );
-            Some(
-                far.channel()
-                    .await
-                    .with_context(|| format!("the far end's agent at {endpoint}"))?,
-            )
-        }
-        None => None,
-    };
-    let mut witnesses = vec!["DPU".to_owned()];
-    if let Some(endpoint) = &args.far_end {
-        witnesses.push(format!("far end ({endpoint})"));
-    }
+    let witnesses = Witnesses::dial(session, args.far_end.as_ref(), args.witnesses).await?;
     let mut sides = Sides {
         channel,
         sampler: Sampler::new(root.clone()),
         volume: target.volume.clone(),
-        far_end,
+        far_end: witnesses.far_end,
     };
     // Each trial reads on from where the last ended.
     let starts: Vec<u64> = work
@@ -841,39 +735,32 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         settle: SETTLE,
     };
     let shown = target.binding.device.display().to_string();
-    let (verdict, lines, mut notes, trial_rows, total) = if args.trials == 1 {
-        let m = measure(&mut sides, timing, async { Ok(()) }, read(0)).await?;
-        let host_rdma = host_rdma_ports(&root, &m.before.host);
-        let done = &m.workload;
-        let (verdict, lines, mut notes) =
-            judge(&target, done.io_bytes, &m, &host_rdma, &args.waive);
+    let m = measure(&mut sides, timing, async { Ok(()) }, args.trials, read).await?;
+    let host_rdma = host_rdma_ports(&root, &m.first_before().host);
+    let read_bytes: Vec<u64> = m.runs().iter().map(|r| r.workload.io_bytes).collect();
+    let total: u64 = read_bytes.iter().sum();
+    let judged = judge(&target, &read_bytes, &m, &host_rdma, &args.waive);
+    let mut notes = judged.notes;
+    if let [only] = m.runs() {
         notes.push(format!(
             "read {} bytes from {shown} in {:.2} s ({} reads of {bs} bytes, {iodepth} in \
              flight)",
-            done.io_bytes,
-            done.runtime.as_secs_f64(),
-            done.total_ios,
+            only.workload.io_bytes,
+            only.workload.runtime.as_secs_f64(),
+            only.workload.total_ios,
         ));
         notes.push(
             "one trial: a reader of the same volume during the window would be counted as \
              this read (--trials 3 runs N, 2N, N with quiet gaps between)"
                 .to_owned(),
         );
-        (verdict, lines, notes, Vec::new(), done.io_bytes)
     } else {
-        let m = measure_trials(&mut sides, timing, async { Ok(()) }, args.trials, read).await?;
-        let first = m.runs.first().context("no trial ran")?;
-        let host_rdma = host_rdma_ports(&root, &first.before.host);
-        let read_bytes: Vec<u64> = m.runs.iter().map(|r| r.workload.io_bytes).collect();
-        let judged = judge_trials(&target, &read_bytes, &m, &host_rdma, &args.waive);
-        let mut notes = judged.notes;
         notes.push(format!(
-            "read {} bytes from {shown} as {} trials of {} bytes with {:.1} s idle gaps \
+            "read {total} bytes from {shown} as {} trials of {} bytes with {:.1} s idle gaps \
              ({bs}-byte reads, {iodepth} in flight): each trial is judged on its own \
              window, the volume's growth per byte read agrees across trials within {:.0}%, \
              and nothing reads the volume in the gaps",
-            read_bytes.iter().sum::<u64>(),
-            m.runs.len(),
+            read_bytes.len(),
             read_bytes
                 .iter()
                 .map(u64::to_string)
@@ -882,8 +769,10 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
             args.idle.as_secs_f64(),
             trials::AGREEMENT * 100.0
         ));
-        let rows = m
-            .runs
+    }
+    // The table of trials is for a run of several; one trial is the window itself.
+    let trial_rows = if m.runs().len() > 1 {
+        m.runs()
             .iter()
             .zip(&judged.per_trial)
             .zip(1u32..)
@@ -893,15 +782,12 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
                 seconds: run.workload.runtime.as_secs_f64(),
                 verdict: *verdict,
             })
-            .collect();
-        (
-            judged.verdict,
-            judged.lines,
-            notes,
-            rows,
-            read_bytes.iter().sum(),
-        )
+            .collect()
+    } else {
+        Vec::new()
     };
+    let verdict = judged.verdict;
+    let lines = judged.lines;
     notes.insert(0, target.binding.note(&target.volume));
     if args.far_end.is_none() {
         notes.push(
@@ -917,7 +803,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         lines,
         notes,
         trials: trial_rows,
-        witnesses,
+        witnesses: witnesses.names,
     })
 }
 

@@ -1,5 +1,5 @@
 //! The storage proof's verdicts from in-memory counters: the positive case and every
-//! negative control of docs/proofs.md, through [`judge`], the path `prove_storage` takes.
+//! negative control of docs/proofs.md, through [`judge`] with one trial.
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use dpu_probe::snapshot::Unit;
 
 use super::*;
 use crate::accounting::measure::fixture::Scenario;
-use crate::accounting::Outcome;
+use crate::accounting::{Outcome, Verdict};
 use crate::prove::binding::VolumeIdentity;
 
 /// The read: 64 MiB.
@@ -155,8 +155,25 @@ fn ports(own: &[&str], without_netdev: &[&str]) -> HostRdmaPorts {
     }
 }
 
+/// [`judge`] of one window of `n` bytes: the verdict, the lines and the notes.
+fn judge_one<T>(
+    target: &Target,
+    n: u64,
+    m: &Trials<T>,
+    host_rdma: &HostRdmaPorts,
+    waive: &[StorageWaiver],
+) -> (Verdict, Vec<Line>, Vec<String>) {
+    let judged = judge(target, &[n], m, host_rdma, waive);
+    assert_eq!(
+        judged.per_trial,
+        [judged.verdict],
+        "one trial is the verdict"
+    );
+    (judged.verdict, judged.lines, judged.notes)
+}
+
 fn judged(target: &Target, scenario: &Scenario) -> (Verdict, Vec<Line>, Vec<String>) {
-    judge(
+    judge_one(
         target,
         N,
         &scenario.measured(()),
@@ -513,7 +530,7 @@ fn a_host_port_without_a_netdev_is_still_watched() {
         Unit::Bytes,
         (7 << 20, N + N / 50),
     );
-    let (verdict, lines, notes) = judge(
+    let (verdict, lines, notes) = judge_one(
         &target(true),
         N,
         &over_ib.measured(()),
@@ -538,7 +555,7 @@ fn a_host_port_without_a_netdev_is_still_watched() {
 fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
     // The host has an RDMA port, but no readable counter for it: the only guard against
     // the host reading the target itself cannot be formed. Visible and INCONCLUSIVE.
-    let (verdict, lines, _) = judge(
+    let (verdict, lines, _) = judge_one(
         &target(true),
         N,
         &scenario(THROUGH_THE_DPU).measured(()),
@@ -555,7 +572,7 @@ fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
         "{why}"
     );
     // Waived by name: PROVEN, the line shown as waived and the report saying so.
-    let (verdict, lines, notes) = judge(
+    let (verdict, lines, notes) = judge_one(
         &target(true),
         N,
         &scenario(THROUGH_THE_DPU).measured(()),
@@ -576,7 +593,7 @@ fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
         host_rdma: N + N / 50,
         ..THROUGH_THE_DPU
     };
-    let (verdict, lines, notes) = judge(
+    let (verdict, lines, notes) = judge_one(
         &target(true),
         N,
         &scenario(direct).measured(()),
@@ -591,7 +608,7 @@ fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
         unreadable: Some("permission denied".to_owned()),
         ..HostRdmaPorts::default()
     };
-    let (verdict, lines, _) = judge(
+    let (verdict, lines, _) = judge_one(
         &target(true),
         N,
         &scenario(THROUGH_THE_DPU).measured(()),
@@ -604,7 +621,7 @@ fn a_host_rdma_control_that_cannot_be_formed_is_a_line_until_waived() {
 
 #[test]
 fn a_host_without_rdma_ports_needs_no_rdma_control() {
-    let (verdict, lines, notes) = judge(
+    let (verdict, lines, notes) = judge_one(
         &target(true),
         N,
         &scenario(THROUGH_THE_DPU).measured(()),

@@ -1,9 +1,10 @@
 //! The storage proof as trials, from in-memory counters: the read through the DPU, and each
-//! way another reader or a bypass shows in trials and gaps, through [`judge_trials`], the
-//! path `prove_storage` takes for `--trials` above 1.
+//! way another reader or a bypass shows in trials and gaps, through [`judge`] with three
+//! trials (`prove_storage`'s default).
 
 use super::*;
-use crate::accounting::trials::Trials;
+use crate::accounting::measure::fixture::readings;
+use crate::accounting::measure::Trials;
 
 const MIB: u64 = 1 << 20;
 /// `--size 64m --trials 3`: 16, 32 and 16 MiB.
@@ -26,20 +27,14 @@ fn per_trial(extra: [u64; 3]) -> Segments {
     ]
 }
 
-/// The counter's values at the eight readings, from `start`, growing by `segments`.
-fn readings(start: u64, segments: Segments) -> Vec<Option<u64>> {
-    let mut values = vec![Some(start)];
-    let mut at = start;
-    for grow in segments {
-        at += grow;
-        values.push(Some(at));
-    }
-    values
-}
-
 /// A run whose volume grows by `volume`, the DPU's RDMA port by `dpu_rdma` and the host's
 /// data NIC by `host_nic`; the gRPC session adds a little everywhere.
 fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
+    counters(volume, dpu_rdma, host_nic).trials(vec![(); 3])
+}
+
+/// [`run`]'s counters, before they are read as trials.
+fn counters(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Scenario {
     Scenario::default()
         .series(
             Side::Dpu,
@@ -47,7 +42,7 @@ fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
             VOLUME,
             "bytes_read",
             Unit::Bytes,
-            &readings(3 << 30, volume),
+            &readings(3 << 30, &volume),
         )
         .series(
             Side::Dpu,
@@ -55,7 +50,7 @@ fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
             DPU_PORT,
             "port_rcv_data",
             Unit::Bytes,
-            &readings(9 << 30, dpu_rdma),
+            &readings(9 << 30, &dpu_rdma),
         )
         .series(
             Side::Host,
@@ -63,7 +58,7 @@ fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
             HOST_NIC,
             "rx_bytes",
             Unit::Bytes,
-            &readings(5 << 20, host_nic),
+            &readings(5 << 20, &host_nic),
         )
         .series(
             Side::Host,
@@ -71,7 +66,7 @@ fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
             "netdevs/eno1",
             "rx_bytes",
             Unit::Bytes,
-            &readings(10_000, [2048; 7]),
+            &readings(10_000, &[2048; 7]),
         )
         .series(
             Side::Host,
@@ -79,13 +74,12 @@ fn run(volume: Segments, dpu_rdma: Segments, host_nic: Segments) -> Trials<()> {
             HOST_PORT,
             "port_rcv_data",
             Unit::Bytes,
-            &readings(1 << 20, [0; 7]),
+            &readings(1 << 20, &[0; 7]),
         )
-        .trials(vec![(); 3])
 }
 
-fn judge_run(m: &Trials<()>) -> TrialsJudged {
-    judge_trials(&target(true), &WORK, m, &ports(&[HOST_PORT], &[]), &[])
+fn judge_run(m: &Trials<()>) -> Judged {
+    judge(&target(true), &WORK, m, &ports(&[HOST_PORT], &[]), &[])
 }
 
 /// What the DPU's uplink carries for a read through it: the data and 2% of headers.
@@ -95,15 +89,15 @@ fn uplink() -> Segments {
 
 #[test]
 fn trial_sizes_follow_one_two_one_in_whole_blocks() {
-    assert_eq!(trial_sizes(64 * MIB, MIB, 3), Some(WORK.to_vec()));
-    assert_eq!(trial_sizes(64 * MIB, MIB, 1), Some(vec![64 * MIB]));
+    assert_eq!(trial_sizes(64 * MIB, MIB, 3), Ok(WORK.to_vec()));
+    assert_eq!(trial_sizes(64 * MIB, MIB, 1), Ok(vec![64 * MIB]));
     // 10 MiB in 1:2:1 parts of whole 1 MiB blocks: 2, 4 and 2 MiB (the rest unread).
     assert_eq!(
         trial_sizes(10 * MIB, MIB, 3),
-        Some(vec![2 * MIB, 4 * MIB, 2 * MIB])
+        Ok(vec![2 * MIB, 4 * MIB, 2 * MIB])
     );
-    // Control: fewer bytes than one block per unit cannot be split.
-    assert_eq!(trial_sizes(3 * MIB, MIB, 3), None);
+    // Control: fewer bytes than one block per unit cannot be split; four blocks can.
+    assert_eq!(trial_sizes(3 * MIB, MIB, 3), Err(4 * MIB));
 }
 
 #[test]
@@ -211,7 +205,7 @@ fn another_reader_during_one_trial_is_named_and_inconclusive() {
             Unit::Bytes,
             (9 << 30, WORK[0] + WORK[0] / 50),
         );
-    let (verdict, lines, _) = judge(
+    let (verdict, lines, _) = judge_one(
         &target(true),
         WORK[0],
         &one.measured(()),
@@ -259,6 +253,7 @@ fn a_size_too_small_for_its_trials_or_a_trial_count_out_of_range_is_refused() {
         trials,
         waive: Vec::new(),
         far_end: None,
+        witnesses: 1,
     };
     assert_eq!(plan(&args(64 * MIB, 3)).expect("plan"), WORK);
     let small = plan(&args(3 * MIB, 3)).expect_err("3 MiB in 1:2:1 MiB parts");
@@ -283,34 +278,16 @@ const TARGET_PORT: &str = "rdmaDevices/mlx5_0/ports/1";
 
 /// [`run`] with the far end's RDMA port sending `far_end` per segment.
 fn run_with_far_end(volume: Segments, dpu_rdma: Segments, far_end: Segments) -> Trials<()> {
-    let m = run(volume, dpu_rdma, [0; 7]);
-    let far = Scenario::default().series(
-        Side::FarEnd,
-        Source::Rdma,
-        TARGET_PORT,
-        "port_xmit_data",
-        Unit::Bytes,
-        &readings(7 << 30, far_end),
-    );
-    let far = far.trials(vec![(); 3]);
-    let with = |mut o: Observation, f: Observation| {
-        o.far_end = f.far_end;
-        o
-    };
-    Trials {
-        quiet_start: with(m.quiet_start, far.quiet_start),
-        quiet_end: with(m.quiet_end, far.quiet_end),
-        runs: m
-            .runs
-            .into_iter()
-            .zip(far.runs)
-            .map(|(r, f)| crate::accounting::trials::TrialRun {
-                before: with(r.before, f.before),
-                after: with(r.after, f.after),
-                workload: (),
-            })
-            .collect(),
-    }
+    counters(volume, dpu_rdma, [0; 7])
+        .series(
+            Side::FarEnd,
+            Source::Rdma,
+            TARGET_PORT,
+            "port_xmit_data",
+            Unit::Bytes,
+            &readings(7 << 30, &far_end),
+        )
+        .trials(vec![(); 3])
 }
 
 /// Two witnesses agree: the DPU served and forwarded the read, and the target, on its own
@@ -347,15 +324,17 @@ fn a_far_end_that_sent_nothing_is_not_proven() {
 /// formed, INCONCLUSIVE, never a silent single witness.
 #[test]
 fn a_far_end_without_send_counters_is_inconclusive() {
-    let mut m = run(per_trial([0; 3]), uplink(), [0; 7]);
-    let empty = || Some(Scenario::default().measured(()).before.dpu);
-    for o in [&mut m.quiet_start, &mut m.quiet_end] {
-        o.far_end = empty();
-    }
-    for r in &mut m.runs {
-        r.before.far_end = empty();
-        r.after.far_end = empty();
-    }
+    // The far end is read at every reading, but has none of the counters asked for.
+    let m = counters(per_trial([0; 3]), uplink(), [0; 7])
+        .series(
+            Side::FarEnd,
+            Source::Rdma,
+            TARGET_PORT,
+            "port_xmit_data",
+            Unit::Bytes,
+            &[None; 8],
+        )
+        .trials(vec![(); 3]);
     let judged = judge_run(&m);
     assert_eq!(judged.verdict, Verdict::Inconclusive, "{:#?}", judged.lines);
     let (name, why) = inconclusive(&judged.lines)[0];

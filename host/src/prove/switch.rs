@@ -11,6 +11,13 @@
 //! ovs-vswitchd (an upcall) before a datapath flow exists, so a small allowance is not
 //! counted against the proof. Packets, not bytes, are compared: tc byte counts leave out
 //! the Ethernet header. Hardware tc counters lag up to 2 s, so the after-snapshot waits.
+//!
+//! The packets are sent as trials of 1, 2, 1 ... parts with idle gaps between them
+//! (`accounting::trials`): each trial is judged on its own window, the flows' growth per
+//! packet sent must agree across trials, and the workload's flows must be quiet in every
+//! gap, so traffic that is not the workload's cannot pass for it. With the receiver's agent
+//! (`--target-agent`, `--target-interface`) the receiver's own count of arrived packets is
+//! a second witness in every trial.
 
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, SystemTime};
@@ -21,9 +28,11 @@ use dpu_probe::snapshot::{diff, Sample, Snapshot, Source, Unit};
 use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::SwitchClient};
 use tonic::transport::Channel;
 
-use super::report::ProofReport;
-use crate::accounting::measure::{measure, Measured, Observation, Observe, Timing};
-use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side, Verdict};
+use super::report::{Judged, ProofReport, TrialSummary};
+use super::witness::{agent_snapshot, Witnesses};
+use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
+use crate::accounting::trials::{self, MAX_TRIALS};
+use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side};
 use crate::session::{rpc_error, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
@@ -71,13 +80,36 @@ pub struct SwitchProof {
     pub peer: Ipv4Addr,
     /// The DPU port (representor) the host interface's traffic enters OVS through.
     pub representor: String,
-    /// Packets to send.
+    /// Packets to send, in all trials together.
     pub packets: u64,
     /// The level the traffic must reach for PROVEN.
     pub require: ForwardingLevel,
-    /// The idle window before sending, for background traffic.
+    /// The idle window before sending, for background traffic; also each gap between trials.
     pub idle: Duration,
+    /// How many trials the packets are split into (1, 2, 1 ... parts); 1 is a single window,
+    /// which cannot tell other traffic through the workload's flows from the workload.
+    pub trials: u32,
+    /// The receiver's agent and interface, whose own count of arrived packets is the second
+    /// witness. `None`: the DPU is the only witness.
+    pub far_end: Option<Receiver>,
+    /// How many witnesses the proof must have (1 or 2; 2 needs `far_end`): checked before
+    /// anything is sent.
+    pub witnesses: u32,
 }
+
+/// The far end of a switch proof: the machine that holds the peer address, read by its own
+/// agent.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    /// Its agent.
+    pub agent: dpu_proto::Endpoint,
+    /// The interface the packets arrive on (its `rx_packets` is the count).
+    pub interface: String,
+}
+
+/// The fewest packets one unit of a trial may have: the first packets' allowance must stay
+/// small beside it.
+pub const MIN_UNIT_PACKETS: u64 = 50;
 
 /// Packets of a new flow that reach ovs-vswitchd before its datapath flow exists, plus
 /// ARP and neighbour discovery on the same port.
@@ -89,6 +121,19 @@ const SETTLE_SOFTWARE: Duration = Duration::from_millis(300);
 
 /// The mlx5 representor xstat counting packets the Arm CPU received for the port.
 const CPU_HIT: &str = "cpu_hit_rx_packets";
+
+/// The packets each of `count` trials sends out of `packets`, in [`trials::weights`]'
+/// proportions; `Err` with the fewest packets that can be split so, when a unit would hold
+/// fewer than [`MIN_UNIT_PACKETS`].
+pub fn trial_packets(packets: u64, count: u32) -> Result<Vec<u64>, u64> {
+    let weights = trials::weights(count);
+    let units: u64 = weights.iter().sum();
+    let unit = packets / units.max(1);
+    if unit < MIN_UNIT_PACKETS {
+        return Err(units * MIN_UNIT_PACKETS);
+    }
+    Ok(weights.iter().map(|w| w * unit).collect())
+}
 
 /// Packets sent before the measured window, and the pause after them.
 const WARM_UP_PACKETS: u64 = 3;
@@ -229,34 +274,41 @@ fn send(socket: &UdpSocket, peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Reads the host interface with its own sampler and the DPU's flows through the
-/// session's one channel; keeps the last flow list for the notes.
-struct BothSides {
+/// Reads the host interface with its own sampler, the DPU's flows through the session's
+/// channel and, when there is one, the receiver's interface through its agent's channel;
+/// keeps the last flow list for the notes.
+struct Sides {
     channel: Channel,
     sampler: Sampler,
     interface: String,
     representor: String,
     covering: v1::FlowPacket,
     flows: Vec<v1::Flow>,
+    far_end: Option<(Channel, String)>,
 }
 
-impl Observe for BothSides {
+impl Observe for Sides {
     async fn observe(&mut self) -> anyhow::Result<Observation> {
         let (dpu, flows) = flow_snapshot(&self.channel, &self.representor, &self.covering).await?;
         self.flows = flows;
         let host = host_snapshot(&mut self.sampler, &self.interface);
-        Ok(Observation {
-            host,
-            dpu,
-            far_end: None,
-        })
+        let far_end = match &self.far_end {
+            Some((channel, interface)) => {
+                let selector = v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
+                    ifname: interface.clone(),
+                });
+                Some(agent_snapshot(channel, vec![selector], "Counters.Snapshot (receiver)").await?)
+            }
+            None => None,
+        };
+        Ok(Observation { host, dpu, far_end })
     }
 }
 
-/// What a switch proof expects of `args.packets` packets, given the DPU counters that
-/// exist `dpu_before`.
-pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectation> {
-    let k = args.packets;
+/// What a switch proof expects of `k` packets sent, given the counters that exist
+/// `before` (the receiver's line when `before` read a far end).
+pub fn expectations(args: &SwitchProof, k: u64, before: &Observation) -> Vec<Expectation> {
+    let dpu_before = &before.dpu;
     let mut good: Vec<String> = ForwardingLevel::ALL
         .iter()
         .filter(|level| **level >= args.require)
@@ -289,11 +341,7 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             unformed: None,
         },
         Expectation {
-            name: format!(
-                "flows from {} forwarded at level {} or better",
-                args.representor,
-                args.require.as_str()
-            ),
+            name: forwarded(args),
             select: Select {
                 side: Side::Dpu,
                 source: Source::OvsFlow,
@@ -365,6 +413,9 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
             unformed: None,
         });
     }
+    if let (Some(receiver), Some(far_end)) = (&args.far_end, &before.far_end) {
+        list.push(receiver_line(receiver, k, far_end));
+    }
     if !worse.is_empty() {
         list.push(Expectation {
             name: "slower paths did not carry the flow".to_owned(),
@@ -386,6 +437,83 @@ pub fn expectations(args: &SwitchProof, dpu_before: &Snapshot) -> Vec<Expectatio
     list
 }
 
+/// The second witness: the receiver's interface counted at least the packets sent (but the
+/// first packets' allowance), read by its own agent. A receiver without that interface's
+/// counter is a visible line that cannot be formed.
+fn receiver_line(receiver: &Receiver, k: u64, far_end: &Snapshot) -> Expectation {
+    let object = format!("netdevs/{}", receiver.interface);
+    let unformed = far_end
+        .get(Source::Netdev, &object, "rx_packets")
+        .is_none()
+        .then(|| {
+            format!(
+                "the receiver's agent reports no rx_packets for {}: no such interface there",
+                receiver.interface
+            )
+        });
+    Expectation {
+        name: format!("the receiver's {} counted the packets", receiver.interface),
+        select: Select {
+            side: Side::FarEnd,
+            source: Source::Netdev,
+            objects: vec![object],
+            counter: "rx_packets".to_owned(),
+        },
+        rule: Rule::AtLeast(k.saturating_sub(FIRST_PACKETS)),
+        why: "the machine that holds the peer address counts what arrived, on its own \
+              counters: a second witness that the packets crossed the switch"
+            .to_owned(),
+        if_failed: "the packets did not arrive at the receiver: the switch dropped them or \
+                    sent them elsewhere"
+            .to_owned(),
+        traffic: k,
+        waiver: None,
+        unformed,
+    }
+}
+
+/// The gap's line: nothing but the trials sends the workload's packets, so between two
+/// trials the flows that cover them stay within the first packets' allowance and a
+/// twentieth of the smallest trial.
+fn gap_expectation(args: &SwitchProof, smallest: u64) -> Expectation {
+    let objects = ForwardingLevel::ALL
+        .iter()
+        .map(|level| object(&args.representor, *level))
+        .chain([unattributed_object(&args.representor)])
+        .collect();
+    Expectation {
+        name: format!(
+            "nothing else went through the flows from {}",
+            args.representor
+        ),
+        select: Select {
+            side: Side::Dpu,
+            source: Source::OvsFlow,
+            objects,
+            counter: "packets".to_owned(),
+        },
+        rule: Rule::AtMost(FIRST_PACKETS + smallest / 20),
+        why: "between trials the proof sends nothing: what the workload's flows count then \
+              is other traffic, and it would be counted in the trials too"
+            .to_owned(),
+        if_failed: "other traffic went through the workload's flows between trials (a flow \
+                    whose match is wider than the workload's packets)"
+            .to_owned(),
+        traffic: smallest,
+        waiver: None,
+        unformed: None,
+    }
+}
+
+/// The name of the line the workload's flows are judged by: the witness held to agreement.
+fn forwarded(args: &SwitchProof) -> String {
+    format!(
+        "flows from {} forwarded at level {} or better",
+        args.representor,
+        args.require.as_str()
+    )
+}
+
 /// The level most of the workload reached, for the summary.
 fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<ForwardingLevel> {
     let d = diff(before, after);
@@ -404,19 +532,33 @@ fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<For
         .map(|(level, _)| level)
 }
 
-/// Judges a switch measurement: `args.packets` packets sent, with the offload `settings`
-/// read before the run and `flows` datapath flows entering through the representor at the
-/// end. The expectations are chosen from the DPU counters that exist in `m.before` and
-/// evaluated over its workload and idle windows; returns the verdict, every line, and the
-/// notes (the settings, the level the traffic reached, what is not accounted).
+/// Judges a switch run, trial `i` having sent `work[i]` packets, with the offload
+/// `settings` read before the run and `flows` datapath flows covering the workload at the
+/// end: each trial against the expectations for its own count, chosen from the counters
+/// that exist before the first trial; with several trials the flows' line is held to the
+/// other trials' ([`trials::hold_to_agreement`]) and each gap to quiet flows. Returns every
+/// line and the notes (the settings, the level the traffic reached, what is not
+/// accounted).
 pub fn judge<T>(
     args: &SwitchProof,
-    m: &Measured<T>,
+    work: &[u64],
+    m: &Trials<T>,
     settings: &v1::OffloadSettings,
     flows: usize,
-) -> (Verdict, Vec<Line>, Vec<String>) {
-    let (dpu_before, dpu_after) = (&m.before.dpu, &m.after.dpu);
-    let (verdict, lines) = evaluate(&expectations(args, dpu_before), &m.evidence());
+) -> Judged {
+    let first = m.first_before();
+    let mut per_trial: Vec<Vec<Line>> = m
+        .windows()
+        .iter()
+        .zip(work)
+        .map(|(evidence, &k)| evaluate(&expectations(args, k, first), evidence).1)
+        .collect();
+    trials::hold_to_agreement(&mut per_trial, work, &forwarded(args));
+    let smallest = work.iter().copied().min().unwrap_or(0);
+    let gap = gap_expectation(args, smallest);
+    let (verdict, verdicts, lines) = trials::conclude(per_trial, &gap, &m.gaps());
+    let last = &m.runs()[m.runs().len() - 1].after;
+    let (dpu_before, dpu_after) = (&first.dpu, &last.dpu);
     let level = reached(dpu_before, dpu_after, &args.representor);
     let mut notes = vec![
         format!(
@@ -430,7 +572,8 @@ pub fn judge<T>(
             level.map_or("none seen", ForwardingLevel::as_str)
         ),
         format!(
-            "{flows} datapath flows enter through {} and cover the workload's packets; allowance for first packets and ARP: {FIRST_PACKETS}",
+            "{flows} datapath flows enter through {} and cover the workload's packets; \
+             allowance for first packets and ARP: {FIRST_PACKETS}",
             args.representor
         ),
     ];
@@ -468,13 +611,45 @@ pub fn judge<T>(
                 .to_owned(),
         );
     }
-    (verdict, lines, notes)
+    Judged {
+        verdict,
+        lines,
+        notes,
+        per_trial: verdicts,
+    }
 }
 
-/// Runs the switch proof: sends `packets` UDP packets and accounts for them per level on
-/// the DPU. One agent channel (the session's) serves every reading; the host side is read
-/// under the session's sys root.
+/// The packet counts of the trials, or why `args` cannot be run (checked before anything
+/// is dialled or sent).
+fn plan(args: &SwitchProof) -> anyhow::Result<Vec<u64>> {
+    use dpu_proto::names::check_ifname;
+    check_ifname("interface", &args.interface)?;
+    check_ifname("representor", &args.representor)?;
+    if let Some(receiver) = &args.far_end {
+        check_ifname("target interface", &receiver.interface)?;
+    }
+    anyhow::ensure!(
+        (1..=MAX_TRIALS).contains(&args.trials),
+        "--trials must be 1 to {MAX_TRIALS}, not {}",
+        args.trials
+    );
+    trial_packets(args.packets, args.trials).map_err(|needed| {
+        anyhow::anyhow!(
+            "--packets {} cannot be split into {} trials of 1, 2, 1 ... parts of at least \
+             {MIN_UNIT_PACKETS} packets: it needs at least {needed} (or fewer --trials)",
+            args.packets,
+            args.trials
+        )
+    })
+}
+
+/// Runs the switch proof: sends `packets` UDP packets as trials and accounts for them on
+/// every side: the host interface under the session's sys root, the DPU's flows per level
+/// through the session's agent channel, and the receiver's interface, when `args.far_end`
+/// names it, through its own agent's channel, dialled before the first reading.
 pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Result<ProofReport> {
+    let work = plan(args)?;
+    Witnesses::check(args.far_end.as_ref().map(|r| &r.agent), args.witnesses)?;
     let channel = session.channel().await?;
     let settings = SwitchClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
@@ -482,15 +657,24 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         .await
         .map_err(rpc_error("Switch.GetOffloadSettings"))?
         .into_inner();
+    let witnesses = Witnesses::dial(
+        session,
+        args.far_end.as_ref().map(|r| &r.agent),
+        args.witnesses,
+    )
+    .await?;
     let (socket, covering) = workload_socket(args.peer)?;
     let socket = std::sync::Arc::new(socket);
-    let mut sides = BothSides {
+    let mut sides = Sides {
         channel,
         sampler: Sampler::new(session.sys_root()),
         interface: args.interface.clone(),
         representor: args.representor.clone(),
         covering: covering.clone(),
         flows: Vec::new(),
+        far_end: witnesses
+            .far_end
+            .zip(args.far_end.as_ref().map(|r| r.interface.clone())),
     };
     let timing = Timing {
         idle: args.idle,
@@ -509,18 +693,68 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         tokio::time::sleep(WARM_UP_WAIT).await;
         Ok(())
     };
-    let packets = args.packets;
-    let workload = async move { send(&socket, peer, packets) };
-    let m = measure(&mut sides, timing, warm_up, workload).await?;
+    let workload = |i: usize| {
+        let (socket, packets) = (std::sync::Arc::clone(&socket), work[i]);
+        async move {
+            let started = std::time::Instant::now();
+            send(&socket, peer, packets)?;
+            Ok(started.elapsed())
+        }
+    };
+    let m = measure(&mut sides, timing, warm_up, args.trials, workload).await?;
     let flows = std::mem::take(&mut sides.flows);
-    let (verdict, lines, notes) = judge(args, &m, &settings, flows.len());
+    let judged = judge(args, &work, &m, &settings, flows.len());
+    let mut notes = judged.notes;
+    if work.len() > 1 {
+        notes.push(format!(
+            "sent as {} trials of {} packets with {:.1} s idle gaps: each trial is judged on \
+             its own window, the flows' growth per packet sent agrees across trials within \
+             {:.0}%, and nothing goes through the workload's flows in the gaps",
+            work.len(),
+            work.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.idle.as_secs_f64(),
+            trials::AGREEMENT * 100.0
+        ));
+    } else {
+        notes.push(
+            "one trial: other traffic through the workload's flows during the window would be \
+             counted as the workload (--trials 3 sends N, 2N, N with quiet gaps between)"
+                .to_owned(),
+        );
+    }
+    if args.far_end.is_none() {
+        notes.push(
+            "one witness: the DPU's own counters (--target-agent ENDPOINT --target-interface \
+             IF adds the receiver's count of what arrived)"
+                .to_owned(),
+        );
+    }
+    let trial_rows = if work.len() > 1 {
+        m.runs()
+            .iter()
+            .zip(&work)
+            .zip(&judged.per_trial)
+            .zip(1u32..)
+            .map(|(((run, &packets), verdict), trial)| TrialSummary {
+                trial,
+                work: packets,
+                seconds: run.workload.as_secs_f64(),
+                verdict: *verdict,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(ProofReport {
         proof: "switch",
-        verdict,
+        verdict: judged.verdict,
         workload: format!(
             "{} UDP packets from {} ({}:{}) to {}:{} through {} (required level: {}); only the \
              flows whose match covers them are counted",
-            args.packets,
+            work.iter().sum::<u64>(),
             args.interface,
             covering.src_ip,
             covering.src_port,
@@ -529,10 +763,10 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
             args.representor,
             args.require.as_str()
         ),
-        lines,
+        lines: judged.lines,
         notes,
-        trials: Vec::new(),
-        witnesses: vec!["DPU".to_owned()],
+        trials: trial_rows,
+        witnesses: witnesses.names,
     })
 }
 
@@ -548,6 +782,21 @@ mod tests {
             packets: 400,
             require,
             idle: Duration::from_secs(1),
+            trials: 1,
+            far_end: None,
+            witnesses: 1,
+        }
+    }
+
+    /// An observation of `dpu` alone.
+    fn seen(dpu: &Snapshot) -> Observation {
+        Observation {
+            host: Snapshot {
+                samples: Vec::new(),
+                ..dpu.clone()
+            },
+            dpu: dpu.clone(),
+            far_end: None,
         }
     }
 
@@ -564,7 +813,7 @@ mod tests {
         let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
         // The lab: no mlx5 representor, TC required: level lines only.
         assert_eq!(
-            expectations(&args(ForwardingLevel::TcSoftware), &dpu).len(),
+            expectations(&args(ForwardingLevel::TcSoftware), 400, &seen(&dpu)).len(),
             3
         );
         dpu.samples.push(Sample::cumulative(
@@ -574,7 +823,7 @@ mod tests {
             10,
             Unit::Packets,
         ));
-        let list = expectations(&args(ForwardingLevel::Hardware), &dpu);
+        let list = expectations(&args(ForwardingLevel::Hardware), 400, &seen(&dpu));
         let cpu = list
             .iter()
             .find(|e| e.select.source == Source::NetdevOffload)

@@ -1,9 +1,10 @@
 //! The switch proof's verdicts from in-memory counters: the positive case and every
-//! negative control of docs/proofs.md, through [`judge`], the path `prove_switch` takes.
+//! negative control of docs/proofs.md, through [`judge`] with one trial; [`trials`] runs
+//! them as trials, with the receiver as a second witness.
 
 use super::*;
 use crate::accounting::measure::fixture::Scenario;
-use crate::accounting::Outcome;
+use crate::accounting::{Outcome, Verdict};
 
 /// Packets sent.
 const K: u64 = 400;
@@ -27,6 +28,9 @@ fn args(require: ForwardingLevel) -> SwitchProof {
         packets: K,
         require,
         idle: Duration::from_secs(1),
+        trials: 1,
+        far_end: None,
+        witnesses: 1,
     }
 }
 
@@ -110,12 +114,19 @@ fn judged(
     hw_offload: bool,
     scenario: &Scenario,
 ) -> (Verdict, Vec<Line>, Vec<String>) {
-    judge(
+    let judged = judge(
         &args(require),
+        &[K],
         &scenario.measured(()),
         &settings(hw_offload),
         2,
-    )
+    );
+    assert_eq!(
+        judged.per_trial,
+        [judged.verdict],
+        "one trial is the verdict"
+    );
+    (judged.verdict, judged.lines, judged.notes)
 }
 
 fn names(lines: &[Line]) -> Vec<&str> {
@@ -423,3 +434,6 @@ fn in_hw_flows_whose_packets_went_through_software_are_not_hardware() {
         .iter()
         .any(|(name, _)| *name == at_level("hardware")));
 }
+
+#[path = "switch_trials_tests.rs"]
+mod trials;

@@ -319,3 +319,60 @@ async fn the_far_end_is_a_second_witness_that_can_say_no() {
         "nothing counted"
     );
 }
+
+/// `--witnesses 2` without the far end's agent: refused before the DPU's agent is even
+/// dialled (it does not exist here), naming the flag that adds the witness; for both
+/// proofs, and the switch's receiver flags come as a pair.
+#[test]
+fn two_witnesses_are_required_before_anything_is_read() {
+    let nowhere = "unix:/nonexistent/dpu-agent.sock";
+    let storage = dpuctl(&["--agent", nowhere, "prove", "storage", "--witnesses", "2"]);
+    let switch = dpuctl(&[
+        "--agent",
+        nowhere,
+        "prove",
+        "switch",
+        "--interface",
+        "lo",
+        "--peer",
+        "192.0.2.20",
+        "--witnesses",
+        "2",
+    ]);
+    for out in [&storage, &switch] {
+        assert_eq!(out.status.code(), Some(2), "{}", describe(out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--witnesses 2 needs") && stderr.contains("--target-agent"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("nonexistent"), "nothing dialled: {stderr}");
+    }
+    // Control: one witness gets as far as dialling the agent, which is not there.
+    let one = dpuctl(&["--agent", nowhere, "prove", "storage", "--witnesses", "1"]);
+    assert_eq!(one.status.code(), Some(2), "{}", describe(&one));
+    assert!(
+        String::from_utf8_lossy(&one.stderr).contains("nonexistent"),
+        "{}",
+        describe(&one)
+    );
+    // The receiver's agent without its interface is a usage error naming the missing flag.
+    let half = dpuctl(&[
+        "--agent",
+        nowhere,
+        "prove",
+        "switch",
+        "--interface",
+        "lo",
+        "--peer",
+        "192.0.2.20",
+        "--target-agent",
+        "tcp:192.0.2.20:50051",
+    ]);
+    assert_eq!(half.status.code(), Some(2), "{}", describe(&half));
+    assert!(
+        String::from_utf8_lossy(&half.stderr).contains("--target-interface"),
+        "{}",
+        describe(&half)
+    );
+}

@@ -1,0 +1,105 @@
+//! The agents a proof reads as witnesses: the DPU's, through the session's channel, and the
+//! far end's (the storage target, the switched traffic's receiver), through its own agent,
+//! dialled once before the first reading. Both are read with one `Counters.Snapshot` each.
+
+use anyhow::Context as _;
+use dpu_probe::snapshot::Snapshot;
+use dpu_proto::v1::{self, counters_client::CountersClient};
+use dpu_proto::Endpoint;
+use tonic::transport::Channel;
+
+use crate::session::{rpc_error, Session};
+use crate::snapshot_wire::snapshot_from_wire;
+
+/// How many independent witnesses a proof may be asked to have: the DPU, and the far end.
+pub const MAX_WITNESSES: u32 = 2;
+
+/// One `Counters.Snapshot` of `selectors` through `channel`, decoded; `rpc` names the call
+/// in an error.
+pub async fn agent_snapshot(
+    channel: &Channel,
+    selectors: Vec<v1::counter_selector::Selector>,
+    rpc: &'static str,
+) -> anyhow::Result<Snapshot> {
+    let selectors = selectors
+        .into_iter()
+        .map(|selector| v1::CounterSelector {
+            selector: Some(selector),
+        })
+        .collect();
+    let wire = CountersClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
+        .snapshot(v1::SnapshotRequest { selectors })
+        .await
+        .map_err(rpc_error(rpc))?
+        .into_inner();
+    Ok(snapshot_from_wire(&wire))
+}
+
+/// The far end's RDMA ports and network interfaces, through its own agent.
+pub async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
+    use v1::counter_selector::Selector;
+    let selectors = vec![
+        Selector::Rdma(v1::RdmaSelector::default()),
+        Selector::Netdev(v1::NetdevSelector::default()),
+    ];
+    agent_snapshot(channel, selectors, "Counters.Snapshot (far end)").await
+}
+
+/// The witnesses of a proof: the DPU, and the far end when `far_end` names its agent.
+#[derive(Debug)]
+pub struct Witnesses {
+    /// The far end's agent channel, dialled.
+    pub far_end: Option<Channel>,
+    /// Their names, as the report shows them (`DPU`, `far end (ENDPOINT)`).
+    pub names: Vec<String>,
+}
+
+impl Witnesses {
+    /// Checks that `far_end` gives at least `required` witnesses (refused before anything is
+    /// dialled or read, naming the flag that adds one), then dials the far end's agent with
+    /// the session's TLS files and timeout.
+    pub async fn dial(
+        session: &Session,
+        far_end: Option<&Endpoint>,
+        required: u32,
+    ) -> anyhow::Result<Self> {
+        Self::check(far_end, required)?;
+        let mut names = vec!["DPU".to_owned()];
+        let Some(endpoint) = far_end else {
+            return Ok(Self {
+                far_end: None,
+                names,
+            });
+        };
+        let far = Session::new(
+            endpoint.clone(),
+            session.tls_files().cloned(),
+            session.sys_root_path(),
+            session.timeout(),
+        );
+        let channel = far
+            .channel()
+            .await
+            .with_context(|| format!("the far end's agent at {endpoint}"))?;
+        names.push(format!("far end ({endpoint})"));
+        Ok(Self {
+            far_end: Some(channel),
+            names,
+        })
+    }
+
+    /// `required` witnesses from the DPU and `far_end`: 1 or 2, and 2 only with a far end.
+    pub fn check(far_end: Option<&Endpoint>, required: u32) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            (1..=MAX_WITNESSES).contains(&required),
+            "--witnesses must be 1 (the DPU) or 2 (the DPU and the far end), not {required}"
+        );
+        anyhow::ensure!(
+            required < 2 || far_end.is_some(),
+            "--witnesses 2 needs the far end's agent (--target-agent ENDPOINT): without it \
+             the DPU's own counters are the only witness"
+        );
+        Ok(())
+    }
+}
