@@ -214,15 +214,17 @@ cmd_run() {
   [ -n "$ns" ] || { [ "$vm" = bluefield ] && ns=$NS_HOST || ns=none; }
   [ $# -gt 0 ] || { msg "run: no command (use -- CMD... or -- - for stdin)"; return 255; }
   if [ "$#" = 1 ] && [ "$1" = - ]; then script=$(cat); else script="$*"; fi
-  pid_of "$vm" >/dev/null || { msg "run: $vm is not up"; return 255; }
+  p=$(pid_of "$vm") || { msg "run: $vm is not up"; return 255; }
   [ -f "$LAB_RUN/$vm/share/ready" ] || msg "run: warning: $vm has not reported ready"
   q="$LAB_RUN/$vm/share/cmd"; id="$(date +%s%N)-$$-$RANDOM"
   printf '%s %s\n%s\n' "$ns" "$tmo" "$script" > "$q/$id.req.tmp"
   mv "$q/$id.req.tmp" "$q/$id.req"
   deadline=$(( $(date +%s) + tmo + 30 ))
-  while [ ! -f "$q/$id.rc" ]; do
-    if ! pid_of "$vm" >/dev/null; then msg "run: $vm died while running the command"; return 255; fi
-    if [ "$(date +%s)" -ge "$deadline" ]; then
+  # The guest writes the exit code in one write: present and non-empty means done. The
+  # wait checks its QEMU by pid (a builtin test, no fork: the host's cores run the VMs).
+  while [ ! -s "$q/$id.rc" ]; do
+    if [ ! -d "/proc/$p" ]; then msg "run: $vm died while running the command"; return 255; fi
+    if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
       [ -f "$q/$id.req" ] && { rm -f "$q/$id.req"; msg "run: the guest command daemon on $vm never picked the command up"; return 255; }
       msg "run: no result from $vm after $((tmo + 30))s"; return 124
     fi

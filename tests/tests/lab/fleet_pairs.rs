@@ -12,10 +12,12 @@
 //! counters (moved at least 90 % of the payload), the line rate read from both ports'
 //! sysfs `rate`; each verdict follows from its share of that rate alone (never a path or
 //! run failure), and with one pair isolation says the link cannot be told from a node. The
-//! same runs held to a rate any run reaches (`--line-rate-gbps 0.001`) all PASS with
-//! nothing blamed: the control that the judgement, not the runs, decided a FAIL; that run
-//! is read as a person reads it (the table). The JSON report and the table are printed
-//! (`--nocapture`): docs/fleet.md's example is one.
+//! control that the judgement, not the runs, decides a FAIL (runs that reach the rate all
+//! PASS with nothing blamed, read as a person reads the table) is the mocked tier's
+//! (`fleet_pairs::one_slow_link_is_blamed_on_the_link_and_not_on_its_hosts` and
+//! `one_slow_node_is_blamed_on_the_node_and_not_on_its_peers`): a second real run here
+//! cost 45 s of the lab tier to ask the judge the same question. The JSON report is
+//! printed (`--nocapture`): docs/fleet.md's example is one.
 //!
 //! It runs on the lab the storage and switch test booted (one boot per tier, issue 32),
 //! after that test detached its disk.
@@ -113,16 +115,4 @@ pub(crate) fn roce_pairs_between_the_lab_hosts(lab: &Lab) {
     } else {
         assert!(findings.is_empty(), "{report:#}");
     }
-
-    // The control, as a person reads it: the same pair held to a rate every run reaches.
-    let (code, table, stderr) = lab.run(
-        "bluefield",
-        "host",
-        &format!("dpuctl {PAIRS} --line-rate-gbps 0.001"),
-    );
-    eprintln!("fleet roce pairs --line-rate-gbps 0.001 exited {code}:\n{table}\n{stderr}");
-    assert_eq!(code, 0, "{table}\n{stderr}");
-    assert!(table.contains("verdict: PASS"), "{table}");
-    assert!(table.contains("RDMA ("), "{table}");
-    assert!(!table.contains("link "), "nothing blamed: {table}");
 }
