@@ -20,7 +20,8 @@ use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
 use crate::block::is_multipath_path_disk;
-use crate::root::{list_dir, read_optional_attr};
+use crate::netdev::looks_like_pci_address;
+use crate::root::{link_basename, list_dir, read_optional_attr};
 use crate::{ProbeError, SysRoot};
 
 /// The identifiers one NVMe namespace reports (Identify Namespace and its descriptor list),
@@ -337,6 +338,37 @@ pub fn disks_with_identity(
         });
     }
     Ok(found)
+}
+
+/// The PCI functions (`0000:3b:00.2`) through which this host reaches disk `name` under
+/// `root`, sorted: an NVMe disk's controller's PCI device (`block/<disk>/device` is the
+/// controller, whose `device` link names the function), or, for a native-multipath head
+/// (`block/<disk>/device` is the NVMe subsystem), every controller's of the subsystem.
+/// Empty for a disk with no PCI controller: NVMe over a fabric (the controller's `device`
+/// is the fabrics `ctl`), a loop or RAM disk. Formats: Linux `drivers/nvme/host/core.c`
+/// (`nvme_init_subsystem`, the `nvme-subsystem` class links each controller into its
+/// subsystem) and `docs/reference/nvme-identity.md`.
+pub fn disk_pci_functions(root: &SysRoot, name: &str) -> Vec<String> {
+    let device = root.sys("block").join(name).join("device");
+    let function_of = |controller: &Path| {
+        link_basename(&controller.join("device")).filter(|f| looks_like_pci_address(f))
+    };
+    let mut functions: Vec<String> = match function_of(&device) {
+        Some(function) => vec![function],
+        None => list_dir(&device)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|entry| {
+                entry
+                    .strip_prefix("nvme")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .filter_map(|controller| function_of(&device.join(controller)))
+            .collect(),
+    };
+    functions.sort();
+    functions.dedup();
+    functions
 }
 
 #[cfg(test)]

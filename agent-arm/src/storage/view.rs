@@ -4,6 +4,7 @@
 //! the backend lost shows its real state (no volumes, controller FAILED) rather than what
 //! was asked, so `dpuctl storage list` never claims a disk the host cannot see.
 
+use dpu_nvmeof::snap::EmulatedFunction;
 use dpu_probe::disk_identity::NamespaceIdentity;
 use dpu_proto::v1;
 
@@ -20,13 +21,36 @@ pub(crate) struct Observed {
     pub(crate) problem: Option<String>,
 }
 
-fn disk_identity(id: &NamespaceIdentity, source: String) -> v1::DiskIdentity {
+fn disk_identity(
+    id: &NamespaceIdentity,
+    source: String,
+    host_pci_functions: Vec<String>,
+) -> v1::DiskIdentity {
     v1::DiskIdentity {
         uuid: id.uuid.clone().unwrap_or_default(),
         nguid: id.nguid.clone().unwrap_or_default(),
         eui64: id.eui64.clone().unwrap_or_default(),
         source,
+        host_pci_functions,
     }
+}
+
+/// The host PCI functions (`0000:bb:dd.f`) of the live controllers of `nqn` that attach
+/// namespace `nsid` and were placed by PCI address; a controller placed by PF/VF index or
+/// VUID has no address the agent knows, and adds none.
+fn host_pci_functions(doc: &Desired, nqn: &str, nsid: u32) -> Vec<String> {
+    let mut functions: Vec<String> = doc
+        .controllers_of(nqn)
+        .filter(|(_, ctrl)| ctrl.attached.contains(&nsid))
+        .filter_map(|(_, ctrl)| match super::function::decode(&ctrl.function) {
+            // SNAP's form has no domain: it can only name domain 0000 (function.rs).
+            Ok(EmulatedFunction::PciBdf(bdf)) => Some(format!("0000:{bdf}")),
+            _ => None,
+        })
+        .collect();
+    functions.sort();
+    functions.dedup();
+    functions
 }
 
 /// Every identity under which a host can see a disk carrying `v`: its own disk's, as this
@@ -38,6 +62,7 @@ fn host_identities(doc: &Desired, v: &VolumeInfo) -> Vec<v1::DiskIdentity> {
         out.push(disk_identity(
             id,
             format!("disk {device} on the agent's machine"),
+            Vec::new(),
         ));
     }
     for key in doc.users_of_volume(&v.id) {
@@ -54,7 +79,8 @@ fn host_identities(doc: &Desired, v: &VolumeInfo) -> Vec<v1::DiskIdentity> {
             nonempty(&ns.eui64).as_deref(),
         ) {
             if !id.is_empty() {
-                out.push(disk_identity(&id, format!("namespace {key}")));
+                let functions = host_pci_functions(doc, nqn, *nsid);
+                out.push(disk_identity(&id, format!("namespace {key}"), functions));
             }
         }
     }
@@ -268,6 +294,64 @@ pub(crate) fn page<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn exposure(id: &str, function: v1::emulation_function::Function) -> v1::ExposureSpec {
+        v1::ExposureSpec {
+            remote: Some(v1::RemoteControllerSpec {
+                transport: v1::NvmeTransport::Rdma as i32,
+                address_family: v1::AddressFamily::Ipv4 as i32,
+                traddr: "10.0.0.2".into(),
+                trsvcid: 4420,
+                subnqn: format!("nqn.2026-01.io.example:{id}"),
+                ..Default::default()
+            }),
+            remote_nsid: 1,
+            subsystem_nqn: format!("nqn.2026-01.io.example:{id}-host"),
+            function: Some(v1::EmulationFunction {
+                function: Some(function),
+            }),
+            serial_number: "SN1".into(),
+            ..Default::default()
+        }
+    }
+
+    fn volume(id: &str) -> VolumeInfo {
+        VolumeInfo {
+            id: id.to_owned(),
+            block_size: 512,
+            num_blocks: 8,
+            uuid: String::new(),
+            device: None,
+            identity: None,
+        }
+    }
+
+    /// A namespace on a controller placed by PCI address names that function (in `lspci
+    /// -D` form) beside its identity, so the host can refuse a disk with the same identity
+    /// reached any other way; one placed by PF index names none (the agent does not know
+    /// the host's address for it).
+    #[test]
+    fn a_namespace_names_the_host_pci_function_of_its_controller_when_placed_by_address() {
+        use v1::emulation_function::Function;
+        let mut doc = Desired::default();
+        let by_address = Function::PciAddress(v1::PciAddress {
+            bdf: "3b:00.2".to_owned(),
+        });
+        doc.insert_exposure("e1", &exposure("e1", by_address));
+        let by_index = Function::PfVf(v1::PfVf {
+            pf_index: 0,
+            vf_index: None,
+        });
+        doc.insert_exposure("e2", &exposure("e2", by_index));
+        let placed = host_identities(&doc, &volume("e1n1"));
+        assert_eq!(placed.len(), 1, "{placed:?}");
+        assert_eq!(placed[0].host_pci_functions, ["0000:3b:00.2"]);
+        assert!(placed[0].source.starts_with("namespace "), "{placed:?}");
+        assert!(!placed[0].uuid.is_empty(), "{placed:?}");
+        let unplaced = host_identities(&doc, &volume("e2n1"));
+        assert_eq!(unplaced.len(), 1, "{unplaced:?}");
+        assert!(unplaced[0].host_pci_functions.is_empty(), "{unplaced:?}");
+    }
 
     #[test]
     fn pages_continue_after_the_token_and_end_with_an_empty_one() {

@@ -8,15 +8,19 @@
 //! the device's identity from its own sysfs (`dpu_probe::disk_identity`). The device is
 //! bound when one of them agrees on every identifier both have; a device whose identifiers
 //! differ, that reports none, or that shares no kind of identifier with the volume is
-//! refused, naming both sides.
+//! refused, naming both sides. Where the agent also names the host PCI functions of the
+//! emulated controllers the namespace is attached to, the disk must be reached through one
+//! of them (`dpu_probe::disk_identity::disk_pci_functions`): the same identity over a
+//! fabric, or through another function, is another path to the data, not the emulation.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use dpu_probe::disk_identity::{
-    block_dev_number, block_disk, disks_with_identity, Agreement, BlockDisk, DeviceError,
-    IdentityFormatError, NamespaceIdentity,
+    block_dev_number, block_disk, disk_pci_functions, disks_with_identity, Agreement, BlockDisk,
+    DeviceError, IdentityFormatError, NamespaceIdentity,
 };
+use dpu_probe::netdev::looks_like_pci_address;
 use dpu_probe::{ProbeError, SysRoot};
 use dpu_proto::v1;
 
@@ -27,6 +31,9 @@ pub struct VolumeIdentity {
     pub identity: NamespaceIdentity,
     /// Where the agent read or configured them ("namespace subsystems/.../namespaces/1").
     pub source: String,
+    /// The host PCI functions (`0000:3b:00.2`) the namespace's emulated controllers are on;
+    /// empty when the agent does not know them.
+    pub host_pci_functions: Vec<String>,
 }
 
 /// The volume's identities, for messages: `uuid X (source); nguid Y (source)`.
@@ -54,6 +61,9 @@ pub struct Binding {
     pub agreed_on: Vec<&'static str>,
     /// The volume identity it agreed with.
     pub matched: VolumeIdentity,
+    /// The emulated controller's PCI function the disk is reached through, when the agent
+    /// named the functions.
+    pub pci_function: Option<String>,
 }
 
 impl Binding {
@@ -63,8 +73,13 @@ impl Binding {
             Some(part) => format!("partition {part} of disk {}", self.disk.name),
             None => format!("disk {}", self.disk.name),
         };
+        let on = self
+            .pci_function
+            .as_ref()
+            .map(|f| format!(", on the emulated controller's PCI function {f}"))
+            .unwrap_or_default();
         format!(
-            "{} ({disk}) is {volume}: {} agree with {} ({})",
+            "{} ({disk}) is {volume}: {} agree with {} ({}){on}",
             self.device.display(),
             self.agreed_on.join(" and "),
             self.matched.identity,
@@ -97,6 +112,40 @@ pub enum BindError {
         /// What is wrong.
         #[source]
         source: IdentityFormatError,
+    },
+    /// A PCI function the agent reports is not one.
+    #[error(
+        "volume {volume}: the agent reports {function:?} as a host PCI function \
+         ({source_name}), which is not a PCI address (dddd:bb:dd.f)"
+    )]
+    BadAgentPciFunction {
+        /// The volume.
+        volume: String,
+        /// Where the agent took the identity from.
+        source_name: String,
+        /// What it sent.
+        function: String,
+    },
+    /// The device carries the identity, but is not reached through the emulated
+    /// controller's PCI function: another path to the same namespace.
+    #[error(
+        "device {path} (disk {disk}) carries volume {volume}'s identity but is reached \
+         through {found}, not the emulated controller's PCI function {expected}: another \
+         path to the same namespace, not the DPU's emulation"
+    )]
+    OtherPath {
+        /// The device given.
+        path: PathBuf,
+        /// Its disk.
+        disk: String,
+        /// The PCI functions it is reached through, or "no PCI function (NVMe over a
+        /// fabric, or not NVMe)".
+        found: String,
+        /// The volume.
+        volume: String,
+        /// The emulated controllers' PCI functions, comma-separated, and where the agent
+        /// took the identity from.
+        expected: String,
     },
     /// The device is not a block device with a sysfs directory.
     #[error("device {path} cannot be bound to volume {volume}")]
@@ -218,10 +267,23 @@ pub fn volume_identities(volume: &v1::Volume) -> Result<Vec<VolumeIdentity>, Bin
             source_name: wire.source.clone(),
             source,
         })?;
+        let mut host_pci_functions = Vec::new();
+        for function in &wire.host_pci_functions {
+            let canonical = function.to_ascii_lowercase();
+            if !looks_like_pci_address(&canonical) {
+                return Err(BindError::BadAgentPciFunction {
+                    volume: volume.name.clone(),
+                    source_name: wire.source.clone(),
+                    function: function.clone(),
+                });
+            }
+            host_pci_functions.push(canonical);
+        }
         if !identity.is_empty() {
             out.push(VolumeIdentity {
                 identity,
                 source: wire.source.clone(),
+                host_pci_functions,
             });
         }
     }
@@ -246,11 +308,14 @@ pub fn bind_device(
         volume: volume.to_owned(),
         source,
     })?;
-    bind_disk(device, disk, volume, wanted)
+    bind_disk(root, device, disk, volume, wanted)
 }
 
-/// Binds `device`, already resolved to `disk`, to `volume` by the identities `wanted`.
+/// Binds `device`, already resolved to `disk`, to `volume` by the identities `wanted`; an
+/// identity that names PCI functions binds only a disk reached through one of them (read
+/// under `root`).
 fn bind_disk(
+    root: &SysRoot,
     device: &Path,
     disk: BlockDisk,
     volume: &str,
@@ -266,21 +331,55 @@ fn bind_disk(
         });
     }
     let mut differs = None;
+    let mut other_path = None;
     for candidate in wanted {
         match disk.identity.agreement(&candidate.identity) {
             Agreement::Same(fields) => {
+                let pci_function = if candidate.host_pci_functions.is_empty() {
+                    None
+                } else {
+                    let reached = disk_pci_functions(root, &disk.name);
+                    match reached
+                        .iter()
+                        .find(|f| candidate.host_pci_functions.contains(f))
+                    {
+                        Some(function) => Some(function.clone()),
+                        None => {
+                            other_path.get_or_insert_with(|| BindError::OtherPath {
+                                path: device.to_owned(),
+                                disk: disk.name.clone(),
+                                found: if reached.is_empty() {
+                                    "no PCI function (NVMe over a fabric, or not NVMe)".to_owned()
+                                } else {
+                                    format!("PCI function {}", reached.join(", "))
+                                },
+                                volume: volume.to_owned(),
+                                expected: format!(
+                                    "{} ({})",
+                                    candidate.host_pci_functions.join(", "),
+                                    candidate.source
+                                ),
+                            });
+                            continue;
+                        }
+                    }
+                };
                 return Ok(Binding {
                     device: device.to_owned(),
                     disk,
                     agreed_on: fields,
                     matched: candidate.clone(),
-                })
+                    pci_function,
+                });
             }
             Agreement::Differ(field) => {
                 differs.get_or_insert(field);
             }
             Agreement::Unrelated => {}
         }
+    }
+    if let Some(other_path) = other_path {
+        return Err(other_path);
     }
     Err(match differs {
         Some(field) => BindError::Mismatch {
@@ -342,7 +441,7 @@ pub fn find_device(
     };
     let node = PathBuf::from("/dev").join(&disk.name);
     match block_dev_number(&node) {
-        Ok(dev) if dev == disk.dev => bind_disk(&node, disk, volume, wanted),
+        Ok(dev) if dev == disk.dev => bind_disk(root, &node, disk, volume, wanted),
         Ok(_) => Err(BindError::NoNode {
             disk: disk.name,
             volume: volume.to_owned(),

@@ -46,7 +46,9 @@ fn target(rdma: bool) -> Target {
             matched: VolumeIdentity {
                 identity,
                 source: "disk /dev/nvme0n1 on the agent's machine".to_owned(),
+                host_pci_functions: Vec::new(),
             },
+            pci_function: None,
         },
     }
 }

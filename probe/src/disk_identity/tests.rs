@@ -202,3 +202,49 @@ fn a_partition_is_bound_through_its_disk() {
         Err(DeviceError::NoSysfs { .. })
     ));
 }
+
+/// A controller directory at `at` whose `device` link names `function`.
+fn controller(at: &Path, function: &str) {
+    fs::create_dir_all(at).expect("controller dir");
+    symlink(format!("../../../{function}"), at.join("device")).expect("device link");
+}
+
+#[test]
+fn a_disk_is_reached_through_its_controllers_pci_functions_or_none_over_a_fabric() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let sys = tmp.path().join("sys");
+    let devices = sys.join("devices");
+    // A PCI NVMe disk: block/nvme0n1/device is the controller, its device the function.
+    let nvme0 = devices.join("pci0000:00/0000:3b:00.2/nvme/nvme0");
+    controller(&nvme0, "0000:3b:00.2");
+    disk(tmp.path(), "nvme0n1", &[]);
+    symlink(&nvme0, sys.join("block/nvme0n1/device")).expect("link");
+    // A native-multipath head: its device is the subsystem, which links every controller.
+    let subsys = devices.join("virtual/nvme-subsystem/nvme-subsys1");
+    fs::create_dir_all(&subsys).expect("subsystem");
+    for (n, function) in [(1, "0000:af:00.2"), (2, "0000:5e:00.2")] {
+        let at = devices.join(format!("pci0000:00/{function}/nvme/nvme{n}"));
+        controller(&at, function);
+        symlink(&at, subsys.join(format!("nvme{n}"))).expect("subsystem link");
+    }
+    fs::write(subsys.join("subsysnqn"), "nqn.x\n").expect("attribute");
+    disk(tmp.path(), "nvme1n1", &[]);
+    symlink(&subsys, sys.join("block/nvme1n1/device")).expect("link");
+    // NVMe over a fabric: the controller's device is the fabrics `ctl`, no PCI function.
+    let fabric = devices.join("virtual/nvme-fabrics/ctl/nvme3");
+    fs::create_dir_all(&fabric).expect("fabric controller");
+    symlink("../../ctl", fabric.join("device")).expect("ctl link");
+    disk(tmp.path(), "nvme3n1", &[]);
+    symlink(&fabric, sys.join("block/nvme3n1/device")).expect("link");
+    disk(tmp.path(), "loop0", &[]);
+
+    let root = SysRoot::new(tmp.path());
+    assert_eq!(disk_pci_functions(&root, "nvme0n1"), ["0000:3b:00.2"]);
+    assert_eq!(
+        disk_pci_functions(&root, "nvme1n1"),
+        ["0000:5e:00.2", "0000:af:00.2"]
+    );
+    assert!(disk_pci_functions(&root, "nvme3n1").is_empty());
+    assert!(disk_pci_functions(&root, "loop0").is_empty());
+    assert!(disk_pci_functions(&root, "nosuch").is_empty());
+}

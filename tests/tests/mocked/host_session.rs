@@ -128,8 +128,14 @@ pub(crate) fn expose_volume(lab: &Lab) {
 
 /// As [`expose_volume`], the remote controller reached over `transport` (`rdma`, `tcp`).
 pub(crate) fn expose_volume_over(lab: &Lab, transport: &str) {
+    expose_volume_on(lab, transport, &["--pf", "0"]);
+}
+
+/// As [`expose_volume_over`], the emulated controller placed by `function` (`--pf 0`,
+/// `--pci 03:00.2`).
+pub(crate) fn expose_volume_on(lab: &Lab, transport: &str, function: &[&str]) {
     let endpoint = lab.agent.endpoint();
-    let out = dpuctl(&[
+    let mut args = vec![
         "--agent",
         &endpoint,
         "storage",
@@ -144,9 +150,9 @@ pub(crate) fn expose_volume_over(lab: &Lab, transport: &str) {
         REMOTE_NQN,
         "--nqn",
         HOST_NQN,
-        "--pf",
-        "0",
-    ]);
+    ];
+    args.extend(function);
+    let out = dpuctl(&args);
     assert!(out.status.success(), "expose: {}", describe(&out));
 }
 

@@ -11,7 +11,8 @@ use dpu_tests::harness::dpuctl;
 use dpu_tests::skip;
 
 use crate::host_session::{
-    disk_tempdir, expose_volume, host_root_with_netdev_stats, identified_loop, volume_host_uuid,
+    disk_tempdir, expose_volume, expose_volume_on, host_root_with_netdev_stats, identified_loop,
+    volume_host_uuid,
 };
 use crate::Lab;
 
@@ -110,4 +111,56 @@ async fn the_device_is_bound_to_the_volume_by_identity_before_anything_is_counte
             "{notes}"
         );
     }
+}
+
+/// The emulated controller placed on PCI function 03:00.2 (the fake SNAP's first PF): the
+/// agent names that function beside the namespace's identity, and a disk that carries the
+/// identity but is not reached through it (here a loop device: no PCI controller at all,
+/// as an NVMe/TCP connection to the same namespace would have none) is refused before
+/// anything is counted. Control: the same disk shown by the sys tree on that function's
+/// controller is bound, and the note names the function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_with_the_identity_on_another_path_than_the_emulated_function_is_refused() {
+    let lab = Lab::start();
+    expose_volume_on(&lab, "rdma", &["--pci", "03:00.2"]);
+    let endpoint = lab.agent.endpoint();
+    let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
+    let dir = disk_tempdir();
+    let file = dir.path().join("device.bin");
+    std::fs::write(&file, vec![7u8; 1 << 20]).expect("write the device file");
+    let (_host_dir, host_root) = host_root_with_netdev_stats();
+    let root_text = host_root.to_str().expect("utf-8 path");
+    let disk = match identified_loop(&file, &uuid, &[&host_root]) {
+        Ok(disk) => disk,
+        Err(why) => skip!("the proof binds a real block device: {why}"),
+    };
+    let device = disk.path.to_str().expect("utf-8 path");
+    let out = prove(&endpoint, root_text, Some(device));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        stderr.contains("no PCI function") && stderr.contains("0000:03:00.2"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing counted: {}", describe(&out));
+
+    // The same disk, as the host's sysfs shows an emulated namespace: its controller's
+    // device is PCI function 0000:03:00.2.
+    let controller = host_root.join("sys/devices/pci0000:00/0000:03:00.2/nvme/nvme7");
+    std::fs::create_dir_all(&controller).expect("controller");
+    std::os::unix::fs::symlink("../../../0000:03:00.2", controller.join("device"))
+        .expect("device link");
+    std::os::unix::fs::symlink(
+        &controller,
+        host_root.join("sys/block").join(&disk.name).join("device"),
+    )
+    .expect("disk link");
+    let out = prove(&endpoint, root_text, Some(device));
+    let report = json(&out);
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("on the emulated controller's PCI function 0000:03:00.2"),
+        "{notes}\n{}",
+        describe(&out)
+    );
 }

@@ -104,6 +104,7 @@ async fn kernel_backend_adopts_a_connected_controller_and_reads_its_disk() {
             nguid: String::new(),
             eui64: "0025385b71b12f3c".to_owned(),
             source: "disk /dev/nvme0n1 on the agent's machine".to_owned(),
+            host_pci_functions: Vec::new(),
         }],
         "{status:?}"
     );

@@ -14,6 +14,7 @@ fn wire(uuid: &str, nguid: &str, source: &str) -> v1::DiskIdentity {
         nguid: nguid.to_owned(),
         eui64: String::new(),
         source: source.to_owned(),
+        host_pci_functions: Vec::new(),
     }
 }
 
@@ -212,4 +213,80 @@ fn without_a_device_the_one_disk_carrying_the_identity_is_found() {
     let (_tmp, root) = root_with_disk(dev, name, &[("uuid", UUID)]);
     let binding = find_device(&root, VOLUME, &want).expect("found");
     assert_eq!(binding.device, device);
+}
+
+/// The emulated namespace's identity with the host PCI function of its controller.
+fn placed(functions: &[&str]) -> v1::DiskIdentity {
+    v1::DiskIdentity {
+        host_pci_functions: functions.iter().map(|f| (*f).to_owned()).collect(),
+        ..wire(UUID, "", "namespace subsystems/nqn.x/namespaces/1")
+    }
+}
+
+/// Makes disk `name` under `root`'s tree an NVMe disk on controller `nvme9`, whose
+/// `device` link names `function` (a PCI address, or `ctl` for a fabrics controller).
+fn reached_through(root: &SysRoot, name: &str, function: &str) {
+    let controller = root.sys("devices/nvme9");
+    fs::create_dir_all(&controller).expect("controller");
+    symlink(format!("../../{function}"), controller.join("device")).expect("device link");
+    symlink(&controller, root.sys("block").join(name).join("device")).expect("link");
+}
+
+/// The same identity reached another way (the host's own NVMe/TCP connection to a target
+/// that exports the namespace with the identity the emulation passes on, or another PCI
+/// function) is refused, naming both; through the emulated controller's function it binds
+/// and the note says so.
+#[test]
+fn the_same_identity_on_another_path_than_the_emulated_controller_is_refused() {
+    let Some((device, dev)) = some_block_device() else {
+        return;
+    };
+    let want = wanted(vec![placed(&["0000:3B:00.2"])]);
+    assert_eq!(want[0].host_pci_functions, ["0000:3b:00.2"], "normalised");
+
+    let (_tmp, root) = root_with_disk(dev, "nvme0n1", &[("uuid", UUID)]);
+    reached_through(&root, "nvme0n1", "0000:3b:00.2");
+    let binding = bind_device(&root, &device, VOLUME, &want).expect("bound");
+    assert_eq!(binding.pci_function.as_deref(), Some("0000:3b:00.2"));
+    let note = binding.note(VOLUME);
+    assert!(
+        note.ends_with("on the emulated controller's PCI function 0000:3b:00.2"),
+        "{note}"
+    );
+
+    let (_tmp, root) = root_with_disk(dev, "nvme1n1", &[("uuid", UUID)]);
+    reached_through(&root, "nvme1n1", "ctl");
+    let err = bind_device(&root, &device, VOLUME, &want).expect_err("over a fabric");
+    let text = err.to_string();
+    assert!(matches!(err, BindError::OtherPath { .. }), "{text}");
+    assert!(
+        text.contains("no PCI function (NVMe over a fabric") && text.contains("0000:3b:00.2"),
+        "{text}"
+    );
+
+    let (_tmp, root) = root_with_disk(dev, "nvme2n1", &[("uuid", UUID)]);
+    reached_through(&root, "nvme2n1", "0000:5e:00.0");
+    let err = bind_device(&root, &device, VOLUME, &want).expect_err("another function");
+    let text = err.to_string();
+    assert!(
+        text.contains("PCI function 0000:5e:00.0") && text.contains("not the emulated"),
+        "{text}"
+    );
+
+    // Control: an identity without functions (the agent does not know where the host
+    // sees the controller) binds by identity alone, as before.
+    let unplaced = wanted(vec![placed(&[])]);
+    let binding = bind_device(&root, &device, VOLUME, &unplaced).expect("bound");
+    assert_eq!(binding.pci_function, None);
+}
+
+#[test]
+fn a_malformed_pci_function_from_the_agent_is_refused() {
+    let err =
+        volume_identities(&volume(vec![placed(&["3b:00.2; rm"])])).expect_err("not a PCI address");
+    assert!(
+        matches!(err, BindError::BadAgentPciFunction { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("3b:00.2; rm"), "{err}");
 }
