@@ -553,16 +553,17 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     // Another reader of the volume's disk (in the lab the host and the DPU share one
     // kernel: this is also the DPU's disk of the volume) that starts after the proof's idle
     // window (3 s into its 2 s idle window and first trial) and reads 1 MiB every 0.1 s
-    // until well after the proof: never PROVEN, and the line that says so names the
-    // volume (a gap that was not quiet, or a trial that did not agree).
+    // until the proof ends (stopped then; 25 s at most): never PROVEN, and the line that
+    // says so names the volume (a gap that was not quiet, or a trial that did not agree).
     let (code, proof, stderr) = lab.run(
         "bluefield",
         "host",
         &format!(
             "(sleep 3; end=$(($(date +%s) + 25)); while [ $(date +%s) -lt $end ]; do \
                dd if=/dev/{disk} of=/dev/null bs=1M count=1 iflag=direct 2>/dev/null; \
-               sleep 0.1; done) & \
-             dpuctl -o json prove storage --size 32m --idle 2; code=$?; wait; exit $code"
+               sleep 0.1; done) & reader=$!; \
+             dpuctl -o json prove storage --size 32m --idle 2; code=$?; \
+             kill $reader 2>/dev/null; wait; exit $code"
         ),
     );
     let proof: Value =
