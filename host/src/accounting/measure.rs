@@ -105,6 +105,12 @@ impl<T> Trials<T> {
         &self.runs
     }
 
+    /// The last trial's after-reading: with [`Self::first_before`], the whole run.
+    pub fn last_after(&self) -> &Observation {
+        // Never empty, as in `first_before`.
+        &self.runs[self.runs.len() - 1].after
+    }
+
     /// The first trial's before-reading: which counters exist then decides the
     /// expectations.
     pub fn first_before(&self) -> &Observation {

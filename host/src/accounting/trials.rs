@@ -26,6 +26,20 @@ pub fn weights(count: u32) -> Vec<u64> {
         .collect()
 }
 
+/// `total` split into `count` trials in [`weights`]' proportions, each unit a whole number
+/// of `step` (a block size; 1 for a count) and at least `min_unit`; `Err` with the fewest
+/// `total` that splits so. What the rest of an uneven split would be is not run.
+pub fn split(total: u64, count: u32, step: u64, min_unit: u64) -> Result<Vec<u64>, u64> {
+    let weights = weights(count);
+    let units: u64 = weights.iter().sum();
+    let step = step.max(1);
+    let unit = total / units.max(1) / step * step;
+    if unit == 0 || unit < min_unit {
+        return Err(units * min_unit.max(step));
+    }
+    Ok(weights.iter().map(|w| w * unit).collect())
+}
+
 /// Judges a gap's expectations (upper bounds on the witnesses): a witness that moved while
 /// no workload ran is not a failure of the offload but traffic the trials cannot be told
 /// from, so a line not met there is INCONCLUSIVE.

@@ -621,13 +621,7 @@ pub fn judge<T>(
 /// proportions, each a whole number of `bs` blocks; `Err` with the fewest bytes that can be
 /// split so, when `size` holds fewer than one block per unit.
 pub fn trial_sizes(size: u64, bs: u64, count: u32) -> Result<Vec<u64>, u64> {
-    let weights = trials::weights(count);
-    let units: u64 = weights.iter().sum();
-    let unit = size / units.max(1) / bs.max(1) * bs;
-    if unit == 0 {
-        return Err(units * bs);
-    }
-    Ok(weights.iter().map(|w| w * unit).collect())
+    trials::split(size, count, bs, bs)
 }
 
 /// The RDMA ports this host can see, sorted by whose they are ([`HostRdmaPorts`]). In a
@@ -699,7 +693,7 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let channel = session.channel().await?;
     let root = session.sys_root();
     let target = resolve(&root, channel.clone(), args).await?;
-    let witnesses = Witnesses::dial(session, args.far_end.as_ref(), args.witnesses).await?;
+    let witnesses = Witnesses::dial(session, args.far_end.as_ref()).await?;
     let mut sides = Sides {
         channel,
         sampler: Sampler::new(root.clone()),

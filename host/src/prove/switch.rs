@@ -126,13 +126,7 @@ const CPU_HIT: &str = "cpu_hit_rx_packets";
 /// proportions; `Err` with the fewest packets that can be split so, when a unit would hold
 /// fewer than [`MIN_UNIT_PACKETS`].
 pub fn trial_packets(packets: u64, count: u32) -> Result<Vec<u64>, u64> {
-    let weights = trials::weights(count);
-    let units: u64 = weights.iter().sum();
-    let unit = packets / units.max(1);
-    if unit < MIN_UNIT_PACKETS {
-        return Err(units * MIN_UNIT_PACKETS);
-    }
-    Ok(weights.iter().map(|w| w * unit).collect())
+    trials::split(packets, count, 1, MIN_UNIT_PACKETS)
 }
 
 /// Packets sent before the measured window, and the pause after them.
@@ -557,8 +551,7 @@ pub fn judge<T>(
     let smallest = work.iter().copied().min().unwrap_or(0);
     let gap = gap_expectation(args, smallest);
     let (verdict, verdicts, lines) = trials::conclude(per_trial, &gap, &m.gaps());
-    let last = &m.runs()[m.runs().len() - 1].after;
-    let (dpu_before, dpu_after) = (&first.dpu, &last.dpu);
+    let (dpu_before, dpu_after) = (&first.dpu, &m.last_after().dpu);
     let level = reached(dpu_before, dpu_after, &args.representor);
     let mut notes = vec![
         format!(
@@ -657,12 +650,7 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
         .await
         .map_err(rpc_error("Switch.GetOffloadSettings"))?
         .into_inner();
-    let witnesses = Witnesses::dial(
-        session,
-        args.far_end.as_ref().map(|r| &r.agent),
-        args.witnesses,
-    )
-    .await?;
+    let witnesses = Witnesses::dial(session, args.far_end.as_ref().map(|r| &r.agent)).await?;
     let (socket, covering) = workload_socket(args.peer)?;
     let socket = std::sync::Arc::new(socket);
     let mut sides = Sides {

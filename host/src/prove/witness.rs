@@ -56,15 +56,10 @@ pub struct Witnesses {
 }
 
 impl Witnesses {
-    /// Checks that `far_end` gives at least `required` witnesses (refused before anything is
-    /// dialled or read, naming the flag that adds one), then dials the far end's agent with
-    /// the session's TLS files and timeout.
-    pub async fn dial(
-        session: &Session,
-        far_end: Option<&Endpoint>,
-        required: u32,
-    ) -> anyhow::Result<Self> {
-        Self::check(far_end, required)?;
+    /// Dials the far end's agent, when there is one, with the session's TLS files and
+    /// timeout. The proof has checked the witnesses it requires first ([`Self::check`]),
+    /// before anything was dialled or read.
+    pub async fn dial(session: &Session, far_end: Option<&Endpoint>) -> anyhow::Result<Self> {
         let mut names = vec!["DPU".to_owned()];
         let Some(endpoint) = far_end else {
             return Ok(Self {
@@ -89,7 +84,8 @@ impl Witnesses {
         })
     }
 
-    /// `required` witnesses from the DPU and `far_end`: 1 or 2, and 2 only with a far end.
+    /// `required` witnesses from the DPU and `far_end`: 1 or 2, and 2 only with a far end;
+    /// the error names the flag that adds one.
     pub fn check(far_end: Option<&Endpoint>, required: u32) -> anyhow::Result<()> {
         anyhow::ensure!(
             (1..=MAX_WITNESSES).contains(&required),
