@@ -13,7 +13,7 @@ use super::plan::Plan;
 use super::step::Outcome;
 use crate::roce::local_run::run_measured_env;
 use crate::roce::nccl::parse_results;
-use crate::roce::nccl_corroborate::{corroborate, named_ports, snapshot};
+use crate::roce::nccl_corroborate::{corroborate, named_ports, snapshot, CollectiveFloor};
 use crate::roce::nccl_transport::{scan_transport, NcclTransport};
 
 /// The marker the example scripts print before their result (examples/demo/README.md).
@@ -115,7 +115,9 @@ pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> Outcome {
     };
     let transport = scan_transport(&text);
     let named = named_ports(&transport.ib_devices);
-    let counters = corroborate(&before, &after, transport.transport, &named);
+    let results = parse_results(&text).ok();
+    let floor = results.as_ref().map(CollectiveFloor::of);
+    let counters = corroborate(&before, &after, transport.transport, &named, floor);
     out.note(format!(
         "RDMA counters: {} ({})",
         counters.verdict, counters.reason
@@ -123,7 +125,7 @@ pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> Outcome {
     for e in transport.evidence.iter().take(3) {
         out.note(format!("log: {e}"));
     }
-    let busbw = parse_results(&text).ok().and_then(|r| r.avg_busbw_gbps);
+    let busbw = results.and_then(|r| r.avg_busbw_gbps);
     if let Some(b) = busbw {
         out.note(format!("average bus bandwidth {b} GB/s"));
     }

@@ -55,6 +55,58 @@ pub struct NcclResults {
     pub rows: Vec<NcclRow>,
     /// `# Avg bus bandwidth`, GB/s, when the footer was printed.
     pub avg_busbw_gbps: Option<f64>,
+    /// `iters: N` of the run header (`# nThread 1 nGpus 1 ... warmup iters: 5 iters: 20
+    /// agg iters: 1 ...`): the timed collectives per size and placement are `iters` x
+    /// `agg iters`. None when the header was not in the log.
+    pub iters: Option<u64>,
+    /// `agg iters: N` of the same header (releases before it have none: 1).
+    pub agg_iters: Option<u64>,
+}
+
+impl NcclResults {
+    /// The bytes one rank moved over its links in the timed collectives, by nccl-tests'
+    /// own bus model: `busbw` is the size times the collective's link factor (2(n-1)/n for
+    /// all-reduce) over the time, so `busbw x time` is one collective's bus bytes, summed
+    /// over the rows, both placements, and `iters x agg iters` (1 each when the header is
+    /// missing). Warm-up collectives are left out: this is a floor on what the run moved,
+    /// never an estimate above it.
+    pub fn bus_bytes(&self) -> u64 {
+        let per_iteration: f64 = self
+            .rows
+            .iter()
+            .map(|r| {
+                // GB/s (10^9 B/s) x microseconds = 10^3 bytes.
+                (r.out_of_place.busbw_gbps * r.out_of_place.time_us
+                    + r.in_place.busbw_gbps * r.in_place.time_us)
+                    * 1e3
+            })
+            .sum();
+        let collectives = self.iters.unwrap_or(1).max(1) * self.agg_iters.unwrap_or(1).max(1);
+        // `as` saturates for a float out of range; the factors are parsed counts.
+        (per_iteration * collectives as f64) as u64
+    }
+}
+
+/// `iters: N` and `agg iters: N` from the nccl-tests run header, when this `#` line is it.
+fn run_header(comment: &str) -> Option<(Option<u64>, Option<u64>)> {
+    if !comment.contains("iters:") {
+        return None;
+    }
+    let words: Vec<&str> = comment.split_whitespace().collect();
+    let after = |i: usize| words.get(i + 1).and_then(|w| w.parse::<u64>().ok());
+    let mut iters = None;
+    let mut agg_iters = None;
+    for (i, word) in words.iter().enumerate() {
+        if *word != "iters:" {
+            continue;
+        }
+        match i.checked_sub(1).and_then(|p| words.get(p)) {
+            Some(&"warmup") => {}
+            Some(&"agg") => agg_iters = after(i),
+            _ => iters = after(i),
+        }
+    }
+    Some((iters, agg_iters))
 }
 
 /// Column positions of one placement in a row.
@@ -82,6 +134,7 @@ pub fn parse_results(text: &str) -> Result<NcclResults, ParseError> {
     let mut layout = None;
     let mut rows = Vec::new();
     let mut avg_busbw_gbps = None;
+    let mut iterations = (None, None);
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if let Some(comment) = trimmed.strip_prefix('#') {
@@ -93,6 +146,8 @@ pub fn parse_results(text: &str) -> Result<NcclResults, ParseError> {
                     return Err(ParseError::at(i, line, "Avg bus bandwidth is not a number"));
                 };
                 avg_busbw_gbps = Some(avg);
+            } else if let Some(found) = run_header(comment) {
+                iterations = found;
             } else if comment.starts_with("size") && comment.contains("busbw") {
                 layout = Some(header(i, line, comment)?);
             }
@@ -117,6 +172,8 @@ pub fn parse_results(text: &str) -> Result<NcclResults, ParseError> {
     Ok(NcclResults {
         rows,
         avg_busbw_gbps,
+        iters: iterations.0,
+        agg_iters: iterations.1,
     })
 }
 
@@ -210,4 +267,4 @@ fn row(index: usize, line: &str, layout: &Layout) -> Result<NcclRow, ParseError>
 
 #[cfg(test)]
 #[path = "nccl_tests.rs"]
-mod tests;
+pub(crate) mod tests;

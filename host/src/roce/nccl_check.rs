@@ -10,7 +10,7 @@ use dpu_probe::SysRoot;
 use serde::Serialize;
 
 use super::nccl::{parse_results, NcclResults};
-use super::nccl_corroborate::{corroborate, named_ports, snapshot, Corroboration};
+use super::nccl_corroborate::{corroborate, named_ports, snapshot, CollectiveFloor, Corroboration};
 use super::nccl_transport::{scan_transport, NcclTransport, NetChannel};
 use super::rdma_evidence::PortReading;
 
@@ -117,9 +117,10 @@ pub fn judge(mut text: String, run: Option<NcclRun>) -> (NcclReport, NcclVerdict
     }
     let verdict = scan_transport(&text);
     let named = named_ports(&verdict.ib_devices);
-    let counters = snaps.map(|(b, a)| corroborate(&b, &a, verdict.transport, &named));
     // A log without the results table is fine: the transport alone answers the question.
     let results = parse_results(&text).ok();
+    let floor = results.as_ref().map(CollectiveFloor::of);
+    let counters = snaps.map(|(b, a)| corroborate(&b, &a, verdict.transport, &named, floor));
     let report = NcclReport {
         transport: match verdict.transport {
             NcclTransport::Ib => "NET/IB",

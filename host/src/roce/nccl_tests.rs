@@ -5,7 +5,7 @@ use super::*;
 use crate::roce::nccl_transport::{scan_transport, NcclTransport, TransportVerdict};
 
 /// Current nccl-tests (`#wrong`, `root`), with NCCL INFO lines interleaved and the footer.
-pub(super) const ALL_REDUCE_CURRENT: &str = "\
+pub(crate) const ALL_REDUCE_CURRENT: &str = "\
 # nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20
 #  Rank  0 Group  0 Pid  12345 on     node1 device  0 [0x17] NVIDIA H100
 node1:12345:12345 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
@@ -22,7 +22,7 @@ node1:12345:12345 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:1
 ";
 
 /// Older releases: `error` instead of `#wrong`, no `root` column (nccl #229 layout).
-pub(super) const ALL_REDUCE_OLD: &str = "\
+pub(crate) const ALL_REDUCE_OLD: &str = "\
 #                                                     out-of-place                       in-place
 #       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
 #        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)

@@ -461,11 +461,23 @@ async fn check_reads_host_and_agent_facts_through_one_connection() {
 /// port's packet counters as the collective would have moved them and prints a NET/IB
 /// line. Returns the exit code and the JSON report.
 fn nccl_check_run(xmit_after: u64, rcv_after: u64) -> (Option<i32>, Value, String) {
+    nccl_check_run_printing("", xmit_after, rcv_after)
+}
+
+/// [`nccl_check_run`] whose command also prints `table` (nccl-tests' results) after the
+/// NCCL lines.
+fn nccl_check_run_printing(
+    table: &str,
+    xmit_after: u64,
+    rcv_after: u64,
+) -> (Option<i32>, Value, String) {
     let (_dir, root) = fixture::single_rdma_port_tempdir();
     let counters = root.join("sys/class/infiniband/mlx5_0/ports/1/counters");
-    let log =
+    let log = format!(
         "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n\
-               node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA";
+         node1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n\
+         {table}"
+    );
     let script =
         "printf '%s\\n' \"$3\" > \"$1\" && printf '%s\\n' \"$4\" > \"$2\" && printf '%s\\n' \"$5\"";
     let (xmit, rcv) = (xmit_after.to_string(), rcv_after.to_string());
@@ -485,7 +497,7 @@ fn nccl_check_run(xmit_after: u64, rcv_after: u64) -> (Option<i32>, Value, Strin
         utf8(&counters.join("port_rcv_packets")),
         &xmit,
         &rcv,
-        log,
+        &log,
     ]);
     let report = json(&out);
     assert_eq!(report["transport"], "NET/IB", "{report:#}");
@@ -514,6 +526,38 @@ fn nccl_check_agrees_when_the_rdma_port_carried_the_run() {
     assert_eq!(c["verdict"], "agrees", "{report:#}");
     assert_eq!(c["packets"], 1_000, "{report:#}");
     assert_eq!(c["ports"], serde_json::json!([["mlx5_0/1", 1_000]]));
+}
+
+/// A 1 GiB all-reduce 20 times (21.5 GB of bus bytes by nccl-tests' own numbers) with the
+/// port's counters 50,000 packets up: enough for the fixed threshold, 50 times too few for
+/// this run. Exit 1, the contradiction naming both numbers; the negative control, the
+/// same run with the packets it needs, agrees (issue 31: thresholds scaled by the bytes).
+#[test]
+fn nccl_check_holds_a_large_run_to_the_packets_it_needs() {
+    let table = "\
+# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+  1073741824     268435456     float     sum      -1    53687   20.00   20.00       0    53687   20.00   20.00       0
+# Avg bus bandwidth    : 20.00
+";
+    // 2 x 20.00 GB/s x 53687 us x 20 = 42,949,600,000 bus bytes: 5,242,871 packets at the
+    // floor (half, 4096 bytes each).
+    let (code, report, stderr) = nccl_check_run_printing(table, 5_000 + 30_000, 7_000 + 20_000);
+    assert_eq!(code, Some(1), "{report:#}\n{stderr}");
+    let c = &report["counters"];
+    assert_eq!(c["verdict"], "contradicts", "{report:#}");
+    assert_eq!(c["floor"]["bus_bytes"], 42_949_600_000_u64, "{report:#}");
+    assert_eq!(c["floor"]["packets"], 5_242_871, "{report:#}");
+    let reason = c["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("5242871") && reason.contains("only 50000"),
+        "{reason}"
+    );
+    let (code, report, stderr) =
+        nccl_check_run_printing(table, 5_000 + 3_000_000, 7_000 + 2_300_000);
+    assert_eq!(code, Some(0), "{report:#}\n{stderr}");
+    assert_eq!(report["counters"]["verdict"], "agrees", "{report:#}");
 }
 
 /// A counter that went down during the run (driver reload, link recreated) leaves the
