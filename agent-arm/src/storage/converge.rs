@@ -95,6 +95,7 @@ async fn run(
                             let ctrl = BackendController {
                                 id: name,
                                 cntlid: None,
+                                host_bdf: None,
                             };
                             backend.remove_controller(nqn, &ctrl).await
                         }
@@ -254,6 +255,7 @@ async fn adopt(
             .map(|o| BackendController {
                 id: o.id.clone(),
                 cntlid: o.cntlid,
+                host_bdf: None,
             }));
     }
     Ok(adoptable(doc, nqn, observed))
@@ -289,6 +291,7 @@ fn adoptable(
         (Some(orphan), None, 1) => Some(BackendController {
             id: orphan.id.clone(),
             cntlid: orphan.cntlid,
+            host_bdf: None,
         }),
         _ => None,
     }

@@ -75,6 +75,13 @@ pub(crate) struct BackendController {
     /// SNAP 3 `cntlid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cntlid: Option<u16>,
+    /// The host PCI address (`bb:dd.f`) of the function SNAP 4 created it on, as
+    /// `emulation_function_list` gave it at creation: for a controller placed by PF/VF
+    /// index or VUID the only place its path is known, so `prove storage` can bind a disk
+    /// to it (issue 31). None where SNAP did not say (SNAP 3, an adopted controller, DPF's
+    /// not-enumerated `00:00.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) host_bdf: Option<String>,
 }
 
 /// An emulated controller as asked for.

@@ -51,8 +51,9 @@ pub(crate) fn decode(function: &v1::EmulationFunction) -> Result<EmulatedFunctio
     }
 }
 
-/// `bb:dd.f` from `bb:dd.f` or `0000:bb:dd.f` (lower case, as SNAP prints it).
-fn snap_bdf(text: &str) -> Result<String, String> {
+/// `bb:dd.f` from `bb:dd.f` or `0000:bb:dd.f` (lower case, as SNAP prints it): what an
+/// operator sends, and what SNAP's `emulation_function_list` answers, checked alike.
+pub(crate) fn snap_bdf(text: &str) -> Result<String, String> {
     let not_bdf = || format!("{text:?} is not a PCI address (bb:dd.f or 0000:bb:dd.f)");
     let parts: Vec<&str> = text.split(':').collect();
     let (domain, bus, rest) = match parts.as_slice() {

@@ -118,6 +118,9 @@ fn describe_paths(seen: &NvmeController) -> String {
     paths.join(", ")
 }
 
+/// DPF's `pci_bdf` for a function the host has not enumerated.
+const NOT_ENUMERATED_BDF: &str = "00:00.0";
+
 /// Whether `info` (one PF of `emulation_function_list`) or one of its VFs is `function`;
 /// gives the controller on it (empty when free) and the BDF.
 fn find_function<'a>(
@@ -554,15 +557,16 @@ impl SnapBackend {
     }
 
     /// SNAP 4: the function must exist and be free (`emulation_function_list`); a SNAP
-    /// without that method is not asked.
+    /// without that method is not asked. Gives the function's host PCI address as SNAP
+    /// lists it, when it is one (DPF's `00:00.0` means not enumerated: none).
     async fn check_function_free(
         &self,
         function: &EmulatedFunction,
         name: &str,
-    ) -> Result<(), BackendError> {
+    ) -> Result<Option<String>, BackendError> {
         let list = match self.client.emulation_function_list().execute().await {
             Ok(list) => list,
-            Err(e) if e.kind() == SnapErrorKind::MethodNotFound => return Ok(()),
+            Err(e) if e.kind() == SnapErrorKind::MethodNotFound => return Ok(None),
             Err(e) => return Err(failed("emulation_function_list")(e)),
         };
         match find_function(&list, function) {
@@ -578,7 +582,9 @@ impl SnapBackend {
                 FailureKind::Busy,
                 format!("{function} ({bdf}) is in use by SNAP controller {ctrl}"),
             )),
-            Some(_) => Ok(()),
+            Some((_, bdf)) => Ok(super::function::snap_bdf(bdf)
+                .ok()
+                .filter(|bdf| bdf != NOT_ENUMERATED_BDF)),
         }
     }
 
@@ -629,9 +635,10 @@ impl SnapBackend {
         let function = decode_function(&doc.function)?;
         let emulation = self.emulation().await?;
         let name = (emulation.dialect() == SnapDialect::Snap4).then(|| controller_name(nqn, id));
-        if let Some(name) = &name {
-            self.check_function_free(&function, name).await?;
-        }
+        let host_bdf = match &name {
+            Some(name) => self.check_function_free(&function, name).await?,
+            None => None,
+        };
         let params = ControllerParams {
             name,
             function,
@@ -646,6 +653,7 @@ impl SnapBackend {
         Ok(BackendController {
             id: created.name,
             cntlid: created.cntlid,
+            host_bdf,
         })
     }
 

@@ -36,17 +36,19 @@ fn disk_identity(
 }
 
 /// The host PCI functions (`0000:bb:dd.f`) of the live controllers of `nqn` that attach
-/// namespace `nsid` and were placed by PCI address; a controller placed by PF/VF index or
-/// VUID has no address the agent knows, and adds none.
+/// namespace `nsid`: the address a controller was placed by, or for one placed by PF/VF
+/// index or VUID the address SNAP listed for its function when it was created. A
+/// controller whose address the agent never learnt adds none.
 fn host_pci_functions(doc: &Desired, nqn: &str, nsid: u32) -> Vec<String> {
     let mut functions: Vec<String> = doc
         .controllers_of(nqn)
         .filter(|(_, ctrl)| ctrl.attached.contains(&nsid))
         .filter_map(|(_, ctrl)| match super::function::decode(&ctrl.function) {
-            // SNAP's form has no domain: it can only name domain 0000 (function.rs).
-            Ok(EmulatedFunction::PciBdf(bdf)) => Some(format!("0000:{bdf}")),
-            _ => None,
+            Ok(EmulatedFunction::PciBdf(bdf)) => Some(bdf),
+            _ => ctrl.backend.as_ref().and_then(|b| b.host_bdf.clone()),
         })
+        // SNAP's form has no domain: it can only name domain 0000 (function.rs).
+        .map(|bdf| format!("0000:{bdf}"))
         .collect();
     functions.sort();
     functions.dedup();
@@ -328,8 +330,8 @@ mod tests {
 
     /// A namespace on a controller placed by PCI address names that function (in `lspci
     /// -D` form) beside its identity, so the host can refuse a disk with the same identity
-    /// reached any other way; one placed by PF index names none (the agent does not know
-    /// the host's address for it).
+    /// reached any other way; one placed by PF index names the address SNAP listed for the
+    /// function when the controller was created, and none before that is known.
     #[test]
     fn a_namespace_names_the_host_pci_function_of_its_controller_when_placed_by_address() {
         use v1::emulation_function::Function;
@@ -351,6 +353,23 @@ mod tests {
         let unplaced = host_identities(&doc, &volume("e2n1"));
         assert_eq!(unplaced.len(), 1, "{unplaced:?}");
         assert!(unplaced[0].host_pci_functions.is_empty(), "{unplaced:?}");
+        let (nqn, id) = doc
+            .controllers_of("nqn.2026-01.io.example:e2-host")
+            .map(|(id, _)| ("nqn.2026-01.io.example:e2-host".to_owned(), id.to_owned()))
+            .next()
+            .expect("e2's controller");
+        doc.controller_mut(&nqn, &id).expect("controller").backend =
+            Some(super::super::desired::BackendController {
+                id: "NVMeCtrl2".to_owned(),
+                cntlid: None,
+                host_bdf: Some("3b:00.3".to_owned()),
+            });
+        let created = host_identities(&doc, &volume("e2n1"));
+        assert_eq!(
+            created[0].host_pci_functions,
+            ["0000:3b:00.3"],
+            "{created:?}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use dpu_tests::skip;
 use serde_json::Value;
 
 use crate::host_session::{
-    disk_tempdir, expose_volume, host_root_with_netdev_stats, identified_loop, volume_host_uuid,
+    disk_tempdir, emulated_loop, expose_volume, host_root_with_netdev_stats, volume_host_uuid,
 };
 use crate::Lab;
 
@@ -65,7 +65,7 @@ exec sh -c "$2"
     let uuid = tokio::runtime::Runtime::new()
         .expect("runtime")
         .block_on(volume_host_uuid(&lab, "volumes/disk0n1"));
-    let loop_disk = match identified_loop(&file, &uuid, &[&host_root]) {
+    let loop_disk = match emulated_loop(&file, &uuid, &[&host_root]) {
         Ok(disk) => disk,
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };

@@ -198,6 +198,35 @@ pub(crate) fn identified_loop(
     Ok(disk)
 }
 
+/// [`identified_loop`] shown, under each of `roots`, as the emulated namespace a host sees
+/// through the fake SNAP's PF 0 (PCI function 0000:03:00.2, where [`expose_volume`] puts
+/// the controller): the disk the proof binds to a volume by identity and path.
+pub(crate) fn emulated_loop(
+    file: &Path,
+    uuid: &str,
+    roots: &[&Path],
+) -> Result<fixture::LoopDisk, String> {
+    let disk = identified_loop(file, uuid, roots)?;
+    for root in roots {
+        place_on_function(root, &disk.name, "0000:03:00.2");
+    }
+    Ok(disk)
+}
+
+/// Shows disk `name` under `host_root` as the host's sysfs shows an emulated namespace: its
+/// controller's device is PCI function `function` (`0000:bb:dd.f`).
+pub(crate) fn place_on_function(host_root: &Path, name: &str, function: &str) {
+    let controller = host_root.join(format!("sys/devices/pci0000:00/{function}/nvme/nvme7"));
+    std::fs::create_dir_all(&controller).expect("controller");
+    std::os::unix::fs::symlink(format!("../../../{function}"), controller.join("device"))
+        .expect("device link");
+    std::os::unix::fs::symlink(
+        &controller,
+        host_root.join("sys/block").join(name).join("device"),
+    )
+    .expect("disk link");
+}
+
 /// The report's lines on `side`, as (source, object) pairs.
 fn objects(report: &Value, side: &str) -> BTreeSet<(String, String)> {
     lines(report)
@@ -268,7 +297,7 @@ async fn prove_storage_reads_the_sys_root_through_one_agent_connection() {
     let (_host_dir, host_root) = host_root_with_netdev_stats();
     let (_other_dir, other_root) = fixture::bluefield3_tempdir();
     let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
-    let loop_disk = match identified_loop(&file, &uuid, &[&host_root, &other_root]) {
+    let loop_disk = match emulated_loop(&file, &uuid, &[&host_root, &other_root]) {
         Ok(disk) => disk,
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };

@@ -11,8 +11,8 @@ use dpu_tests::harness::dpuctl;
 use dpu_tests::skip;
 
 use crate::host_session::{
-    disk_tempdir, expose_volume, expose_volume_on, host_root_with_netdev_stats, identified_loop,
-    volume_host_uuid,
+    disk_tempdir, emulated_loop, expose_volume, expose_volume_on, host_root_with_netdev_stats,
+    identified_loop, place_on_function, volume_host_uuid,
 };
 use crate::Lab;
 
@@ -86,10 +86,11 @@ async fn the_device_is_bound_to_the_volume_by_identity_before_anything_is_counte
     );
     drop(other);
 
-    // Control: the disk that carries the volume's identity is bound and read, and found
+    // Control: the disk that carries the volume's identity, on the emulated controller's
+    // PCI function (PF 0, 03:00.2 in the fake's table), is bound and read, and found
     // without --device. (NOT PROVEN: the fake SNAP counts no read through an emulated
     // controller; what matters here is which device was read.)
-    let bound = match identified_loop(&file, &uuid, &[&host_root]) {
+    let bound = match emulated_loop(&file, &uuid, &[&host_root]) {
         Ok(disk) => disk,
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };
@@ -118,11 +119,25 @@ async fn the_device_is_bound_to_the_volume_by_identity_before_anything_is_counte
 /// identity but is not reached through it (here a loop device: no PCI controller at all,
 /// as an NVMe/TCP connection to the same namespace would have none) is refused before
 /// anything is counted. Control: the same disk shown by the sys tree on that function's
-/// controller is bound, and the note names the function.
+/// controller is bound, and the note names the function. The same for a controller placed
+/// by PF index and by VF index, whose address the agent learns from SNAP's
+/// `emulation_function_list` when it creates the controller (PF 0 is 03:00.2, its VF 1
+/// 03:0c.1 in the fake's table).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disk_with_the_identity_on_another_path_than_the_emulated_function_is_refused() {
+    for (placement, bdf) in [
+        (&["--pci", "03:00.2"][..], "03:00.2"),
+        (&["--pf", "0"][..], "03:00.2"),
+        (&["--pf", "0", "--vf", "1"][..], "03:0c.1"),
+    ] {
+        refused_off_the_emulated_function_and_bound_on_it(placement, bdf).await;
+    }
+}
+
+/// One placement of [`a_disk_with_the_identity_on_another_path_than_the_emulated_function_is_refused`].
+async fn refused_off_the_emulated_function_and_bound_on_it(placement: &[&str], bdf: &str) {
     let lab = Lab::start();
-    expose_volume_on(&lab, "rdma", &["--pci", "03:00.2"]);
+    expose_volume_on(&lab, "rdma", placement);
     let endpoint = lab.agent.endpoint();
     let uuid = volume_host_uuid(&lab, "volumes/disk0n1").await;
     let dir = disk_tempdir();
@@ -135,32 +150,31 @@ async fn a_disk_with_the_identity_on_another_path_than_the_emulated_function_is_
         Err(why) => skip!("the proof binds a real block device: {why}"),
     };
     let device = disk.path.to_str().expect("utf-8 path");
+    let function = format!("0000:{bdf}");
     let out = prove(&endpoint, root_text, Some(device));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{placement:?}: {}",
+        describe(&out)
+    );
     assert!(
-        stderr.contains("no PCI function") && stderr.contains("0000:03:00.2"),
-        "{stderr}"
+        stderr.contains("no PCI function") && stderr.contains(&function),
+        "{placement:?}: {stderr}"
     );
     assert!(out.stdout.is_empty(), "nothing counted: {}", describe(&out));
 
-    // The same disk, as the host's sysfs shows an emulated namespace: its controller's
-    // device is PCI function 0000:03:00.2.
-    let controller = host_root.join("sys/devices/pci0000:00/0000:03:00.2/nvme/nvme7");
-    std::fs::create_dir_all(&controller).expect("controller");
-    std::os::unix::fs::symlink("../../../0000:03:00.2", controller.join("device"))
-        .expect("device link");
-    std::os::unix::fs::symlink(
-        &controller,
-        host_root.join("sys/block").join(&disk.name).join("device"),
-    )
-    .expect("disk link");
+    // The same disk, as the host's sysfs shows an emulated namespace.
+    place_on_function(&host_root, &disk.name, &function);
     let out = prove(&endpoint, root_text, Some(device));
     let report = json(&out);
     let notes = report["notes"].to_string();
     assert!(
-        notes.contains("on the emulated controller's PCI function 0000:03:00.2"),
-        "{notes}\n{}",
+        notes.contains(&format!(
+            "on the emulated controller's PCI function {function}"
+        )),
+        "{placement:?}: {notes}\n{}",
         describe(&out)
     );
 }

@@ -16,8 +16,7 @@ use dpu_tests::harness::dpuctl;
 use dpu_tests::skip;
 
 use crate::host_session::{
-    disk_tempdir, expose_volume_over, host_root_with_netdev_stats, identified_loop,
-    volume_host_uuid,
+    disk_tempdir, emulated_loop, expose_volume_over, host_root_with_netdev_stats, volume_host_uuid,
 };
 use crate::Lab;
 
@@ -127,7 +126,7 @@ impl Bound {
         let file = dir.path().join("device.bin");
         std::fs::write(&file, vec![5u8; 1 << 20]).expect("write the device file");
         let (host_dir, host_root) = host_root_with_netdev_stats();
-        let disk = identified_loop(&file, &uuid, &[&host_root])?;
+        let disk = emulated_loop(&file, &uuid, &[&host_root])?;
         Ok(Self {
             _dir: dir,
             _host_dir: host_dir,
