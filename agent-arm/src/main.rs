@@ -11,6 +11,7 @@ mod cli;
 mod config;
 mod conn;
 mod context;
+mod datapath_counters;
 mod errors;
 mod fd_reserve;
 mod grpc_guard;

@@ -272,8 +272,8 @@ fn parse_ib_rate(text: &str) -> Result<u32, String> {
 #[derive(Debug, Args)]
 pub(crate) struct CountersArgs {
     /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV], volume[:ID] (the
-    /// agent's storage volumes). Repeatable; none means every RDMA port, netdev and NVMe
-    /// namespace.
+    /// agent's storage volumes), datapath[:NAME] (OVS datapath lookups: hit, missed =
+    /// upcalls, lost). Repeatable; none means every RDMA port, netdev and NVMe namespace.
     // The comment above is clap's help text as users read it, not rustdoc markdown: its
     // brackets are the selector grammar, not links.
     #[allow(rustdoc::broken_intra_doc_links)]

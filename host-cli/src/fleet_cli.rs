@@ -110,7 +110,7 @@ pub(crate) struct FleetCheckArgs {
 #[derive(Debug, Args)]
 pub(crate) struct FleetCountersArgs {
     /// What to read, as `dpu counters -s` takes it: rdma[:DEV[/PORT]], netdev[:IF],
-    /// tc:IF, block[:DEV], volume[:ID]. Repeatable; none: every source.
+    /// tc:IF, block[:DEV], volume[:ID], datapath[:NAME]. Repeatable; none: every source.
     // The comment above is clap's help text as users read it, not rustdoc markdown: its
     // brackets are the selector grammar, not links.
     #[allow(rustdoc::broken_intra_doc_links)]

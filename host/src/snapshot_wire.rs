@@ -10,13 +10,16 @@ use dpu_proto::v1::{self, counter_selector::Selector};
 pub use dpu_probe::snapshot::wire::{selector_to_wire, snapshot_from_wire};
 
 /// What `dpuctl dpu counters -s` accepts: the probe's selectors, which the agent reads
-/// from sysfs and netlink, plus `volume[:ID]`, which its storage backend answers.
+/// from sysfs and netlink, plus `volume[:ID]`, which its storage backend answers, and
+/// `datapath[:NAME]`, which its OVS backend answers (ovs-vswitchd's `dpctl/show`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentSelector {
     /// A selector the agent's probe reads.
     Probe(CounterSelector),
     /// One volume (`r0n1` or `volumes/r0n1`), or every volume the agent manages.
     Volume(Option<String>),
+    /// One OVS datapath's lookups (`system@ovs-system`), or every datapath's.
+    Datapath(Option<String>),
 }
 
 impl std::str::FromStr for AgentSelector {
@@ -29,6 +32,13 @@ impl std::str::FromStr for AgentSelector {
                 id.strip_prefix("volumes/").unwrap_or(id).to_owned(),
             ))),
             Some(("volume", _)) => Err(format!("{text:?}: volume: needs an id, e.g. volume:r0n1")),
+            None if text == "datapath" => Ok(Self::Datapath(None)),
+            Some(("datapath", name)) if !name.is_empty() => Ok(Self::Datapath(Some(
+                name.strip_prefix("datapaths/").unwrap_or(name).to_owned(),
+            ))),
+            Some(("datapath", _)) => Err(format!(
+                "{text:?}: datapath: needs a name, e.g. datapath:system@ovs-system"
+            )),
             _ => text
                 .parse::<CounterSelector>()
                 .map(Self::Probe)
@@ -48,6 +58,11 @@ impl AgentSelector {
                         .as_ref()
                         .map(|id| format!("volumes/{id}"))
                         .unwrap_or_default(),
+                })),
+            },
+            Self::Datapath(name) => v1::CounterSelector {
+                selector: Some(Selector::OvsDatapaths(v1::OvsDatapathSelector {
+                    datapath: name.clone().unwrap_or_default(),
                 })),
             },
         }

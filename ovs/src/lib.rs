@@ -8,8 +8,10 @@
 //!
 //! [`ovsdb`] manages bridges, ports and `other_config` through ovsdb-server (and keeps a
 //! monitor-fed cache); [`unixctl`] runs ovs-vswitchd control commands (`version`,
-//! `dpif/show`, `dpctl/dump-flows`); both speak JSON-RPC 1.0 through `dpu-jsonrpc`.
+//! `dpif/show`, `dpctl/dump-flows`, `dpctl/show`); both speak JSON-RPC 1.0 through
+//! `dpu-jsonrpc`. [`datapath`] reads `dpctl/show`'s lookup counters (upcalls).
 
+pub mod datapath;
 pub mod flow;
 pub mod ovsdb;
 pub mod unixctl;

@@ -171,6 +171,21 @@ impl OvsDaemons {
         run("ovs-vsctl", &all)
     }
 
+    /// `ovs-appctl -t {rundir}/ovs-vswitchd.{pid}.ctl ARGS`: OVS's own client of the control
+    /// socket, the judge of what the agent reads through it.
+    pub fn appctl(&self, args: &[&str]) -> Result<String, String> {
+        let pid_file = self.rundir().join("ovs-vswitchd.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+        let target = self
+            .rundir()
+            .join(format!("ovs-vswitchd.{}.ctl", pid.trim()));
+        let target = path_str(&target);
+        let mut all = vec!["-t", target.as_str()];
+        all.extend_from_slice(args);
+        run("ovs-appctl", &all)
+    }
+
     /// ovs-vswitchd's log so far.
     pub fn vswitchd_log(&self) -> String {
         std::fs::read_to_string(self.rundir().join("ovs-vswitchd.log")).unwrap_or_default()

@@ -154,6 +154,9 @@ pub(crate) fn labels_of(source: Source, object: &str, role_of: &dyn Fn(&str) -> 
             tc_labels(ifname, direction, rest, role_of)
         }
         (Source::Block, ["blockDevices", device]) => vec![("device", (*device).to_owned())],
+        (Source::OvsDatapath, ["datapaths", datapath]) => {
+            vec![("datapath", (*datapath).to_owned())]
+        }
         (Source::Volume, ["volumes", id @ ..]) if !id.is_empty() => {
             vec![("volume", id.join("/"))]
         }
@@ -202,6 +205,7 @@ pub(crate) fn help_of(source: Source, counter: &str) -> String {
         Source::OvsFlow => "OVS datapath flow statistic",
         Source::Volume => "Storage volume I/O counter (storage backend)",
         Source::Block => "Block device statistic (/sys/block/*/stat)",
+        Source::OvsDatapath => "OVS datapath lookup statistic (dpctl/show)",
         _ => "Counter",
     };
     format!("{from} {counter}, in base units (docs/counters.md)")

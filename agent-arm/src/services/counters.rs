@@ -107,11 +107,18 @@ async fn take(
     limit: usize,
 ) -> Result<(Sampler, v1::CounterSnapshot), Status> {
     let started = dpu_probe::snapshot::monotonic_now();
-    let (volume_samples, volume_errors) = if selectors.volumes.is_empty() {
+    let (mut volume_samples, mut volume_errors) = if selectors.volumes.is_empty() {
         (Vec::new(), Vec::new())
     } else {
         volume_counters(&ctx.storage, &selectors.volumes).await
     };
+    if !selectors.datapaths.is_empty() {
+        let (samples, errors) = datapath_counters(&ctx.ovs, &selectors.datapaths).await;
+        volume_samples.extend(samples);
+        volume_errors.extend(errors);
+    }
+    // Read by the agent's backends before the probe: their samples lead the answer.
+    let (backend_samples, backend_errors) = (volume_samples, volume_errors);
     let (root, probe) = (ctx.root.clone(), Arc::clone(&selectors));
     let (sampler, wire) = tokio::task::spawn_blocking(move || {
         let wire = check_estimate(&root, &probe.probe, limit).and_then(|()| {
@@ -123,10 +130,10 @@ async fn take(
     .await
     .map_err(|e| Status::internal(format!("snapshot task failed: {e}")))?;
     let mut wire = wire?;
-    if !selectors.volumes.is_empty() {
+    if !selectors.volumes.is_empty() || !selectors.datapaths.is_empty() {
         wire.monotonic_start_ns = u64::try_from(started.as_nanos()).unwrap_or(u64::MAX);
-        wire.samples.splice(0..0, volume_samples);
-        wire.errors.extend(volume_errors);
+        wire.samples.splice(0..0, backend_samples);
+        wire.errors.extend(backend_errors);
     }
     // The skew is what the snapshot itself reports: its first read to its last.
     let skew = wire
@@ -151,6 +158,33 @@ async fn volume_counters(
             selector: Some(v1::CounterSelector {
                 selector: Some(v1::counter_selector::Selector::Volumes(
                     v1::VolumeSelector { volume: e.object },
+                )),
+            }),
+            message: e.message,
+        })
+        .collect();
+    (samples.iter().map(sample_to_wire).collect(), errors)
+}
+
+/// The requested OVS datapaths' lookup counters in wire form (the one reader,
+/// [`crate::datapath_counters`]).
+async fn datapath_counters(
+    ovs: &crate::ovs::OvsBackend,
+    wanted: &[Option<String>],
+) -> (Vec<v1::CounterSample>, Vec<v1::SourceError>) {
+    let (samples, errors) = crate::datapath_counters::read(ovs, wanted).await;
+    let errors = errors
+        .into_iter()
+        .map(|e| v1::SourceError {
+            selector: Some(v1::CounterSelector {
+                selector: Some(v1::counter_selector::Selector::OvsDatapaths(
+                    v1::OvsDatapathSelector {
+                        datapath: e
+                            .object
+                            .strip_prefix("datapaths/")
+                            .unwrap_or_default()
+                            .to_owned(),
+                    },
                 )),
             }),
             message: e.message,

@@ -10,12 +10,35 @@ use tonic::Status;
 use super::counters_limits::{check_count, dedup};
 use super::status::{echo, invalid, not_yet};
 
-/// A checked request: what the probe reads, and which storage volumes the storage engine
-/// is asked about (`None`: every volume the agent manages).
+/// A checked request: what the probe reads, which storage volumes the storage engine is
+/// asked about (`None`: every volume the agent manages), and which OVS datapaths
+/// ovs-vswitchd is (`None`: every datapath).
 #[derive(Debug, Default)]
 pub(crate) struct Selectors {
     pub(crate) probe: Vec<CounterSelector>,
     pub(crate) volumes: Vec<Option<String>>,
+    pub(crate) datapaths: Vec<Option<String>>,
+}
+
+/// Longest datapath name (`type@name`) a selector may carry.
+const MAX_DATAPATH_NAME: usize = 64;
+
+/// A datapath name as OVS writes it (`system@ovs-system`): letters, digits and `@._-`.
+fn datapath_name(field: &str, name: &str) -> Result<String, Status> {
+    check_length(field, "datapath", name, MAX_DATAPATH_NAME)?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '@' | '.' | '_' | '-'))
+    {
+        return Err(invalid(
+            field,
+            format!(
+                "{} is not a datapath name (type@name, e.g. system@ovs-system)",
+                echo(name)
+            ),
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 /// Checks and converts the request's selectors: at most
@@ -40,10 +63,20 @@ pub(crate) fn selectors_from_wire(selectors: &[v1::CounterSelector]) -> Result<S
             };
             out.volumes.push(id);
         }
+        if let Some(Selector::OvsDatapaths(d)) = &selector.selector {
+            out.datapaths.push(match d.datapath.as_str() {
+                "" => None,
+                name => Some(datapath_name(
+                    &format!("selectors[{i}].ovs_datapaths.datapath"),
+                    name,
+                )?),
+            });
+        }
     }
     out.probe = probe_selectors(selectors)?;
     dedup(&mut out.probe);
     dedup(&mut out.volumes);
+    dedup(&mut out.datapaths);
     Ok(out)
 }
 
@@ -110,8 +143,8 @@ fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelec
                     })?;
                     return Err(not_yet("Counters OVS flow selector", "ovs: flow dumps"));
                 }
-                // Served by the storage engine, not the probe.
-                Some(Selector::Volumes(_)) => return Ok(None),
+                // Served by the storage engine and the OVS backend, not the probe.
+                Some(Selector::Volumes(_) | Selector::OvsDatapaths(_)) => return Ok(None),
             };
             converted.validate().map_err(|e| invalid(&at, e))?;
             Ok(Some(converted))

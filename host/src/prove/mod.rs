@@ -9,6 +9,7 @@ pub mod html;
 pub mod report;
 pub mod storage;
 pub mod switch;
+pub mod upcalls;
 pub mod witness;
 
 pub use report::{ProofReport, TrialSummary};

@@ -29,6 +29,7 @@ use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::Switch
 use tonic::transport::Channel;
 
 use super::report::{Judged, ProofReport, TrialSummary};
+use super::upcalls;
 use super::witness::{agent_snapshot, Witnesses};
 use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
 use crate::accounting::trials::{self, MAX_TRIALS};
@@ -174,15 +175,19 @@ async fn flow_snapshot(
     let counters = CountersClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest {
-            selectors: vec![v1::CounterSelector {
-                selector: Some(v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
-                    ifname: representor.to_owned(),
-                })),
-            }],
+            selectors: vec![
+                v1::CounterSelector {
+                    selector: Some(v1::counter_selector::Selector::Netdev(v1::NetdevSelector {
+                        ifname: representor.to_owned(),
+                    })),
+                },
+                upcalls::selector(),
+            ],
         })
         .await
         .map_err(rpc_error("Counters.Snapshot"))?
         .into_inner();
+    let (datapaths, datapath_errors) = upcalls::from_wire(&counters);
     let cpu_hit = snapshot_from_wire(&counters)
         .samples
         .into_iter()
@@ -204,6 +209,7 @@ async fn flow_snapshot(
             sum(&|p| p.unattributed),
         )])
         .chain(cpu_hit)
+        .chain(datapaths)
         .collect();
     let snapshot = Snapshot {
         taken_at: SystemTime::now(),
@@ -212,7 +218,7 @@ async fn flow_snapshot(
         // Flows are OVS's, not the kernel's: a daemon restart shows as a drop in the sums.
         boot_id: None,
         samples,
-        errors: Vec::new(),
+        errors: datapath_errors,
     };
     Ok((snapshot, flows))
 }
@@ -428,6 +434,7 @@ pub fn expectations(args: &SwitchProof, k: u64, before: &Observation) -> Vec<Exp
             unformed: None,
         });
     }
+    list.extend(upcalls::lines(k, FIRST_PACKETS, dpu_before));
     list
 }
 
@@ -799,10 +806,10 @@ mod tests {
             errors: Vec::new(),
         };
         let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
-        // The lab: no mlx5 representor, TC required: level lines only.
+        // The lab: no mlx5 representor, TC required: level lines and the upcall lines.
         assert_eq!(
             expectations(&args(ForwardingLevel::TcSoftware), 400, &seen(&dpu)).len(),
-            3
+            5
         );
         dpu.samples.push(Sample::cumulative(
             Source::NetdevOffload,

@@ -14,6 +14,8 @@ const REPRESENTOR: &str = "netdevs/pf0hpf";
 const SENT: &str = "host ens1f0np0 sent the packets";
 const CPU: &str = "pf0hpf cpu_hit stayed within the first packets";
 const SLOWER: &str = "slower paths did not carry the flow";
+const UPCALLS: &str = "the datapaths sent no packet up to ovs-vswitchd (upcalls)";
+const LOST: &str = "no upcall was lost";
 const NIC_COUNTED: &str = "the NIC's own statistics counted the tc packets";
 
 fn at_level(level: &str) -> String {
@@ -70,7 +72,36 @@ fn flow_level(level: &str) -> String {
     format!("flows/in_port=pf0hpf/{level}")
 }
 
+/// The kernel datapath's object in the agent's datapath counters.
+const DATAPATH: &str = "datapaths/system@ovs-system";
+
 fn scenario(moved: Moved) -> Scenario {
+    with_upcalls(scenario_without_datapaths(moved), 0, 0)
+}
+
+/// `scenario` whose datapath counted `missed` upcalls and `lost` lost ones over the window.
+fn with_upcalls(scenario: Scenario, missed: u64, lost: u64) -> Scenario {
+    scenario
+        .grows(
+            Side::Dpu,
+            Source::OvsDatapath,
+            DATAPATH,
+            upcalls::MISSED,
+            Unit::Packets,
+            (40, missed),
+        )
+        .grows(
+            Side::Dpu,
+            Source::OvsDatapath,
+            DATAPATH,
+            upcalls::LOST,
+            Unit::Packets,
+            (1, lost),
+        )
+}
+
+/// The counters of `moved`, from an agent that reports no datapath lookups.
+fn scenario_without_datapaths(moved: Moved) -> Scenario {
     let flows = [
         ("hardware", moved.hardware),
         ("tc-software", moved.tc),
@@ -171,7 +202,9 @@ fn packets_switched_in_hardware_are_proven() {
             at_level("hardware").as_str(),
             CPU,
             NIC_COUNTED,
-            SLOWER
+            SLOWER,
+            UPCALLS,
+            LOST
         ]
     );
     assert_eq!(
@@ -263,7 +296,13 @@ fn tc_in_software_is_not_hardware_but_meets_require_tc() {
     assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
     assert_eq!(
         names(&lines),
-        [SENT, at_level("tc-software").as_str(), SLOWER]
+        [
+            SENT,
+            at_level("tc-software").as_str(),
+            SLOWER,
+            UPCALLS,
+            LOST
+        ]
     );
     // TC or better: the hardware level counts too, and tc packets of unknown hardware
     // share (tc forwarded them either way); only the datapath is slower.
@@ -437,3 +476,66 @@ fn in_hw_flows_whose_packets_went_through_software_are_not_hardware() {
 
 #[path = "switch_trials_tests.rs"]
 mod trials;
+
+/// Upcall accounting (issue 31): the flows counted the packets, but the kernel datapath
+/// sent 300 packets of the trial up to ovs-vswitchd, a flow installed and evicted over and
+/// over: the upcall line is not met, and the proof is not PROVEN. Lost upcalls likewise.
+/// The negative control is every other test here: no upcalls, PROVEN.
+#[test]
+fn packets_ovs_vswitchd_forwarded_as_upcalls_are_not_proven() {
+    let (verdict, lines, _) = judged(
+        ForwardingLevel::Hardware,
+        true,
+        &with_upcalls(scenario_without_datapaths(IN_HARDWARE), 300, 0),
+    );
+    assert_eq!(verdict, Verdict::NotProven, "{:?}", failed(&lines));
+    assert_eq!(
+        failed(&lines).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [UPCALLS],
+        "{lines:#?}"
+    );
+    let line = lines
+        .iter()
+        .find(|l| l.expectation.name == UPCALLS)
+        .expect("the upcall line");
+    assert_eq!(line.expectation.select.objects, [DATAPATH]);
+    let (verdict, lines, _) = judged(
+        ForwardingLevel::Hardware,
+        true,
+        &with_upcalls(scenario_without_datapaths(IN_HARDWARE), 0, 120),
+    );
+    assert_eq!(verdict, Verdict::NotProven, "{:?}", failed(&lines));
+    assert_eq!(
+        failed(&lines).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [LOST]
+    );
+    // The first packets' allowance: a few upcalls while a flow is installed are fine.
+    let (verdict, lines, _) = judged(
+        ForwardingLevel::Hardware,
+        true,
+        &with_upcalls(scenario_without_datapaths(IN_HARDWARE), 5, 0),
+    );
+    assert_eq!(verdict, Verdict::Proven, "{:?}", failed(&lines));
+}
+
+/// An agent that cannot say how many packets went up to ovs-vswitchd (older than this
+/// dpuctl, or ovs-vswitchd out of reach) leaves the upcall lines unformed: INCONCLUSIVE,
+/// not PROVEN on the flows alone.
+#[test]
+fn without_the_datapaths_lookups_the_proof_is_inconclusive() {
+    let (verdict, lines, _) = judged(
+        ForwardingLevel::Hardware,
+        true,
+        &scenario_without_datapaths(IN_HARDWARE),
+    );
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    let unformed: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.expectation.unformed.as_deref())
+        .collect();
+    assert_eq!(unformed.len(), 2, "{unformed:?}");
+    assert!(
+        unformed[0].contains("no datapath lookup counters"),
+        "{unformed:?}"
+    );
+}

@@ -71,6 +71,16 @@ fn counters(host: Segments, tc: Segments) -> Scenario {
             &readings(0, &[0; 7]),
         );
     }
+    for counter in [upcalls::MISSED, upcalls::LOST] {
+        scenario = scenario.series(
+            Side::Dpu,
+            Source::OvsDatapath,
+            "datapaths/system@ovs-system",
+            counter,
+            Unit::Packets,
+            &readings(7, &[0; 7]),
+        );
+    }
     scenario
 }
 
@@ -138,14 +148,20 @@ fn packets_through_tc_in_three_trials_are_proven_trial_by_trial() {
             format!("trial 1: {SENT}"),
             format!("trial 1: {forwarded}"),
             "trial 1: slower paths did not carry the flow".to_owned(),
+            "trial 1: the datapaths sent no packet up to ovs-vswitchd (upcalls)".to_owned(),
+            "trial 1: no upcall was lost".to_owned(),
             "gap 1: nothing else went through the flows from pf0hpf".to_owned(),
             format!("trial 2: {SENT}"),
             format!("trial 2: {forwarded}"),
             "trial 2: slower paths did not carry the flow".to_owned(),
+            "trial 2: the datapaths sent no packet up to ovs-vswitchd (upcalls)".to_owned(),
+            "trial 2: no upcall was lost".to_owned(),
             "gap 2: nothing else went through the flows from pf0hpf".to_owned(),
             format!("trial 3: {SENT}"),
             format!("trial 3: {forwarded}"),
             "trial 3: slower paths did not carry the flow".to_owned(),
+            "trial 3: the datapaths sent no packet up to ovs-vswitchd (upcalls)".to_owned(),
+            "trial 3: no upcall was lost".to_owned(),
         ]
     );
     // Each trial is held to its own count.

@@ -3,12 +3,24 @@
 
 use super::error::Error;
 use super::handle::{Command, Unixctl};
+use crate::datapath::{parse_show, DatapathStats};
 use crate::flow::DumpType;
 
 impl Unixctl {
     /// `dpctl/dump-flows`, the datapath flows with their stats and offload state.
     pub fn dump_flows(&self) -> DumpFlows {
         DumpFlows::new(self.command("dpctl/dump-flows"))
+    }
+
+    /// `dpctl/show`, parsed: each datapath's lookup counters (hit, missed = upcalls, lost)
+    /// and flow count. A reply that is not what OVS prints is [`Error::Malformed`].
+    pub async fn show_datapaths(&self) -> Result<Vec<DatapathStats>, Error> {
+        const COMMAND: &str = "dpctl/show";
+        let text = self.command(COMMAND).execute().await?;
+        parse_show(&text).map_err(|e| Error::Malformed {
+            command: COMMAND.to_owned(),
+            detail: e.to_string(),
+        })
     }
 
     /// `list-commands`, parsed: what this daemon version supports.

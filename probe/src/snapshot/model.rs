@@ -24,6 +24,8 @@ pub enum Source {
     Volume,
     /// Block device statistics, `/sys/block/*/stat`.
     Block,
+    /// OVS datapath lookup statistics (`dpctl/show`: hit, missed = upcalls, lost).
+    OvsDatapath,
 }
 
 impl Source {
@@ -38,11 +40,12 @@ impl Source {
             Self::OvsFlow => "ovs_flow",
             Self::Volume => "volume",
             Self::Block => "block",
+            Self::OvsDatapath => "ovs_datapath",
         }
     }
 
     /// Every source, in wire order; lets callers parse a wire name back.
-    pub const ALL: [Source; 8] = [
+    pub const ALL: [Source; 9] = [
         Self::Rdma,
         Self::RdmaHw,
         Self::Netdev,
@@ -51,6 +54,7 @@ impl Source {
         Self::OvsFlow,
         Self::Volume,
         Self::Block,
+        Self::OvsDatapath,
     ];
 
     /// Parses a wire name.

@@ -117,6 +117,12 @@ pub fn error_selector(source: Source, object: &str) -> v1::CounterSelector {
         Source::Volume => Selector::Volumes(v1::VolumeSelector {
             volume: object.to_owned(),
         }),
+        Source::OvsDatapath => Selector::OvsDatapaths(v1::OvsDatapathSelector {
+            datapath: object
+                .strip_prefix("datapaths/")
+                .unwrap_or_default()
+                .to_owned(),
+        }),
         _ => Selector::Netdev(v1::NetdevSelector { ifname: ifname() }),
     };
     v1::CounterSelector {

@@ -683,6 +683,28 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
         [200, 400, 200],
         "the receiver's t1 counted the packets",
     );
+    // Upcalls on the real kernel datapath: the warm-up installed the flows and tc took the
+    // packets before the OVS datapath, so no trial sent packets up to ovs-vswitchd.
+    for trial in 1..=3 {
+        for name in [
+            "the datapaths sent no packet up to ovs-vswitchd (upcalls)",
+            "no upcall was lost",
+        ] {
+            let name = format!("trial {trial}: {name}");
+            let line = proof["lines"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|l| l["expectation"]["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("no line {name:?}: {proof}"));
+            assert_eq!(line["outcome"]["result"], "met", "{line}");
+            assert_eq!(
+                line["expectation"]["select"]["objects"],
+                serde_json::json!(["datapaths/system@ovs-system"]),
+                "{line}"
+            );
+        }
+    }
     // Asking for hardware in a lab without a NIC is refused (one window is enough to say
     // no; the negative controls run as one trial to keep the tier short).
     let (code, proof, _) = lab.run(

@@ -272,6 +272,7 @@ async fn flows_after_ping_are_software_flows_of_the_ovs_datapath() {
     }
     let ping = hosts[0].exec("ping", &["-c", "3", "-i", "0.2", "-W", "2", "10.201.0.2"]);
     assert!(ping.is_ok(), "{ping:?}");
+    datapath_lookups_agree_with_ovs_appctl(&agent, &daemons);
 
     // Datapath flows idle out after 10 s: read them at once.
     let all = json(&agent.ok(&["-o", "json", "switch", "flows"]));
@@ -466,4 +467,83 @@ fn kill_ovsdb(daemons: &OvsDaemons) {
         assert!(Instant::now() < deadline, "ovsdb-server still answering");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `hit`, `missed`, `lost` of datapath `name` in `ovs-appctl dpctl/show` output.
+fn appctl_lookups(text: &str, name: &str) -> [u64; 3] {
+    let block = text
+        .split_once(&format!("{name}:\n"))
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no {name} in dpctl/show: {text}"));
+    let line = block
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("lookups:"))
+        .unwrap_or_else(|| panic!("no lookups for {name}: {text}"));
+    let value = |key: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+    };
+    [value("hit:"), value("missed:"), value("lost:")]
+}
+
+/// Upcall accounting against OVS's own `ovs-appctl dpctl/show` (issue 31): after a ping
+/// across the userspace datapath, the agent's `lookups_*` of `netdev@ovs-netdev` lie
+/// between two readings of the real command taken around it, and the ping's first packets
+/// were upcalls (missed > 0); a datapath that does not exist is a source error, not zeros.
+fn datapath_lookups_agree_with_ovs_appctl(agent: &Agent, daemons: &OvsDaemons) {
+    const DATAPATH: &str = "netdev@ovs-netdev";
+    let before = appctl_lookups(
+        &daemons.appctl(&["dpctl/show"]).expect("dpctl/show"),
+        DATAPATH,
+    );
+    let snapshot = json(&agent.ok(&["-o", "json", "dpu", "counters", "-s", "datapath"]));
+    let after = appctl_lookups(
+        &daemons.appctl(&["dpctl/show"]).expect("dpctl/show"),
+        DATAPATH,
+    );
+    let samples = snapshot["samples"].as_array().cloned().unwrap_or_default();
+    for (i, counter) in ["lookups_hit", "lookups_missed", "lookups_lost"]
+        .iter()
+        .enumerate()
+    {
+        let sample = samples
+            .iter()
+            .find(|s| s["object"] == format!("datapaths/{DATAPATH}") && s["counter"] == *counter)
+            .unwrap_or_else(|| panic!("no {counter} of {DATAPATH}: {snapshot}"));
+        assert_eq!(sample["source"], "ovs_datapath", "{sample}");
+        let value = sample["value"]
+            .as_str()
+            .and_then(|v| v.parse::<u64>().ok())
+            .or_else(|| sample["value"].as_u64())
+            .unwrap_or(0);
+        assert!(
+            before[i] <= value && value <= after[i],
+            "{counter}: the agent said {value}, ovs-appctl {} before and {} after",
+            before[i],
+            after[i]
+        );
+    }
+    assert!(
+        before[1] > 0,
+        "the ping's first packets were upcalls: {before:?}"
+    );
+    let missing = agent.ctl(&[
+        "-o",
+        "json",
+        "dpu",
+        "counters",
+        "-s",
+        "datapath:dummy@nothere",
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&missing.stdout),
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    assert!(
+        text.contains("no datapath dummy@nothere") && text.contains(DATAPATH),
+        "a missing datapath is named with what exists: {text}"
+    );
 }
