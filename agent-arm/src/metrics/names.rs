@@ -240,6 +240,10 @@ mod tests {
             "dpu_block_read_ticks_seconds_total"
         );
         assert_eq!(
+            name(Source::OvsDatapath, "lookups_missed", Unit::Packets),
+            "dpu_ovs_datapath_lookups_missed_total"
+        );
+        assert_eq!(
             name(Source::RdmaHw, "weird-name.x", Unit::Events),
             "dpu_rdma_hw_weird_name_x_total"
         );

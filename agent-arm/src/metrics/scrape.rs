@@ -153,13 +153,14 @@ impl Scraper {
     async fn read(&self) -> Reading {
         let started = Instant::now();
         let deadline = self.config.read_timeout;
-        let (probe, volumes, flows) = tokio::join!(
+        let (probe, volumes, flows, datapaths) = tokio::join!(
             self.read_probe(deadline),
             tokio::time::timeout(
                 deadline,
                 crate::volume_counters::read(&self.ctx.storage, &[None])
             ),
             self.read_flows(deadline),
+            self.read_datapaths(deadline),
         );
         let mut reading = Reading::default();
         let mut errors: Vec<(&'static str, String)> = Vec::new();
@@ -214,6 +215,21 @@ impl Scraper {
             match flows {
                 Ok(levels) => reading.set_flows(levels),
                 Err(why) => errors.push((Source::OvsFlow.as_str(), why)),
+            }
+        }
+        if let Some(datapaths) = datapaths {
+            reading.read(Source::OvsDatapath);
+            match datapaths {
+                Ok((samples, failed)) => {
+                    reading.add_samples(&samples, &|_| String::new());
+                    for error in failed {
+                        errors.push((Source::OvsDatapath.as_str(), error.message));
+                    }
+                }
+                Err(_elapsed) => errors.push((
+                    Source::OvsDatapath.as_str(),
+                    format!("ovs-vswitchd did not show its datapaths within {deadline:?}"),
+                )),
             }
         }
         for (source, why) in &errors {
@@ -303,6 +319,33 @@ impl Scraper {
     }
 
     /// The OVS flow levels; `None` when OVS or the flow metrics are switched off.
+    /// Every OVS datapath's lookups (hit, missed = upcalls, lost) through the one reader
+    /// `Counters.Snapshot` uses, with the flows (`ovs_flows`), when the OVS backend is on.
+    async fn read_datapaths(
+        &self,
+        deadline: Duration,
+    ) -> Option<
+        Result<
+            (
+                Vec<dpu_probe::snapshot::Sample>,
+                Vec<crate::datapath_counters::DatapathReadError>,
+            ),
+            tokio::time::error::Elapsed,
+        >,
+    > {
+        if !self.config.ovs_flows {
+            return None;
+        }
+        self.ctx.ovs.clients().ok()?;
+        Some(
+            tokio::time::timeout(
+                deadline,
+                crate::datapath_counters::read(&self.ctx.ovs, &[None]),
+            )
+            .await,
+        )
+    }
+
     async fn read_flows(&self, deadline: Duration) -> Option<Result<FlowLevels, String>> {
         if !self.config.ovs_flows {
             return None;

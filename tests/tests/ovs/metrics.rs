@@ -100,6 +100,22 @@ fn flows_a_ping_leaves_are_summed_at_the_datapath_level_per_in_port() {
         .is_some_and(|b| b >= 2.0 * 98.0),
         "two 98-byte ICMP frames at least: {body}"
     );
+    // The datapath's lookups, through the reader Counters.Snapshot uses: the ping's first
+    // packets were upcalls.
+    assert_eq!(
+        value(&body, "dpu_counters_source_up{source=\"ovs_datapath\"}"),
+        Some(1.0),
+        "{body}"
+    );
+    let missed = body
+        .lines()
+        .find(|l| {
+            l.starts_with("dpu_ovs_datapath_lookups_missed")
+                && l.contains("datapath=\"netdev@ovs-netdev\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no lookups_missed of netdev@ovs-netdev:\n{body}"));
+    assert!(missed >= 1.0, "{missed}: {body}");
 }
 
 #[test]
@@ -117,6 +133,15 @@ fn without_ovs_vswitchd_the_flow_source_is_unread_not_empty() {
     assert!(
         !body.contains("dpu_ovs_flows{"),
         "no flow counts without a dump: {body}"
+    );
+    assert_eq!(
+        value(&body, "dpu_counters_source_up{source=\"ovs_datapath\"}"),
+        Some(0.0),
+        "{body}"
+    );
+    assert!(
+        !body.contains("dpu_ovs_datapath_lookups"),
+        "no lookups without ovs-vswitchd: {body}"
     );
     // The sysfs counters are still served.
     assert_eq!(
