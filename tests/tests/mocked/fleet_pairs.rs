@@ -457,6 +457,25 @@ fn alive(pid: &str) -> bool {
     })
 }
 
+/// The start time (clock ticks since boot, `/proc/PID/stat` field 22) of process `pid`, so
+/// a later check is about the same process and not another that reused its number (this
+/// kernel's `pid_max` may be 32768).
+fn started_at(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    // Field 3 (state) is the first after the name; the start time is field 22.
+    rest.split_whitespace().nth(19).map(str::to_owned)
+}
+
+/// What process `pid` is now, for a failure message: its stat line and command line.
+fn describe_process(pid: &str) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .unwrap_or_default();
+    format!("stat: {} cmdline: {cmdline}", stat.trim())
+}
+
 #[test]
 fn ctrl_c_stops_the_remote_runs_and_prints_what_finished() {
     if let Err(why) = tools_available() {
@@ -507,6 +526,8 @@ fn ctrl_c_stops_the_remote_runs_and_prints_what_finished() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let pid = std::fs::read_to_string(&sleeping).expect("pid");
+    let pid = pid.trim();
+    let born = started_at(pid).unwrap_or_else(|| panic!("the sleeping client {pid} is gone"));
     let dpuctl = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
     nix::sys::signal::kill(dpuctl, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let status = child.wait().expect("wait");
@@ -532,14 +553,18 @@ fn ctrl_c_stops_the_remote_runs_and_prints_what_finished() {
             .any(|r| r["client"] == "gpu-01" && r["server"] == "gpu-02" && r["round"] == 1),
         "{report:#}"
     );
-    // The remote run was stopped, not left to finish: its client is gone.
+    // The remote run was stopped, not left to finish: its client is gone (a process that
+    // took its number since is another process).
+    let same_client = || alive(pid) && started_at(pid).as_deref() == Some(born.as_str());
     let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid.trim()) && Instant::now() < deadline {
+    while same_client() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(
-        !alive(pid.trim()),
-        "the remote client {pid} outlived Ctrl-C"
+        !same_client(),
+        "the remote client {pid} outlived Ctrl-C: {}\nstderr: {:?}",
+        describe_process(pid),
+        stderr_lines.lock().expect("lines")
     );
 }
 

@@ -3,9 +3,12 @@
 //! (Ctrl-C) or losing the connection stops the remote run instead of leaving it to finish
 //! unseen. The watcher signals (SIGTERM) the command's whole process tree, found in `/proc`
 //! before anything is signalled: the remote `dpuctl`, its perftest client, and its ssh to the
-//! server, whose wrapper (`roce::peer`) then stops the server. Not the process group: sshd
-//! puts the session's shell in a group of its own, but a shell that does not exec its last
-//! command (dash) or an ssh without sshd (a test stand-in) would share the caller's.
+//! server, whose wrapper (`roce::peer`) then stops the server. The command also runs in a
+//! session and process group of its own (`setsid`, where the host has it), which is
+//! signalled too: a process whose parent died before the tree was read (the remote `dpuctl`
+//! ending on a closed pipe while the host was slow) is no longer anyone's descendant, but
+//! still in the group. The group alone is not enough: sshd puts the session's shell in a
+//! group of its own, but a child that starts its own group (an ssh wrapper) leaves it.
 //!
 //! Why not `roce::peer::SshPeer::run`: that session's stdin is closed from the start and
 //! it cannot be interrupted; a pair run takes minutes. The destination is still checked by
@@ -23,12 +26,16 @@ use std::time::{Duration, Instant};
 use crate::roce::peer::{PeerError, SshPeer};
 
 /// The watcher (see the module doc). The tool gets `/dev/null` as stdin and none of the
-/// session's descriptors beyond stdout and stderr; its exit status is the session's. On
-/// stdin's end it collects the tool's descendants level by level (`/proc/PID/stat`: the
-/// parent is the second field after the command name), then signals them all at once. No
-/// user text is ever part of it: the tool and its arguments are `$@`.
+/// session's descriptors beyond stdout and stderr; its exit status is the session's. It
+/// runs under `setsid` where the host has one (started in the background of a shell
+/// without job control it is no group leader, so `setsid` makes it one without forking:
+/// `$c` is the tool, and the group's id). On stdin's end the watcher collects the tool's
+/// descendants level by level (`/proc/PID/stat`: the parent is the second field after the
+/// command name), then signals the group and them. No user text is ever part of it: the
+/// tool and its arguments are `$@`.
 const WATCHER: &str = r#"exec 3<&0
-"$@" </dev/null 3<&- & c=$!
+s=; command -v setsid >/dev/null 2>&1 && s=setsid
+$s "$@" </dev/null 3<&- & c=$!
 {
   while read -r _ <&3; do :; done
   all=$c; new=$c
@@ -41,6 +48,7 @@ const WATCHER: &str = r#"exec 3<&0
     done
     all="$all$next"; new=$next
   done
+  [ -n "$s" ] && kill -TERM -"$c"
   kill -TERM $all
 } 2>/dev/null &
 w=$!
@@ -374,6 +382,42 @@ mod tests {
         assert!(
             !alive(pid.trim()),
             "the grandchild {pid} outlived the cancel"
+        );
+    }
+
+    /// A process whose parent ended before the cancel (as a perftest client is orphaned when
+    /// the remote `dpuctl` dies on a closed pipe first) is no descendant of the command any
+    /// more: the tree walk cannot find it, the process group does (seen in the mocked fleet
+    /// tier under load: "the remote client outlived Ctrl-C", its parent pid 1).
+    #[test]
+    fn an_orphaned_process_of_the_command_is_stopped_with_its_group() {
+        let have_setsid = std::process::Command::new("sh")
+            .args(["-c", "command -v setsid"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !have_setsid {
+            // The watcher runs without a group of its own there; nothing to test.
+            return;
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let pidfile = dir.path().join("pid");
+        // The subshell starts the sleeper and exits at once: the sleeper's parent is pid 1
+        // (or a subreaper) long before the cancel.
+        let script = format!(
+            "(sleep 30 </dev/null >/dev/null 2>&1 & echo $! > {}); sleep 30",
+            pidfile.display()
+        );
+        let out = cancelled(local_ssh(dir.path()), &script);
+        assert_eq!(out.ended, Ended::Cancelled);
+        let pid = std::fs::read_to_string(&pidfile).expect("pid");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(pid.trim()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !alive(pid.trim()),
+            "the orphaned process {pid} outlived the cancel"
         );
     }
 }
