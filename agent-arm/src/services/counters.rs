@@ -107,18 +107,18 @@ async fn take(
     limit: usize,
 ) -> Result<(Sampler, v1::CounterSnapshot), Status> {
     let started = dpu_probe::snapshot::monotonic_now();
-    let (mut volume_samples, mut volume_errors) = if selectors.volumes.is_empty() {
+    // What the agent's backends answer (storage volumes, OVS datapaths) is read before the
+    // probe's part and leads the answer.
+    let (mut backend_samples, mut backend_errors) = if selectors.volumes.is_empty() {
         (Vec::new(), Vec::new())
     } else {
         volume_counters(&ctx.storage, &selectors.volumes).await
     };
     if !selectors.datapaths.is_empty() {
         let (samples, errors) = datapath_counters(&ctx.ovs, &selectors.datapaths).await;
-        volume_samples.extend(samples);
-        volume_errors.extend(errors);
+        backend_samples.extend(samples);
+        backend_errors.extend(errors);
     }
-    // Read by the agent's backends before the probe: their samples lead the answer.
-    let (backend_samples, backend_errors) = (volume_samples, volume_errors);
     let (root, probe) = (ctx.root.clone(), Arc::clone(&selectors));
     let (sampler, wire) = tokio::task::spawn_blocking(move || {
         let wire = check_estimate(&root, &probe.probe, limit).and_then(|()| {

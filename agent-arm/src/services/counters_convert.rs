@@ -167,6 +167,37 @@ mod tests {
     }
 
     #[test]
+    fn datapath_names_are_checked_at_the_edge() {
+        let datapath = |name: &str| {
+            wire(Selector::OvsDatapaths(v1::OvsDatapathSelector {
+                datapath: name.to_owned(),
+            }))
+        };
+        let ok = selectors_from_wire(&[
+            datapath(""),
+            datapath("system@ovs-system"),
+            datapath("system@ovs-system"),
+        ])
+        .expect("valid");
+        assert_eq!(ok.datapaths, [None, Some("system@ovs-system".to_owned())]);
+        assert!(
+            ok.probe.is_empty(),
+            "served by the OVS backend, not the probe"
+        );
+        for bad in ["../x", "a b", "sys;rm", &"d".repeat(65)] {
+            let err = selectors_from_wire(&[datapath(bad)]).expect_err(bad);
+            assert_eq!(err.code(), tonic::Code::InvalidArgument, "{bad}");
+            assert!(
+                err.message()
+                    .contains("selectors[0].ovs_datapaths.datapath")
+                    || err.message().contains("selectors[0]"),
+                "{bad}: {}",
+                err.message()
+            );
+        }
+    }
+
+    #[test]
     fn names_that_escape_sysfs_are_invalid_argument() {
         let err = selectors_from_wire(&[wire(Selector::Rdma(v1::RdmaSelector {
             device: "../etc".into(),
