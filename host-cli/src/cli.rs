@@ -211,24 +211,13 @@ pub(crate) struct CheckArgs {
     pub(crate) metrics_file: Option<PathBuf>,
 }
 
-/// `--ib-rate`: a positive whole number of Gbit/s, said plainly when it is not.
-/// An interface name as the kernel allows it (`dev_valid_name`): 1 to 15 bytes, not `.`
-/// or `..`, no `/`, `:` or whitespace.
+/// An interface name by the one rule every part of the project checks it with
+/// ([`dpu_proto::names::check_ifname`]: 1-15 bytes of letters, digits, `_ - . @`, not `.` or
+/// `..`, not starting with `-`), so the CLI refuses what the agent and the inventory would.
 fn parse_interface(text: &str) -> Result<String, String> {
-    let valid = !text.is_empty()
-        && text.len() <= 15
-        && text != "."
-        && text != ".."
-        && !text
-            .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace());
-    if valid {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "{text:?} is not an interface name (1-15 characters, no '/', ':' or spaces)"
-        ))
-    }
+    dpu_proto::names::check_ifname("interface", text)
+        .map(|()| text.to_owned())
+        .map_err(|e| e.to_string())
 }
 
 /// `DEV` or `DEV/PORT`: an RDMA device name (letters, digits, `_`, `-`, `.`; at most 63)
@@ -259,6 +248,7 @@ fn parse_rdma_port(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// `--ib-rate`: a positive whole number of Gbit/s, said plainly when it is not.
 fn parse_ib_rate(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(gbps) if gbps > 0 => Ok(gbps),
@@ -946,6 +936,36 @@ mod tests {
             assert!(
                 err.contains("--ib-rate") && err.contains("positive whole number of Gbit/s"),
                 "{bad}: {err}"
+            );
+        }
+    }
+
+    /// `check --interface` takes what the agent and the inventory take, and refuses what
+    /// they refuse (issue 34: the CLI's rule was looser: `-rf`, `a;b` passed).
+    #[test]
+    fn check_interfaces_follow_the_one_interface_rule() {
+        let parse = |name: &str| {
+            let flag = format!("--interface={name}");
+            Cli::try_parse_from(["dpuctl", "check", flag.as_str()]).map(|cli| match cli.command {
+                Command::Check(args) => args.interface,
+                other => panic!("parsed as {other:?}"),
+            })
+        };
+        assert_eq!(parse("ens1f0np0").expect("valid"), ["ens1f0np0"]);
+        for bad in [
+            "-rf",
+            "a;b",
+            "eth0:1",
+            "br 0",
+            "0123456789abcdef",
+            "..",
+            "é",
+        ] {
+            let err = parse(bad).expect_err(bad).to_string();
+            assert!(err.contains("--interface"), "{bad}: {err}");
+            assert!(
+                dpu_proto::names::check_ifname("interface", bad).is_err(),
+                "{bad} is refused by the one rule too"
             );
         }
     }
