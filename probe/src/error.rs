@@ -75,15 +75,49 @@ impl ProbeError {
 
 /// Formats an error with its sources on one line, "cannot read /sys/x: Permission denied",
 /// so a remote reader (a snapshot's source error, a gRPC status, a log line) sees the
-/// errno and not only the outer context. The workspace's one such helper: the agent uses
-/// it too.
+/// errno and not only the outer context. A source whose text the line already says is
+/// left out (hyper and tonic repeat their inner error in their own message). The
+/// workspace's one such helper: the agent, the host library and dpuctl use it.
 pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// An error with one source, each with its own text.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{text}")]
+    struct Wrapped {
+        text: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn sources_are_joined_and_a_repeated_one_is_said_once() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let plain = Wrapped {
+            text: "cannot read /sys/x".to_owned(),
+            source: io(),
+        };
+        assert_eq!(error_chain(&plain), "cannot read /sys/x: permission denied");
+        // hyper and tonic put their inner error's text in their own message.
+        let repeated = Wrapped {
+            text: "transport error: permission denied".to_owned(),
+            source: io(),
+        };
+        assert_eq!(error_chain(&repeated), "transport error: permission denied");
+    }
 }

@@ -90,7 +90,7 @@ pub(crate) async fn publish(
     use anyhow::Context as _;
     use dpu_host::fleet::kube::publish;
     use dpu_host::fleet::publish_marks::marks_for;
-    use dpu_host::fleet::runner::error_chain;
+    use dpu_probe::error_chain;
 
     let (marks, without_node) = marks_for(report, targets);
     for name in &without_node {

@@ -63,7 +63,7 @@ impl OnHost {
                 NodeStatus::Unreachable,
                 HOST_REACHABLE,
                 "host unreachable over ssh",
-                super::runner::error_chain(&e),
+                dpu_probe::error_chain(&e),
             ),
             Ok(output) => judge_proof(proof, &output, limit),
         }

@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use dpu_probe::error_chain;
 use futures_util::stream::{self, StreamExt as _};
 
 use super::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
@@ -159,22 +160,6 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
         },
         _ => unreachable(detail),
     }
-}
-
-/// The error and its sources as one line, leaving out a source whose text the line
-/// already says (hyper and tonic repeat their inner error in their own message).
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = cause.source();
-    }
-    line
 }
 
 /// An UNREACHABLE outcome with `detail`.
