@@ -27,7 +27,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 /// Handles to every backend, created once at start.
 #[derive(Debug)]
 pub(crate) struct Backends {
-    snap: Option<SnapBackend>,
+    snap: Option<SnapHealth>,
     /// The kernel storage backend's root, when it is the configured storage backend.
     kernel_root: Option<PathBuf>,
     ovsdb: OvsdbState,
@@ -45,8 +45,10 @@ enum OvsdbState {
     Ready(OvsdbBackend),
 }
 
+/// What the readiness checks ask SNAP through: its socket and a client on it (the storage
+/// engine's own backend is `storage::snap::SnapBackend`).
 #[derive(Debug)]
-struct SnapBackend {
+struct SnapHealth {
     socket: PathBuf,
     client: SnapClient,
 }
@@ -70,7 +72,7 @@ impl Backends {
         metrics: Arc<AgentMetrics>,
     ) -> Self {
         let kernel = config.storage.backend == StorageBackendKind::Kernel;
-        let snap = storage.snap_client().map(|client| SnapBackend {
+        let snap = storage.snap_client().map(|client| SnapHealth {
             socket: config.snap.socket.clone(),
             client,
         });
