@@ -1,9 +1,8 @@
 //! NVMe over Fabrics control for the DPU agent.
 //!
 //! This crate owns everything NVMe-oF: the NVIDIA SNAP / SPDK JSON-RPC client (through
-//! `dpu-jsonrpc`), and — as they land — the Linux nvmet configfs target, the nvme-fabrics
-//! initiator and I/O statistics, plus the validation of NQNs and transport addresses that all
-//! of them share. It must not touch OVS, netlink or gRPC/proto types: the agent maps between
+//! `dpu-jsonrpc`), the Linux nvmet configfs target, the nvme-fabrics initiator and I/O
+//! statistics, plus the validation of NQNs and transport addresses that all of them share. It must not touch OVS, netlink or gRPC/proto types: the agent maps between
 //! the API and these types, so this crate stays usable and testable on its own.
 //!
 //! - [`nqn`]: validated NVMe Qualified Names.

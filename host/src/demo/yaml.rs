@@ -1,9 +1,11 @@
 //! A small YAML emitter for `serde_json::Value`, for `--dry-run` output that people read
 //! and pipe into `kubectl apply -f -`.
 //!
-//! Why not a crate: `serde_yaml` is archived, `serde_yaml_ng` still sits on the archived
-//! `unsafe-libyaml`, and `serde-saphyr` (what kube-rs moved to) needs Rust 1.89 while this
-//! workspace promises 1.85. Emitting (not parsing) the JSON subset of YAML is small when
+//! Why not a crate: `serde_yaml` is archived and `serde_yaml_ng` still sits on the archived
+//! `unsafe-libyaml`. `serde-saphyr` (what kube-rs moved to) was written off when this
+//! workspace promised Rust 1.85; it promises 1.89 now, which saphyr needs, so moving to it
+//! is open (it brings a YAML parser stack for what is only emitting here). Emitting (not
+//! parsing) the JSON subset of YAML is small when
 //! every scalar that could be read back as anything but the same string is double-quoted:
 //! plain style is used only for strings that are unambiguous under both YAML 1.1
 //! (PyYAML, older Go parsers: `on`/`yes`/`no` are booleans there) and YAML 1.2. The tests
