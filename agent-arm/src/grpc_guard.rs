@@ -8,13 +8,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::service_future::ServiceFuture;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body::Frame;
 use tokio::sync::watch;
 use tonic::body::Body;
 use tower::{Layer, Service};
-
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 /// Makes [`GrpcGuard`]s; `shutdown` turns true when the agent stops.
 #[derive(Debug, Clone)]
@@ -77,7 +76,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
+    type Future = ServiceFuture<Self::Response, Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

@@ -27,7 +27,6 @@
 //! address kubelet reaches the node at, and keep the port off untrusted networks.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -46,6 +45,7 @@ use crate::config::{Config, LimitsConfig};
 use crate::fd_reserve::FdReserve;
 use crate::grpc_guard::GrpcGuardLayer;
 use crate::listen::{self, Bound};
+use crate::service_future::ServiceFuture;
 
 /// Connections the health-only listener holds at once: kubelet opens one per probe
 /// (readiness and liveness), a few at most ever overlap.
@@ -161,8 +161,6 @@ struct CheckOnly<S> {
     inner: S,
 }
 
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
-
 impl<S> Service<Request<Body>> for CheckOnly<S>
 where
     S: Service<Request<Body>, Response = Response<Body>>,
@@ -171,7 +169,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
+    type Future = ServiceFuture<Self::Response, Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

@@ -24,6 +24,7 @@ mod ovs;
 mod probe;
 mod security;
 mod server;
+mod service_future;
 mod services;
 mod storage;
 mod version;

@@ -10,7 +10,6 @@
 //! methods this agent serves are named, anything else is `other` (or `unknown` when the
 //! path is not `/package.Service/Method` at all).
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -24,8 +23,7 @@ use tower::{Layer, Service};
 
 use super::AgentMetrics;
 use crate::security::policy;
-
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+use crate::service_future::ServiceFuture;
 
 /// The label of a path that is not `/package.Service/Method`.
 const UNKNOWN: &str = "unknown";
@@ -119,7 +117,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
+    type Future = ServiceFuture<Self::Response, Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

@@ -1,8 +1,6 @@
 //! The authorization gate in front of every service, and the audit log of what operators
 //! did. It runs before any handler: a denied call never reaches a backend.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -13,6 +11,7 @@ use tower::{Layer, Service};
 use super::policy::{self, Role};
 use super::Caller;
 use crate::config::SecurityConfig;
+use crate::service_future::ServiceFuture;
 
 /// Wraps the router: authorize, then audit operator calls.
 #[derive(Debug, Clone)]
@@ -46,8 +45,6 @@ pub(crate) struct Auth<S> {
     config: Arc<SecurityConfig>,
 }
 
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
-
 /// The gRPC status code of a finished unary call: errors are sent as headers
 /// ("trailers-only"), success as a trailer, so no `grpc-status` header means OK.
 fn outcome(response: &http::Response<Body>) -> String {
@@ -65,7 +62,7 @@ where
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
+    type Future = ServiceFuture<Self::Response, Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
