@@ -20,8 +20,8 @@ use super::dcb::{self, DcbFacts, DcbRail};
 use super::facts::AgentFacts;
 use super::fw;
 use super::fw_profile::FwProfile;
-use super::fw_tool::FwFacts;
 use super::verdict::{skip, Facts, Verdict};
+use dpu_probe::fw_config::FwFacts;
 
 /// The subject prefix of every DPU-side result.
 pub(super) const DPU_SUBJECT: &str = "dpu";

@@ -13,10 +13,10 @@ use super::dcb::DcbFacts;
 use super::dcb_tests::{facts_with, lossless, Setup, IF};
 use super::env::{fabric_env, lossless_fabric_env, shell_quote, EnvRefused, FabricEnv};
 use super::facts::{AgentFacts, HostFacts};
-use super::fw_tool::FwFacts;
 use super::rules::{judge, Expectations, Status};
 use super::rules_tests::{gid, healthy_gids, host, netdev, port, v4};
 use super::{describe, CheckResult};
+use dpu_probe::fw_config::FwFacts;
 
 fn results(h: &HostFacts) -> Vec<CheckResult> {
     describe(judge(h, &AgentFacts::NotAsked, &Expectations::default()))

@@ -15,9 +15,9 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use super::dcb::DcbFacts;
-use super::fw_tool::{gather_fw, FwFacts, SystemFwTool};
 use super::gdr::GdrFacts;
 use crate::session::Session;
+use dpu_probe::fw_config::{gather_fw, FwFacts, SystemFwTool};
 
 /// The host as sysfs shows it. Each part keeps its own error so one unreadable tree
 /// fails only the checks that need it.

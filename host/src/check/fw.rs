@@ -5,9 +5,9 @@
 //! firmware reset (`fw.pending`). Plain functions of the facts, called by `rules::judge`.
 
 use super::fw_profile::{Expected, FwProfile};
-use super::fw_query::{FwParam, FwQuery, FwValue};
-use super::fw_tool::{FwDevice, FwFacts, TOOL_NAMES};
 use super::verdict::{fail, pass, put, skip, warn, FactValue, Facts, Verdict};
+use dpu_probe::fw_config::{FwDevice, FwFacts, TOOL_NAMES};
+use dpu_probe::fw_config::{FwParam, FwQuery, FwValue};
 
 /// How a pending change is named, everywhere.
 pub(super) const TAKES_EFFECT: &str =

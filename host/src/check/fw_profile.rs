@@ -12,7 +12,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use super::fw_query::FwValue;
+use dpu_probe::fw_config::FwValue;
 
 /// Why a profile was refused: where, and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -11,12 +11,12 @@ use dpu_probe::SysRoot;
 
 use super::fw;
 use super::fw_profile::FwProfile;
-use super::fw_query::{parse_fw_query, FwColumn};
-use super::fw_tool::{
+use super::verdict::{FactValue, Facts, Status, Verdict};
+use dpu_probe::fw_config::{
     gather_fw, gather_fw_devices, query_args, FwFacts, FwTool, FwToolRunner, ToolOutput,
     MAX_PARALLEL_QUERIES,
 };
-use super::verdict::{FactValue, Facts, Status, Verdict};
+use dpu_probe::fw_config::{parse_fw_query, FwColumn};
 
 /// BlueField-3 in DPU mode, mstflint 4.3x layout (`RO` column), one read-only row.
 const BF3_DPU: &str = "

@@ -17,10 +17,8 @@ mod env_tests;
 pub mod facts;
 mod fw;
 pub mod fw_profile;
-pub mod fw_query;
 #[cfg(test)]
 mod fw_tests;
-pub mod fw_tool;
 pub mod gdr;
 #[cfg(test)]
 mod gdr_tests;

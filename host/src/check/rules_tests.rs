@@ -9,8 +9,8 @@ use dpu_probe::rdma::{GidEntry, RdmaDeviceInfo, RdmaPortInfo};
 use dpu_proto::v1;
 
 use super::facts::{AgentFacts, HostFacts};
-use super::fw_tool::FwFacts;
 use super::rules::{judge, Expectations, Status, Verdict};
+use dpu_probe::fw_config::FwFacts;
 
 pub(super) fn nic(address: &str, width: u32) -> PciFunction {
     let (kind, generation) = classify(0x15b3, 0xa2dc, Some(0x020000));
