@@ -16,12 +16,12 @@ mod errors;
 mod fd_reserve;
 mod grpc_guard;
 mod health;
+mod health_check;
 mod health_listener;
 mod listen;
 mod metrics;
 mod observability;
 mod ovs;
-mod probe;
 mod security;
 mod server;
 mod service_future;
@@ -63,7 +63,7 @@ fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
     args.apply_to(&mut config);
     config.validate()?;
     if let Some(services) = &args.health_check {
-        let serving = probe::run(&config, services)?;
+        let serving = health_check::run(&config, services)?;
         return Ok(if serving {
             ExitCode::SUCCESS
         } else {

@@ -11,7 +11,7 @@ use dpu_host::demo::run::{
     training_storage, DemoError, DemoReport, DemoVerdict, TrainingStorage, TrainingStorageResult,
 };
 use dpu_host::demo::serving::{check_serving_command, CheckServing, ServingReport};
-use dpu_host::demo::step::{StepObserver, StepReport, StepStatus};
+use dpu_host::demo::step_report::{StepObserver, StepReport, StepStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::env::Env;

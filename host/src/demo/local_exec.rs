@@ -10,7 +10,7 @@ use dpu_probe::SysRoot;
 
 use super::fingerprint;
 use super::plan::Plan;
-use super::step::Outcome;
+use super::step_report::Outcome;
 use crate::roce::local_run::run_measured_env;
 use crate::roce::nccl::parse_results;
 use crate::roce::nccl_corroborate::{corroborate, named_ports, snapshot, CollectiveFloor};

@@ -34,7 +34,7 @@ pub mod run;
 pub mod run_id;
 pub mod serving;
 mod serving_stream;
-pub mod step;
+pub mod step_report;
 pub mod steps;
 pub mod storage_step;
 pub mod yaml;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::serving::ServingReport;
-use super::step::{StepReport, StepStatus};
+use super::step_report::{StepReport, StepStatus};
 
 /// One line of "where every byte went".
 #[derive(Debug, Clone, Serialize)]

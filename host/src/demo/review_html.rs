@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::report::DemoReport;
-use super::step::StepStatus;
+use super::step_report::StepStatus;
 use crate::prove::html::escape;
 
 /// The whole page.

@@ -8,7 +8,7 @@ use super::params::TrainingStorage;
 use super::plan::Plan;
 use super::report::AccountLine;
 use super::serving::{self, ServingCheck, ServingReport};
-use super::step::{Outcome as StepOutcome, Progress, StepObserver, StepReport};
+use super::step_report::{Outcome as StepOutcome, Progress, StepObserver, StepReport};
 use super::storage_step::{self, volume_reading, StorageAccount};
 use crate::accounting::deltas::{sum, Movement};
 use crate::roce::rdma_evidence::{movement, PortReading};

@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use tonic::transport::Channel;
 
 use super::plan::{ManifestEntry, Plan};
-use super::step::Outcome;
+use super::step_report::Outcome;
 use crate::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
 use crate::session::Session;
 

@@ -6,11 +6,11 @@
 //! accounting engine; a [`judge`]ment of each run against the line rate; and the
 //! [`isolate`]ion of slow nodes from slow links, all in one [`report`].
 
+pub mod host_port;
 pub mod isolate;
 pub mod judge;
 pub mod pattern;
 pub mod plan;
-pub mod probe;
 pub mod remote;
 pub mod remote_perf;
 pub mod report;

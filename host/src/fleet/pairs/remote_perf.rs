@@ -12,7 +12,7 @@
 
 use serde::Deserialize;
 
-use super::probe::HostPort;
+use super::host_port::HostPort;
 use crate::roce::perf::{PathVerdict, PerfTest};
 
 /// What runs on the client for one pair run.

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
+use super::host_port::HostPort;
 use super::isolate::{isolate, Finding, HostTally, RunOutcome};
 use super::judge::{LineRate, Problem, Verdict};
 use super::plan::{Direction, PairPlan, PlannedRun, SkippedHost};
-use super::probe::HostPort;
 use crate::roce::perf::PathVerdict;
 
 /// One measured (or failed) run: one test at one size from a client to a server.

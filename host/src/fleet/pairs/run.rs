@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use dpu_proto::names::{check_ifname, NameError};
 
+use super::host_port::{host_port, listing_command, HostPort};
 use super::judge::{judge, LineRate, Measurement};
 use super::plan::{PairPlan, PlannedRun};
-use super::probe::{host_port, listing_command, HostPort};
 use super::remote::{Cancel, Ended, RemoteOutput, SshHop};
 use super::remote_perf::{self, PerfCommand, RemoteRun};
 use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
@@ -645,7 +645,7 @@ mod tests {
 
     #[test]
     fn the_line_rate_is_the_lower_port_or_the_flag_and_unknown_without_both() {
-        use super::super::probe::PortRate;
+        use super::super::host_port::PortRate;
         use crate::roce::endpoint::Endpoint;
         let port = |gbps: Option<f64>| HostPort {
             endpoint: Endpoint {
