@@ -1,6 +1,6 @@
 //! RoCE between host pairs of the fleet (`dpuctl fleet roce pairs`): a [`plan`] of pairs
 //! (ring, all-pairs, within or across a label's groups) in rounds where no host is in two
-//! tests at once; each host's RDMA port and line rate read once over ssh ([`probe`]); each
+//! tests at once; each host's RDMA port and line rate read once over ssh ([`host_port`]); each
 //! run made by `dpuctl roce perf` on its client host over ssh ([`remote_perf`],
 //! [`remote`]), so its path is decided by the client's RDMA counters through the one
 //! accounting engine; a [`judge`]ment of each run against the line rate; and the
