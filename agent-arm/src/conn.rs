@@ -475,6 +475,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_connection_fails_its_read_after_the_preface_timeout() {
+        // Before the connection exists: its preface deadline is set when it is made, so a
+        // clock started after that (late, on a slow emulated Arm) would read under 200 ms.
+        let started = Instant::now();
         let (client, server) = tokio::io::duplex(1024);
         let permit = std::sync::Arc::new(tokio::sync::Semaphore::new(1))
             .try_acquire_owned()
@@ -491,7 +494,6 @@ mod tests {
             },
             None,
         );
-        let started = Instant::now();
         let mut buf = [0u8; 64];
         let err = tokio::io::AsyncReadExt::read(&mut conn, &mut buf)
             .await
