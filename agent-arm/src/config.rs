@@ -34,6 +34,7 @@ pub(crate) struct Config {
     pub(crate) log: LogConfig,
     pub(crate) metrics: MetricsConfig,
     pub(crate) health: HealthConfig,
+    pub(crate) counters: CountersConfig,
 }
 
 /// Authentication and roles (see `security`).
@@ -273,6 +274,50 @@ pub(crate) struct HealthConfig {
     pub(crate) ready_requires: Vec<String>,
 }
 
+/// Where the counter reads run and how long a preempted read window may be
+/// (`dpu_probe::counters::ReadPlacement`): on a BlueField the SPDK reactors and OVS PMD
+/// threads own known cores, and the reads should not share them (docs/counters.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct CountersConfig {
+    /// CPUs for the reading threads in cpulist form (`"0"`, `"0-1"`, `"0,3"`); empty:
+    /// any CPU the agent may use.
+    pub(crate) cpus: String,
+    /// `"normal"`, or `"high"`: `SCHED_FIFO` (else nice -20), refused at start when the
+    /// agent is not permitted either.
+    pub(crate) priority: String,
+    /// Seconds a read window may last when a reading thread was preempted during it
+    /// before the snapshot is read once more.
+    #[serde(with = "seconds")]
+    pub(crate) window_bound: Duration,
+}
+
+impl Default for CountersConfig {
+    fn default() -> Self {
+        Self {
+            cpus: String::new(),
+            priority: "normal".to_owned(),
+            window_bound: dpu_probe::counters::DEFAULT_WINDOW_BOUND,
+        }
+    }
+}
+
+impl CountersConfig {
+    /// The reading threads' placement, or why `cpus` or `priority` is not one.
+    pub(crate) fn placement(
+        &self,
+    ) -> Result<dpu_probe::counters::ReadPlacement, dpu_probe::counters::PlacementError> {
+        Ok(dpu_probe::counters::ReadPlacement {
+            cpus: if self.cpus.trim().is_empty() {
+                None
+            } else {
+                Some(self.cpus.parse()?)
+            },
+            priority: self.priority.parse()?,
+        })
+    }
+}
+
 /// Logging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -310,6 +355,7 @@ impl Default for Config {
             log: LogConfig::default(),
             metrics: MetricsConfig::default(),
             health: HealthConfig::default(),
+            counters: CountersConfig::default(),
         }
     }
 }
@@ -415,6 +461,14 @@ impl Config {
     /// Checks the effective configuration (file and flags together) as a whole, so the
     /// agent refuses to start on one it cannot serve.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        self.counters
+            .placement()
+            .map_err(|e| ConfigError::Invalid(format!("[counters]: {e}")))?;
+        if self.counters.window_bound.is_zero() {
+            return Err(ConfigError::Invalid(
+                "[counters] window_bound must be above 0 seconds".to_owned(),
+            ));
+        }
         if self.listen.is_empty() {
             return Err(ConfigError::Invalid(
                 "no listeners: set `listen` or pass --listen".to_owned(),
@@ -698,6 +752,27 @@ mod tests {
         let config = Config::from_toml("[snap]\ncall_timeout = 0\n").expect("parse");
         let err = config.validate().expect_err("zero timeout");
         assert!(err.to_string().contains("snap.call_timeout"), "{err}");
+    }
+
+    #[test]
+    fn counter_placement_is_checked_and_bad_values_name_the_field() {
+        let config =
+            Config::from_toml("[counters]\ncpus = \"0\"\npriority = \"high\"\n").expect("parse");
+        config.validate().expect("valid placement");
+        let placement = config.counters.placement().expect("placement");
+        assert_eq!(placement.cpus.expect("cpus").cpus(), [0]);
+        for (text, wanted) in [
+            ("cpus = \"0-x\"", "\"0-x\""),
+            ("priority = \"urgent\"", "\"urgent\""),
+            ("window_bound = 0", "window_bound"),
+        ] {
+            let config = Config::from_toml(&format!("[counters]\n{text}\n")).expect("parse");
+            let err = config.validate().expect_err(text).to_string();
+            assert!(
+                err.contains("[counters]") && err.contains(wanted),
+                "{text}: {err}"
+            );
+        }
     }
 
     #[test]

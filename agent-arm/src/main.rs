@@ -91,6 +91,18 @@ fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file soft limit"),
     }
+    // Checked by the kernel here, so a placement it refuses stops the agent with the
+    // reason instead of being ignored; every sampler made from now on uses it.
+    let placement = config
+        .counters
+        .placement()
+        .context("invalid [counters] placement")?;
+    dpu_probe::counters::set_read_placement(placement.clone())
+        .context("cannot place the counter reads as [counters] asks")?;
+    dpu_probe::counters::set_default_window_bound(config.counters.window_bound);
+    if !placement.is_default() {
+        tracing::info!(cpus = ?placement.cpus.as_ref().map(ToString::to_string), priority = %placement.priority, "counter reads placed");
+    }
     tracing::info!(version = version::AGENT_VERSION, listeners = ?config.listen.iter().map(ToString::to_string).collect::<Vec<_>>(), "dpu-agent starting");
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -83,11 +83,26 @@ impl DirStamp {
     }
 }
 
-/// One counter file of a listing, with its descriptor when it is kept.
+/// One counter file of a listing, with its descriptor when it is kept and what the last
+/// [`KeptDir::read_all`] got from it.
 #[derive(Debug)]
 struct KeptFile {
     name: Cow<'static, str>,
     file: Option<KeptFd>,
+    text: [u8; MAX_COUNTER_TEXT],
+    /// Bytes read into `text`, or the read's error; `None` before the first read.
+    outcome: Option<io::Result<usize>>,
+}
+
+impl KeptFile {
+    fn listed(name: Cow<'static, str>) -> Self {
+        Self {
+            name,
+            file: None,
+            text: [0; MAX_COUNTER_TEXT],
+            outcome: None,
+        }
+    }
 }
 
 /// Counter file descriptors kept open in this process, by every sampler.
@@ -219,10 +234,7 @@ impl KeptDir {
         let listed_at = SystemTime::now();
         let files = list_files(&self.path)?
             .into_iter()
-            .map(|name| KeptFile {
-                name: intern(name),
-                file: None,
-            })
+            .map(|name| KeptFile::listed(intern(name)))
             .collect();
         let trusted = metadata
             .modified()
@@ -270,34 +282,76 @@ impl KeptDir {
             .map_or(Cow::Borrowed(""), |f| f.name.clone())
     }
 
-    /// Reads the `index`-th listed file's content (trimmed of the trailing newline and
-    /// NULs) into `buf`, through its kept descriptor when there is one, keeping the file
-    /// open while the process's budget has room. Errors are the raw I/O error so callers
-    /// can tell "not available here" (EINVAL, EOPNOTSUPP, a file gone since the listing)
-    /// from a fault.
-    pub(crate) fn read<'b>(
-        &mut self,
-        index: usize,
-        buf: &'b mut [u8; MAX_COUNTER_TEXT],
-    ) -> io::Result<&'b str> {
+    /// Opens a descriptor for every listed file that has none, while the process's budget
+    /// has room: the work a snapshot does before its read window, so the window holds
+    /// only `pread`s. A file that does not open is left for [`KeptDir::read_all`], which
+    /// records why.
+    pub(crate) fn open_all(&mut self) {
         let Some(listing) = &mut self.listing else {
-            return Err(io::Error::other("the directory was not listed"));
+            return;
         };
-        let Some(entry) = listing.files.get_mut(index) else {
-            return Err(io::Error::other("no such entry in the listing"));
-        };
-        if let Some(KeptFd(file)) = &entry.file {
-            match file.read_at(&mut buf[..], 0) {
-                Ok(len) => return finish_text(buf, len),
-                // The device went away (ENODEV): open again below, which tells whether
-                // the file is still there.
-                Err(_) => entry.file = None,
+        for entry in listing.files.iter_mut().filter(|f| f.file.is_none()) {
+            let Ok(file) = open_counter(&listing.dir, &entry.name) else {
+                continue;
+            };
+            match KeptFd::keep(file) {
+                Ok(kept) => entry.file = Some(kept),
+                // The budget is spent: the rest are opened in the window.
+                Err(_) => return,
             }
         }
-        let file = open_counter(&listing.dir, &entry.name)?;
-        let len = file.read_at(&mut buf[..], 0)?;
-        entry.file = KeptFd::keep(file).ok();
-        finish_text(buf, len)
+    }
+
+    /// Reads every listed file back to back into its own buffer: one `pread` at offset 0
+    /// per kept descriptor (sysfs regenerates an attribute on every read from offset 0),
+    /// an open and a read for a file beyond the budget. Nothing is parsed here: this is
+    /// the snapshot's read window. [`KeptDir::text`] gives each result afterwards.
+    pub(crate) fn read_all(&mut self) {
+        let Some(listing) = &mut self.listing else {
+            return;
+        };
+        for entry in &mut listing.files {
+            if let Some(KeptFd(file)) = &entry.file {
+                match file.read_at(&mut entry.text[..], 0) {
+                    Ok(len) => {
+                        entry.outcome = Some(Ok(len));
+                        continue;
+                    }
+                    // The device went away (ENODEV): open again below, which tells
+                    // whether the file is still there.
+                    Err(_) => entry.file = None,
+                }
+            }
+            let read = open_counter(&listing.dir, &entry.name).and_then(|file| {
+                let len = file.read_at(&mut entry.text[..], 0)?;
+                entry.file = KeptFd::keep(file).ok();
+                Ok(len)
+            });
+            entry.outcome = Some(read);
+        }
+    }
+
+    /// The `index`-th listed file's content from the last [`KeptDir::read_all`], trimmed
+    /// of the trailing newline and NULs. Errors are the raw I/O error so callers can tell
+    /// "not available here" (EINVAL, EOPNOTSUPP, a file gone since the listing) from a
+    /// fault.
+    pub(crate) fn text(&self, index: usize) -> io::Result<&str> {
+        let Some(listing) = &self.listing else {
+            return Err(io::Error::other("the directory was not listed"));
+        };
+        let Some(entry) = listing.files.get(index) else {
+            return Err(io::Error::other("no such entry in the listing"));
+        };
+        match &entry.outcome {
+            None => Err(io::Error::other("the file was not read")),
+            Some(Err(e)) => Err(copy_error(e)),
+            Some(Ok(len)) => finish_text(&entry.text, *len),
+        }
+    }
+
+    /// Whether the directory was there at the last [`KeptDir::refresh`].
+    pub(crate) fn is_listed(&self) -> bool {
+        self.listing.is_some()
     }
 
     /// How many descriptors are kept for this directory's files.
@@ -338,6 +392,15 @@ fn list_files(path: &Path) -> Result<Vec<String>, ProbeError> {
     Ok(names)
 }
 
+/// A second `io::Error` like `e`: the same OS error code, or the same kind and message
+/// (`io::Error` is not `Clone`, and a stored read result is handed out on every parse).
+fn copy_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
 fn finish_text(buf: &[u8; MAX_COUNTER_TEXT], len: usize) -> io::Result<&str> {
     if len == buf.len() {
         return Err(io::Error::new(
@@ -350,11 +413,6 @@ fn finish_text(buf: &[u8; MAX_COUNTER_TEXT], len: usize) -> io::Result<&str> {
     Ok(text.trim_end_matches(['\n', '\0']).trim())
 }
 
-/// A fresh buffer for [`KeptDir::read`].
-pub(crate) fn buffer() -> [u8; MAX_COUNTER_TEXT] {
-    [0; MAX_COUNTER_TEXT]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,7 +422,8 @@ mod tests {
             .names()
             .position(|n| n == name)
             .unwrap_or_else(|| panic!("{name} not listed"));
-        dir.read(index, &mut buffer()).map(str::to_owned)
+        dir.read_all();
+        dir.text(index).map(str::to_owned)
     }
 
     /// Backdates a directory so its listing is trusted, as a quiet sysfs directory is.

@@ -28,7 +28,7 @@ use std::io;
 
 use nix::errno::Errno;
 
-use crate::counter_file::{self, KeptDir};
+use crate::counter_file::KeptDir;
 use crate::root::list_dir;
 use crate::snapshot::{Sample, Source, Unit};
 use crate::{ProbeError, SysRoot};
@@ -119,12 +119,19 @@ pub fn hw_counter_unit(name: &str) -> Unit {
 }
 
 /// The kept counter directories of one RDMA object between snapshots: a port's
-/// `counters/` and `hw_counters/`, or a device's own `hw_counters/` (no `pma`). What a sampler holds per object so a `Watch` reads each counter with one
-/// `pread` (see [`KeptDir`]).
+/// `counters/` and `hw_counters/`, or a device's own `hw_counters/` (no `pma`). What a
+/// sampler holds per object so a `Watch` reads each counter with one `pread` (see
+/// [`KeptDir`]). A snapshot goes through it in three steps: [`ObjectDirs::prepare`]
+/// (listing and descriptors) and the parse ([`parse_port_counters`],
+/// [`parse_device_hw_counters`]) stay outside the read window; only
+/// [`ObjectDirs::read_all`] is inside it.
 #[derive(Debug)]
 pub(crate) struct ObjectDirs {
     pma: Option<KeptDir>,
     hw: KeptDir,
+    /// The port's `hw_counters` come from RDMA netlink this snapshot: the directory is
+    /// neither opened nor read.
+    hw_elsewhere: bool,
 }
 
 impl ObjectDirs {
@@ -134,6 +141,7 @@ impl ObjectDirs {
         Ok(Self {
             pma: Some(KeptDir::new(dir.join("counters"))),
             hw: KeptDir::new(dir.join("hw_counters")),
+            hw_elsewhere: false,
         })
     }
 
@@ -143,7 +151,34 @@ impl ObjectDirs {
         Ok(Self {
             pma: None,
             hw: KeptDir::new(dir.join("hw_counters")),
+            hw_elsewhere: false,
         })
+    }
+
+    /// Before the read window: brings the listings up to date (one `stat` per directory
+    /// when nothing changed) and opens a descriptor for every counter file.
+    /// `hw_elsewhere` says the port's `hw_counters` were read over RDMA netlink.
+    pub(crate) fn prepare(&mut self, hw_elsewhere: bool) -> Result<(), ProbeError> {
+        self.hw_elsewhere = hw_elsewhere;
+        if let Some(pma) = &mut self.pma {
+            if pma.refresh()? {
+                pma.open_all();
+            }
+        }
+        if !hw_elsewhere && self.hw.refresh()? {
+            self.hw.open_all();
+        }
+        Ok(())
+    }
+
+    /// The read window's part: every prepared counter file, read back to back.
+    pub(crate) fn read_all(&mut self) {
+        if let Some(pma) = &mut self.pma {
+            pma.read_all();
+        }
+        if !self.hw_elsewhere {
+            self.hw.read_all();
+        }
     }
 
     /// Descriptors kept open for this object.
@@ -162,18 +197,17 @@ pub fn read_pma_counters(
 ) -> Result<Vec<Sample>, ProbeError> {
     port_dir(root, ibdev, port)?;
     let mut dir = KeptDir::new(port_path(root, ibdev, port)?.join("counters"));
+    dir.refresh()?;
+    dir.read_all();
     let mut samples = Vec::new();
-    read_pma_into(&mut dir, &port_object(ibdev, port), &mut samples)?;
+    parse_pma_into(&dir, &port_object(ibdev, port), &mut samples)?;
     Ok(samples)
 }
 
-/// Reads a port's PMA directory into `out`; `false` when there is no such directory.
-fn read_pma_into(
-    dir: &mut KeptDir,
-    object: &str,
-    out: &mut Vec<Sample>,
-) -> Result<bool, ProbeError> {
-    if !dir.refresh()? {
+/// Parses a port's read PMA directory into `out`; `false` when there is no such
+/// directory.
+fn parse_pma_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<bool, ProbeError> {
+    if !dir.is_listed() {
         return Ok(false);
     }
     let extended = dir
@@ -181,7 +215,7 @@ fn read_pma_into(
         .any(|n| n.starts_with("unicast_") || n.starts_with("multicast_"));
     out.reserve(dir.len());
     for index in 0..dir.len() {
-        let Some(raw) = read_counter(dir, index)? else {
+        let Some(raw) = parse_counter(dir, index)? else {
             continue;
         };
         let name = dir.counter_name(index);
@@ -203,8 +237,10 @@ fn read_pma_into(
 pub fn read_hw_counters(root: &SysRoot, ibdev: &str, port: u32) -> Result<Vec<Sample>, ProbeError> {
     port_dir(root, ibdev, port)?;
     let mut dir = KeptDir::new(port_path(root, ibdev, port)?.join("hw_counters"));
+    dir.refresh()?;
+    dir.read_all();
     let mut samples = Vec::new();
-    read_hw_into(&mut dir, &port_object(ibdev, port), &mut samples)?;
+    parse_hw_into(&dir, &port_object(ibdev, port), &mut samples)?;
     Ok(samples)
 }
 
@@ -215,23 +251,25 @@ pub fn read_port_counters(
     port: u32,
 ) -> Result<Vec<Sample>, ProbeError> {
     let mut dirs = ObjectDirs::port(root, ibdev, port)?;
-    read_port_counters_kept(root, ibdev, port, &mut dirs, None)
+    dirs.prepare(false)?;
+    dirs.read_all();
+    parse_port_counters(root, ibdev, port, &dirs, None)
 }
 
-/// [`read_port_counters`] through a sampler's kept directories; `hw` is the port's
-/// `hw_counters` family when
-/// it was already read (over RDMA netlink), so only the PMA files are read here.
-pub(crate) fn read_port_counters_kept(
+/// [`read_port_counters`]' samples from a sampler's prepared and read directories; `hw`
+/// is the port's `hw_counters` family when it was read over RDMA netlink, so only the
+/// PMA files were read.
+pub(crate) fn parse_port_counters(
     root: &SysRoot,
     ibdev: &str,
     port: u32,
-    dirs: &mut ObjectDirs,
+    dirs: &ObjectDirs,
     hw: Option<Vec<Sample>>,
 ) -> Result<Vec<Sample>, ProbeError> {
     let object = port_object(ibdev, port);
     let mut samples = Vec::new();
-    let has_pma = match &mut dirs.pma {
-        Some(pma) => read_pma_into(pma, &object, &mut samples)?,
+    let has_pma = match &dirs.pma {
+        Some(pma) => parse_pma_into(pma, &object, &mut samples)?,
         None => false,
     };
     let has_hw = match hw {
@@ -239,7 +277,7 @@ pub(crate) fn read_port_counters_kept(
             samples.extend(hw);
             true
         }
-        None => read_hw_into(&mut dirs.hw, &object, &mut samples)?,
+        None => parse_hw_into(&dirs.hw, &object, &mut samples)?,
     };
     if !has_pma && !has_hw {
         // Neither directory: the port itself may be gone, which is an error, not "no
@@ -283,17 +321,19 @@ pub(crate) fn hw_sample(object: &str, name: impl Into<Cow<'static, str>>, raw: u
 pub fn read_device_hw_counters(root: &SysRoot, ibdev: &str) -> Result<Vec<Sample>, ProbeError> {
     device_dir(root, ibdev)?;
     let mut dirs = ObjectDirs::device(root, ibdev)?;
-    read_device_hw_counters_kept(root, ibdev, &mut dirs)
+    dirs.prepare(false)?;
+    dirs.read_all();
+    parse_device_hw_counters(root, ibdev, &dirs)
 }
 
-/// [`read_device_hw_counters`] through a sampler's kept directories.
-pub(crate) fn read_device_hw_counters_kept(
+/// [`read_device_hw_counters`]' samples from a sampler's prepared and read directories.
+pub(crate) fn parse_device_hw_counters(
     root: &SysRoot,
     ibdev: &str,
-    dirs: &mut ObjectDirs,
+    dirs: &ObjectDirs,
 ) -> Result<Vec<Sample>, ProbeError> {
     let mut samples = Vec::new();
-    if !read_hw_into(&mut dirs.hw, &device_object(ibdev), &mut samples)? {
+    if !parse_hw_into(&dirs.hw, &device_object(ibdev), &mut samples)? {
         device_dir(root, ibdev)?;
     }
     Ok(samples)
@@ -415,13 +455,9 @@ fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/')
 }
 
-/// Reads an `hw_counters/` directory into `out`; `false` when there is none.
-fn read_hw_into(
-    dir: &mut KeptDir,
-    object: &str,
-    out: &mut Vec<Sample>,
-) -> Result<bool, ProbeError> {
-    if !dir.refresh()? {
+/// Parses a read `hw_counters/` directory into `out`; `false` when there is none.
+fn parse_hw_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<bool, ProbeError> {
+    if !dir.is_listed() {
         return Ok(false);
     }
     out.reserve(dir.len());
@@ -430,21 +466,20 @@ fn read_hw_into(
         if dir.name(index) == "lifespan" {
             continue;
         }
-        if let Some(raw) = read_counter(dir, index)? {
+        if let Some(raw) = parse_counter(dir, index)? {
             out.push(hw_sample(object, dir.counter_name(index), raw));
         }
     }
     Ok(true)
 }
 
-/// Reads one decimal counter. `None` when the counter is not available: the read fails
-/// with EINVAL/EOPNOTSUPP/ENODATA (the driver declines), the file vanished since the
-/// listing, or the PMA is absent (`N/A (no PMA)`, mlx4 VFs). Other read errors and
-/// malformed values name the file.
-fn read_counter(dir: &mut KeptDir, index: usize) -> Result<Option<u64>, ProbeError> {
-    let mut buf = counter_file::buffer();
+/// One decimal counter from the last read. `None` when the counter is not available: the
+/// read failed with EINVAL/EOPNOTSUPP/ENODATA (the driver declines), the file vanished
+/// since the listing, or the PMA is absent (`N/A (no PMA)`, mlx4 VFs). Other read errors
+/// and malformed values name the file.
+fn parse_counter(dir: &KeptDir, index: usize) -> Result<Option<u64>, ProbeError> {
     let path = |dir: &KeptDir| dir.file_path(dir.name(index));
-    let value = match dir.read(index, &mut buf) {
+    let value = match dir.text(index) {
         Ok(text) => text,
         Err(e) if is_unavailable(&e) => return Ok(None),
         Err(e) => return Err(ProbeError::read(path(dir), e)),

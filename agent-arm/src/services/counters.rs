@@ -114,10 +114,25 @@ async fn take(
     } else {
         volume_counters(&ctx.storage, &selectors.volumes).await
     };
+    let mut backend_windows = Vec::new();
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if !selectors.volumes.is_empty() {
+        backend_windows.push(v1::ReadWindow {
+            source: "volume".to_owned(),
+            start_ns: nanos(started),
+            end_ns: nanos(dpu_probe::snapshot::monotonic_now()),
+        });
+    }
     if !selectors.datapaths.is_empty() {
+        let start = dpu_probe::snapshot::monotonic_now();
         let (samples, errors) = datapath_counters(&ctx.ovs, &selectors.datapaths).await;
         backend_samples.extend(samples);
         backend_errors.extend(errors);
+        backend_windows.push(v1::ReadWindow {
+            source: "ovs_datapath".to_owned(),
+            start_ns: nanos(start),
+            end_ns: nanos(dpu_probe::snapshot::monotonic_now()),
+        });
     }
     let (root, probe) = (ctx.root.clone(), Arc::clone(&selectors));
     let (sampler, wire) = tokio::task::spawn_blocking(move || {
@@ -134,6 +149,7 @@ async fn take(
         wire.monotonic_start_ns = u64::try_from(started.as_nanos()).unwrap_or(u64::MAX);
         wire.samples.splice(0..0, backend_samples);
         wire.errors.extend(backend_errors);
+        wire.windows.splice(0..0, backend_windows);
     }
     // The skew is what the snapshot itself reports: its first read to its last.
     let skew = wire

@@ -156,6 +156,7 @@ mod tests {
                 })
                 .collect(),
             errors: Vec::new(),
+            read: dpu_probe::snapshot::ReadReport::default(),
         }
     }
 

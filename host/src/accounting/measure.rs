@@ -321,6 +321,7 @@ pub(crate) mod fixture {
                     })
                     .collect(),
                 errors: Vec::new(),
+                read: dpu_probe::snapshot::ReadReport::default(),
             }
         }
     }

@@ -414,6 +414,7 @@ mod tests {
                 })
                 .collect(),
             errors: Vec::new(),
+            read: dpu_probe::snapshot::ReadReport::default(),
         }
     }
 

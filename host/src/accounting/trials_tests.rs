@@ -154,6 +154,7 @@ fn a_gap_line_not_met_is_inconclusive_and_a_quiet_one_is_met() {
             Unit::Bytes,
         )],
         errors: Vec::new(),
+        read: dpu_probe::snapshot::ReadReport::default(),
     };
     let gap = expectation("nothing else read volumes/r0n1", Rule::AtMost(MIB));
     let evidence = |moved: u64| Evidence {

@@ -71,6 +71,7 @@ pub(crate) fn volume_reading(stats_name: &str, bytes_read: u64, at: Duration) ->
         )
         .with_width(64)],
         errors: Vec::new(),
+        read: dpu_probe::snapshot::ReadReport::default(),
     }
 }
 

@@ -701,6 +701,7 @@ fn host_rdma_ports_are_sorted_by_whose_they_are() {
             Unit::Bytes,
         )],
         errors: Vec::new(),
+        read: dpu_probe::snapshot::ReadReport::default(),
     };
     let sorted = host_rdma_ports(&SysRoot::new(dir.path()), &host);
     assert_eq!(sorted.own, [HOST_PORT, IB_PORT]);

@@ -219,6 +219,7 @@ async fn flow_snapshot(
         boot_id: None,
         samples,
         errors: datapath_errors,
+        read: dpu_probe::snapshot::ReadReport::default(),
     };
     Ok((snapshot, flows))
 }
@@ -804,6 +805,7 @@ mod tests {
             boot_id: None,
             samples: Vec::new(),
             errors: Vec::new(),
+            read: dpu_probe::snapshot::ReadReport::default(),
         };
         let names = |list: &[Expectation]| list.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
         // The lab: no mlx5 representor, TC required: level lines and the upcall lines.

@@ -526,6 +526,7 @@ mod tests {
                 })
                 .collect(),
             errors: Vec::new(),
+            read: dpu_probe::snapshot::ReadReport::default(),
         };
         let d = deltas(
             &reading(&[("a", 10), ("b", 5), ("rx_prio3_pause", 7)]),

@@ -276,6 +276,7 @@ mod tests {
                         sample("port_rcv_packets", 0),
                     ],
                     errors: Vec::new(),
+                    read: dpu_probe::snapshot::ReadReport::default(),
                 },
                 source: super::super::rdma_evidence::CounterSource::Sysfs,
             },

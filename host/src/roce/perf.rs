@@ -714,6 +714,7 @@ mod tests {
                 boot_id: Some("b".to_owned()),
                 samples: vec![sample("sent_pkts", sent), sample("rcvd_pkts", rcvd)],
                 errors: Vec::new(),
+                read: dpu_probe::snapshot::ReadReport::default(),
             },
             source: CounterSource::Sysfs,
         }

@@ -8,29 +8,149 @@
 //! or mounted image is inspected, where netlink cannot see anything.
 
 mod netdev_source;
+mod placement;
 mod read;
+mod read_threads;
 mod selector;
+
+use std::sync::{OnceLock, PoisonError, RwLock};
+use std::time::Duration;
 
 pub use crate::counter_file::{kept_file_budget, kept_file_budget_for};
 pub use netdev_source::NetdevSource;
+pub use placement::{CpuList, PlacementError, ReadPlacement, ReadPriority};
 pub use selector::{CounterSelector, SelectorError};
 
 use crate::netlink::RouteStats;
 use crate::snapshot::{Collector, Snapshot};
 use crate::SysRoot;
+use read_threads::ReadThreads;
+
+/// How long a snapshot's reads may take when a reading thread was preempted before the
+/// snapshot is read once more (see [`Sampler::set_window_bound`]).
+pub const DEFAULT_WINDOW_BOUND: Duration = Duration::from_millis(2);
+
+/// What new samplers start with: the process's placement and window bound, set once by
+/// the agent from its `[counters]` settings.
+#[derive(Debug, Clone)]
+struct ReadDefaults {
+    placement: ReadPlacement,
+    window_bound: Duration,
+}
+
+fn read_defaults() -> &'static RwLock<ReadDefaults> {
+    static DEFAULTS: OnceLock<RwLock<ReadDefaults>> = OnceLock::new();
+    DEFAULTS.get_or_init(|| {
+        RwLock::new(ReadDefaults {
+            placement: ReadPlacement::default(),
+            window_bound: DEFAULT_WINDOW_BOUND,
+        })
+    })
+}
+
+/// Sets where the reading threads of samplers made from now on run, after checking that
+/// the kernel accepts it (see [`ReadPlacement::check`]): the agent's `[counters]`
+/// settings, applied once at start so a placement the kernel refuses stops the agent
+/// with the reason instead of being ignored.
+pub fn set_read_placement(placement: ReadPlacement) -> Result<(), PlacementError> {
+    placement.check()?;
+    read_defaults()
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .placement = placement;
+    Ok(())
+}
+
+/// The placement new samplers get.
+pub fn read_placement() -> ReadPlacement {
+    read_defaults()
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .placement
+        .clone()
+}
+
+/// Sets the window bound of samplers made from now on (see
+/// [`Sampler::set_window_bound`]).
+pub fn set_default_window_bound(bound: Duration) {
+    read_defaults()
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .window_bound = bound;
+}
 
 /// Takes snapshots. Holds what is worth keeping between snapshots of a `Watch` (the
 /// netlink sockets and interface names, the open RDMA counter files, the RDMA netlink
-/// socket that reads ports' `hw_counters` on the live system), so a stream does not
-/// reopen them every interval.
+/// socket that reads ports' `hw_counters` on the live system, the reading threads), so a
+/// stream does not reopen or restart them every interval.
+///
+/// A snapshot is prepared (listings, descriptors, sockets), read, then parsed; its
+/// window ([`Snapshot::skew`]) is the reads alone, each source's stamped in
+/// [`Snapshot::read`](crate::snapshot::Snapshot). With a [`ReadPlacement`] the reads run
+/// on the sampler's own placed threads; without one, on the calling thread and, for a big
+/// RDMA tree, kept helper threads.
 #[derive(Debug)]
 pub struct Sampler {
+    /// What the reads use; `None` only while a placed thread holds it for a snapshot.
+    state: Option<Box<State>>,
+    /// The placed thread that runs whole snapshots when there is a placement.
+    lead: ReadThreads,
+    window_bound: Duration,
+}
+
+/// A sampler's readers, handed to its lead thread by value for a placed snapshot.
+#[derive(Debug)]
+struct State {
     root: SysRoot,
     netdevs: read::NetdevReader,
     rdma_files: read::RdmaFiles,
+    /// Threads for the parts of a big RDMA tree.
+    helpers: ReadThreads,
+}
+
+impl State {
+    fn read(&mut self, selectors: &[CounterSelector]) -> Snapshot {
+        let mut collector = Collector::start(&self.root);
+        self.rdma_files.start_snapshot();
+        let mut unparsed = Vec::new();
+        for selector in selectors {
+            unparsed.extend(read::collect(
+                &self.root,
+                &mut self.netdevs,
+                &mut self.rdma_files,
+                &mut self.helpers,
+                selector,
+                &mut collector,
+            ));
+        }
+        for read in unparsed {
+            read.parse(&self.root, &mut self.rdma_files, &mut collector);
+        }
+        collector.finish()
+    }
 }
 
 impl Sampler {
+    fn build(root: SysRoot, netdevs: read::NetdevReader, rdma_files: read::RdmaFiles) -> Self {
+        let ReadDefaults {
+            placement,
+            window_bound,
+        } = read_defaults()
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        Self {
+            state: Some(Box::new(State {
+                root,
+                netdevs,
+                rdma_files,
+                helpers: ReadThreads::new(placement.clone()),
+            })),
+            lead: ReadThreads::new(placement),
+            window_bound,
+        }
+    }
+
     /// A sampler over `root`, reading netdev counters the way [`NetdevSource::for_root`]
     /// picks.
     pub fn new(root: SysRoot) -> Self {
@@ -40,11 +160,8 @@ impl Sampler {
 
     /// A sampler with an explicit netdev source.
     pub fn with_netdev_source(root: SysRoot, source: NetdevSource) -> Self {
-        Self {
-            netdevs: read::NetdevReader::new(source),
-            rdma_files: read::RdmaFiles::for_root(&root),
-            root,
-        }
+        let rdma_files = read::RdmaFiles::for_root(&root);
+        Self::build(root, read::NetdevReader::new(source), rdma_files)
     }
 
     /// A sampler whose netdev and tc counters come from the network namespace at
@@ -52,21 +169,19 @@ impl Sampler {
     /// container's. The socket is opened on a dedicated thread inside the namespace on
     /// first use; the caller's thread never changes namespace.
     pub fn in_netns(root: SysRoot, netns: impl Into<std::path::PathBuf>) -> Self {
-        Self {
-            netdevs: read::NetdevReader::in_netns(netns.into()),
-            rdma_files: read::RdmaFiles::for_root(&root),
-            root,
-        }
+        let rdma_files = read::RdmaFiles::for_root(&root);
+        Self::build(root, read::NetdevReader::in_netns(netns.into()), rdma_files)
     }
 
     /// A sampler reading netdev and tc counters from the given [`RouteStats`]: a canned
     /// fake in tests, or a socket the caller opened.
     pub fn with_route_stats(root: SysRoot, stats: Box<dyn RouteStats + Send>) -> Self {
-        Self {
-            netdevs: read::NetdevReader::with_route_stats(stats),
-            rdma_files: read::RdmaFiles::for_root(&root),
+        let rdma_files = read::RdmaFiles::for_root(&root);
+        Self::build(
             root,
-        }
+            read::NetdevReader::with_route_stats(stats),
+            rdma_files,
+        )
     }
 
     /// A sampler whose ports' `hw_counters` come through `hw` (a fake RDMA netlink
@@ -76,16 +191,43 @@ impl Sampler {
         root: SysRoot,
         hw: crate::rdma_netlink::HwCounterReader,
     ) -> Self {
-        Self {
-            netdevs: read::NetdevReader::new(NetdevSource::Sysfs),
-            rdma_files: read::RdmaFiles::with_hw_reader(hw),
+        Self::build(
             root,
+            read::NetdevReader::new(NetdevSource::Sysfs),
+            read::RdmaFiles::with_hw_reader(hw),
+        )
+    }
+
+    /// The same sampler with its reads placed as `placement` says instead of the
+    /// process's [`read_placement`] (a benchmark comparing placements, a test). Call it
+    /// before the first snapshot; it is not checked here (see [`ReadPlacement::check`]).
+    pub fn placed(mut self, placement: ReadPlacement) -> Self {
+        if let Some(state) = &mut self.state {
+            state.helpers = ReadThreads::new(placement.clone());
         }
+        self.lead = ReadThreads::new(placement);
+        self
+    }
+
+    /// How long a snapshot's reads may take when a reading thread was preempted during
+    /// them before the snapshot is read again, once (the process's
+    /// [`set_default_window_bound`], [`DEFAULT_WINDOW_BOUND`] unless set):
+    /// a skewed snapshot is then replaced instead of handed out silently, and the one
+    /// handed out says how many reads it took and whether it was preempted too
+    /// ([`ReadReport`](crate::snapshot::ReadReport)).
+    pub fn set_window_bound(&mut self, bound: Duration) {
+        self.window_bound = bound;
     }
 
     /// The root this sampler reads.
     pub fn root(&self) -> &SysRoot {
-        &self.root
+        &self.state().root
+    }
+
+    fn state(&self) -> &State {
+        self.state
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("the state is back after every snapshot"))
     }
 
     /// One snapshot of everything the selectors name; an empty list means
@@ -99,22 +241,44 @@ impl Sampler {
         } else {
             selectors
         };
-        // Sequential on purpose: splitting netlink and sysfs reads across two threads was
-        // measured slower on a 2-core VM (a thread start costs more than the ~120 µs the
-        // netlink half takes); large RDMA trees are split across threads in `read`.
-        let mut collector = Collector::start(&self.root);
-        self.rdma_files.start_snapshot();
-        for selector in selectors {
-            read::collect(
-                &self.root,
-                &mut self.netdevs,
-                &mut self.rdma_files,
-                selector,
-                &mut collector,
-            );
+        let first = self.read_once(selectors);
+        if read_again(&first, self.window_bound) {
+            let mut second = self.read_once(selectors);
+            second.read.attempts = 2;
+            return second;
         }
-        collector.finish()
+        first
     }
+
+    /// One read of the selectors: here, or on the placed lead thread.
+    fn read_once(&mut self, selectors: &[CounterSelector]) -> Snapshot {
+        let Some(mut state) = self.state.take() else {
+            unreachable!("the state is back after every snapshot")
+        };
+        if self.lead.placement().is_default() {
+            let snapshot = state.read(selectors);
+            self.state = Some(state);
+            return snapshot;
+        }
+        let selectors = selectors.to_vec();
+        let (state, snapshot) = self
+            .lead
+            .start(0, move || {
+                let snapshot = state.read(&selectors);
+                (state, snapshot)
+            })
+            .wait();
+        self.state = Some(state);
+        snapshot
+    }
+}
+
+/// Whether a snapshot's reads should be made again: a reading thread was switched out
+/// while it read, and the window came out longer than `bound`. Either alone is no reason:
+/// a short preemption leaves the window within bound, and a long window without one is
+/// what the reads cost on this machine (reading again would cost the same).
+fn read_again(snapshot: &Snapshot, bound: Duration) -> bool {
+    snapshot.read.preempted && snapshot.skew() > bound
 }
 
 #[cfg(test)]
@@ -168,6 +332,57 @@ mod tests {
             .expect("read_bytes");
         assert_eq!(read.value, 8000 * 512);
         assert_eq!(snap.boot_id.as_deref(), Some("boot-1"));
+    }
+
+    #[test]
+    fn the_window_is_the_reads_and_each_source_is_stamped() {
+        let dir = fixture();
+        let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+        let snap = sampler.snapshot(&[
+            "rdma:mlx5_0/1".parse().expect("selector"),
+            "block".parse().expect("selector"),
+        ]);
+        let sources: Vec<_> = snap.read.windows.iter().map(|w| w.source).collect();
+        assert_eq!(sources, [Source::Rdma, Source::Block]);
+        let first = snap.read.windows.iter().map(|w| w.start).min();
+        let last = snap.read.windows.iter().map(|w| w.end).max();
+        assert_eq!(
+            (Some(snap.monotonic_start), Some(snap.monotonic_end)),
+            (first, last)
+        );
+        assert_eq!(snap.read.attempts, 1);
+    }
+
+    #[test]
+    fn a_placed_sampler_reads_the_same_counters_on_its_own_thread() {
+        let dir = fixture();
+        let selectors = ["rdma:mlx5_0/1".parse().expect("selector")];
+        let mut plain = Sampler::new(SysRoot::new(dir.path()));
+        let mut placed = Sampler::new(SysRoot::new(dir.path())).placed(ReadPlacement {
+            cpus: Some("0".parse().expect("cpu list")),
+            priority: ReadPriority::Normal,
+        });
+        for _ in 0..2 {
+            let (a, b) = (plain.snapshot(&selectors), placed.snapshot(&selectors));
+            assert_eq!(a.samples, b.samples);
+            assert!(b.errors.is_empty(), "{:?}", b.errors);
+            assert_eq!(b.read.windows.len(), 1);
+        }
+        assert_eq!(placed.root(), plain.root());
+    }
+
+    #[test]
+    fn only_a_preempted_read_past_the_bound_is_read_again() {
+        let dir = fixture();
+        let mut snap = Sampler::new(SysRoot::new(dir.path())).snapshot(&[]);
+        snap.monotonic_start = Duration::from_millis(10);
+        snap.monotonic_end = Duration::from_millis(13);
+        let bound = Duration::from_millis(2);
+        snap.read.preempted = false;
+        assert!(!read_again(&snap, bound), "long but not preempted");
+        snap.read.preempted = true;
+        assert!(read_again(&snap, bound));
+        assert!(!read_again(&snap, Duration::from_millis(3)), "within bound");
     }
 
     #[test]

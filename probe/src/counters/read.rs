@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::netdev_source::NetdevSource;
+use super::read_threads::{self, ReadThreads};
 use super::selector::CounterSelector;
 use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,
 };
 use crate::rdma_counters::ObjectDirs;
 use crate::rdma_netlink::HwCounterReader;
-use crate::snapshot::{Collector, Sample, Source};
+use crate::snapshot::{monotonic_now, Collector, Sample, Source};
 use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
 
 /// Netdev and tc counters, from sysfs or from a netlink socket opened on first use and
@@ -70,13 +71,15 @@ impl NetdevReader {
     /// Every device's counters from one stats dump, with the name map brought up to date
     /// around it: refreshed before the dump when links changed (so the dump is not
     /// delayed), and again after it if a link changed meanwhile or the dump named an
-    /// ifindex the map lacks.
-    fn counters(&mut self) -> Result<Vec<LinkCounterReading>, NetlinkError> {
+    /// ifindex the map lacks. With the dump's own window (the refreshes are outside it).
+    fn counters(&mut self) -> Result<(Vec<LinkCounterReading>, Window), NetlinkError> {
         let socket = Self::open(&mut self.socket, self.netns.as_deref())?;
         self.names.prepare(socket)?;
+        let start = monotonic_now();
         let readings = socket.link_counters()?;
+        let window = (start, monotonic_now());
         self.names.confirm(socket, &readings)?;
-        Ok(readings)
+        Ok((readings, window))
     }
 
     /// The ifindex of the link named `ifname`, from the name map refreshed if needed;
@@ -111,6 +114,9 @@ impl NetdevReader {
         self.names.invalidate();
     }
 }
+
+/// A source's read window: `CLOCK_MONOTONIC` before its first read and after its last.
+type Window = (std::time::Duration, std::time::Duration);
 
 /// Kept RDMA counter directories per object (device or port), across snapshots so a
 /// `Watch` reads each counter with one `pread` (see [`ObjectDirs`]); their descriptors
@@ -153,16 +159,20 @@ impl RdmaFiles {
     }
 }
 
+/// Reads what `selector` names into `out`. RDMA counter files come back unparsed, so
+/// the caller can parse them after every selector was read ([`RdmaRead::parse`]) and keep
+/// that work out of the snapshot's window.
 pub(super) fn collect(
     root: &SysRoot,
     netdevs: &mut NetdevReader,
     rdma_files: &mut RdmaFiles,
+    helpers: &mut ReadThreads,
     selector: &CounterSelector,
     out: &mut Collector,
-) {
+) -> Option<RdmaRead> {
     match selector {
         CounterSelector::Rdma { device, port } => {
-            rdma(root, rdma_files, device.as_deref(), *port, out);
+            return rdma(root, rdma_files, helpers, device.as_deref(), *port, out);
         }
         CounterSelector::Block { device } => block(root, device.as_deref(), out),
         CounterSelector::Netdev { ifname } => match netdevs.source {
@@ -178,6 +188,7 @@ pub(super) fn collect(
             NetdevSource::Netlink => tc(netdevs, ifname, out),
         },
     }
+    None
 }
 
 /// One unit of RDMA counter reading: a device's own `hw_counters/` or one port.
@@ -202,20 +213,17 @@ impl RdmaJob {
         }
     }
 
-    /// Reads the object from sysfs through its kept directories, except a port's `hw_counters` when `hw` has them.
-    fn read(
+    /// The object's samples from its read directories (and its `hw_counters` from
+    /// netlink when `hw` has them).
+    fn parse(
         &self,
         root: &SysRoot,
-        dirs: &mut Option<ObjectDirs>,
+        dirs: &ObjectDirs,
         hw: Option<Vec<Sample>>,
     ) -> Result<Vec<Sample>, ProbeError> {
-        let dirs = match dirs {
-            Some(dirs) => dirs,
-            slot => slot.insert(self.dirs(root)?),
-        };
         match self {
-            Self::Device(d) => rdma_counters::read_device_hw_counters_kept(root, d, dirs),
-            Self::Port(d, p) => rdma_counters::read_port_counters_kept(root, d, *p, dirs, hw),
+            Self::Device(d) => rdma_counters::parse_device_hw_counters(root, d, dirs),
+            Self::Port(d, p) => rdma_counters::parse_port_counters(root, d, *p, dirs, hw),
         }
     }
 }
@@ -226,34 +234,171 @@ const PORTS_PER_THREAD: usize = 8;
 /// the only thing running on them.
 const MAX_THREADS: usize = 8;
 
+/// The objects one thread reads in the window, owned while it reads them.
+type Part = Vec<(usize, ObjectDirs)>;
+
+/// What one thread's part of the window came to: its objects back, when it read them,
+/// and whether it was switched out meanwhile.
+struct PartRead {
+    part: Part,
+    start: std::time::Duration,
+    end: std::time::Duration,
+    preempted: bool,
+}
+
+/// Reads a part's files back to back: the only work inside the RDMA read window.
+fn read_part(mut part: Part) -> PartRead {
+    let switches = read_threads::involuntary_switches();
+    let start = monotonic_now();
+    for (_, dirs) in &mut part {
+        dirs.read_all();
+    }
+    let end = monotonic_now();
+    let preempted = match (switches, read_threads::involuntary_switches()) {
+        (Some(before), Some(after)) => after > before,
+        _ => false,
+    };
+    PartRead {
+        part,
+        start,
+        end,
+        preempted,
+    }
+}
+
+/// RDMA counters in three steps, so the read window holds reads only: prepare every
+/// object (list devices and ports, bring each directory's listing up to date, open
+/// descriptors), read (ports' `hw_counters` over RDMA netlink, then every counter file,
+/// split across the sampler's reading threads when the tree is big), parse.
 fn rdma(
     root: &SysRoot,
     files: &mut RdmaFiles,
+    helpers: &mut ReadThreads,
     device: Option<&str>,
     port: Option<u32>,
     out: &mut Collector,
-) {
-    if let (Some(device), Some(port)) = (device, port) {
-        let job = RdmaJob::Port(device.to_owned(), port);
+) -> Option<RdmaRead> {
+    let jobs = rdma_jobs(root, device, port, out)?;
+    // Prepare. Each object keeps its own directories; objects gone since the last
+    // snapshot drop theirs (and their descriptors) here.
+    let netlink_hw = files.hw.is_enabled();
+    let mut prepared: Vec<Option<ObjectDirs>> = Vec::with_capacity(jobs.len());
+    for job in &jobs {
         let object = job.object();
-        let hw = files.port_hw(root, &job);
-        let mut dirs = files.per_object.remove(&object);
-        files.per_object.clear();
-        let result = job.read(root, &mut dirs, hw);
-        if let Some(dirs) = dirs {
-            files.per_object.insert(object.clone(), dirs);
+        let dirs = match files.per_object.remove(&object) {
+            Some(dirs) => Ok(dirs),
+            None => job.dirs(root),
+        };
+        let hw_elsewhere = netlink_hw && matches!(job, RdmaJob::Port(..));
+        let dirs = dirs.and_then(|mut dirs| dirs.prepare(hw_elsewhere).map(|()| dirs));
+        match dirs {
+            Ok(dirs) => prepared.push(Some(dirs)),
+            Err(e) => {
+                out.record::<ProbeError>(Source::Rdma, &object, Err(e));
+                prepared.push(None);
+            }
         }
-        return out.record(Source::Rdma, &object, result);
+    }
+    files.per_object.clear();
+
+    // Read: ports' hw_counters over netlink on this thread (one socket); a port netlink
+    // does not answer for after all reads its files in the window instead.
+    let mut hw: Vec<Option<Vec<Sample>>> = Vec::with_capacity(jobs.len());
+    if netlink_hw {
+        let start = monotonic_now();
+        for (job, slot) in jobs.iter().zip(&mut prepared) {
+            let answer = files.port_hw(root, job);
+            if answer.is_none() && matches!(job, RdmaJob::Port(..)) {
+                if let Some(Err(e)) = slot.as_mut().map(|dirs| dirs.prepare(false)) {
+                    out.record::<ProbeError>(Source::Rdma, &job.object(), Err(e));
+                    *slot = None;
+                }
+            }
+            hw.push(answer);
+        }
+        out.window(Source::RdmaHw, start, monotonic_now());
+    } else {
+        hw.resize_with(jobs.len(), || None);
+    }
+    let objects: Vec<(usize, ObjectDirs)> = prepared
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, dirs)| Some((i, dirs?)))
+        .collect();
+    let threads = reading_threads()
+        .min(objects.len() / PORTS_PER_THREAD)
+        .max(1);
+    let chunk = objects.len().div_ceil(threads).max(1);
+    let mut parts: Vec<Part> = Vec::with_capacity(threads);
+    let mut objects = objects.into_iter().peekable();
+    while objects.peek().is_some() {
+        parts.push(objects.by_ref().take(chunk).collect());
+    }
+    let mut parts = parts.into_iter();
+    let first = parts.next().unwrap_or_default();
+    let pending: Vec<_> = parts
+        .enumerate()
+        .map(|(i, part)| helpers.start(i, move || read_part(part)))
+        .collect();
+    let mut reads = vec![read_part(first)];
+    reads.extend(pending.into_iter().map(read_threads::Pending::wait));
+
+    let mut dirs: Vec<Option<ObjectDirs>> = (0..jobs.len()).map(|_| None).collect();
+    for read in reads {
+        if !read.part.is_empty() {
+            out.window(Source::Rdma, read.start, read.end);
+        }
+        if read.preempted {
+            out.preempted();
+        }
+        for (i, object_dirs) in read.part {
+            dirs[i] = Some(object_dirs);
+        }
+    }
+    Some(RdmaRead { jobs, dirs, hw })
+}
+
+/// RDMA objects read but not parsed yet.
+pub(super) struct RdmaRead {
+    jobs: Vec<RdmaJob>,
+    dirs: Vec<Option<ObjectDirs>>,
+    hw: Vec<Option<Vec<Sample>>>,
+}
+
+impl RdmaRead {
+    /// Parses what was read into `out`, outside the window, and gives each object's
+    /// directories back to `files` for the next snapshot.
+    pub(super) fn parse(self, root: &SysRoot, files: &mut RdmaFiles, out: &mut Collector) {
+        for ((job, dirs), hw) in self.jobs.iter().zip(self.dirs).zip(self.hw) {
+            let Some(dirs) = dirs else { continue };
+            let object = job.object();
+            out.record(Source::Rdma, &object, job.parse(root, &dirs, hw));
+            files.per_object.insert(object, dirs);
+        }
+    }
+}
+
+/// The objects the selector names: one port, or every device's own `hw_counters/` and
+/// ports. `None` (with the error recorded) when the devices cannot be listed.
+fn rdma_jobs(
+    root: &SysRoot,
+    device: Option<&str>,
+    port: Option<u32>,
+    out: &mut Collector,
+) -> Option<Vec<RdmaJob>> {
+    if let (Some(device), Some(port)) = (device, port) {
+        return Some(vec![RdmaJob::Port(device.to_owned(), port)]);
     }
     let devices = match device {
         Some(device) => vec![device.to_owned()],
         None => match crate::root::list_dir(&root.sys("class/infiniband")) {
             Ok(devices) => devices,
-            Err(e) => return out.record::<ProbeError>(Source::Rdma, "rdmaDevices", Err(e)),
+            Err(e) => {
+                out.record::<ProbeError>(Source::Rdma, "rdmaDevices", Err(e));
+                return None;
+            }
         },
     };
-    // List first (cheap), then read every object back to back, in parallel when the tree
-    // is big: a switchdev BlueField has a port per representor, thousands of files.
     let mut jobs = Vec::new();
     for device in devices {
         match rdma_counters::list_ports(root, &device) {
@@ -275,61 +420,7 @@ fn rdma(
             ),
         }
     }
-    // Ports' hw_counters over netlink first, on this thread (one socket); the threads
-    // below then read only files.
-    let mut hw: Vec<Option<Vec<Sample>>> =
-        jobs.iter().map(|job| files.port_hw(root, job)).collect();
-    // Each object keeps its own directories; objects gone since the last snapshot drop
-    // theirs (and their descriptors) here.
-    let mut dirs: Vec<Option<ObjectDirs>> = jobs
-        .iter()
-        .map(|job| files.per_object.remove(&job.object()))
-        .collect();
-    files.per_object.clear();
-    let threads = reading_threads().min(jobs.len() / PORTS_PER_THREAD).max(1);
-    let read_part = |part: &[RdmaJob],
-                     part_dirs: &mut [Option<ObjectDirs>],
-                     part_hw: &mut [Option<Vec<Sample>>]| {
-        part.iter()
-            .zip(part_dirs.iter_mut())
-            .zip(part_hw.iter_mut())
-            .map(|((job, dirs), hw)| job.read(root, dirs, hw.take()))
-            .collect::<Vec<_>>()
-    };
-    // The first part is read on this thread while the others run: one thread fewer to
-    // start per snapshot.
-    let chunk = jobs.len().div_ceil(threads).max(1);
-    let mut parts = jobs
-        .chunks(chunk)
-        .zip(dirs.chunks_mut(chunk))
-        .zip(hw.chunks_mut(chunk));
-    let results: Vec<_> = match parts.next() {
-        None => Vec::new(),
-        Some(((first, first_dirs), first_hw)) => std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
-                .map(|((part, part_dirs), part_hw)| {
-                    scope.spawn(move || read_part(part, part_dirs, part_hw))
-                })
-                .collect();
-            let mut results = read_part(first, first_dirs, first_hw);
-            for handle in handles {
-                results.extend(
-                    handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                );
-            }
-            results
-        }),
-    };
-    for (job, dirs) in jobs.iter().zip(dirs) {
-        if let Some(dirs) = dirs {
-            files.per_object.insert(job.object(), dirs);
-        }
-    }
-    for (job, result) in jobs.iter().zip(results) {
-        out.record(Source::Rdma, &job.object(), result);
-    }
+    Some(jobs)
 }
 
 /// Threads for reading a big RDMA tree: the CPUs this process may use (cgroup quota
@@ -355,13 +446,21 @@ fn block(root: &SysRoot, device: Option<&str>, out: &mut Collector) {
             }
         },
     };
+    let start = monotonic_now();
     for name in names {
         let result = block::read_block_samples(root, &name);
         out.record(Source::Block, &block::block_object(&name), result);
     }
+    out.window(Source::Block, start, monotonic_now());
 }
 
 fn netdev_sysfs(root: &SysRoot, ifname: Option<&str>, out: &mut Collector) {
+    let start = monotonic_now();
+    netdev_sysfs_read(root, ifname, out);
+    out.window(Source::Netdev, start, monotonic_now());
+}
+
+fn netdev_sysfs_read(root: &SysRoot, ifname: Option<&str>, out: &mut Collector) {
     match ifname {
         Some(ifname) => {
             let result = netdev_stats::read_netdev_stats(root, ifname);
@@ -383,7 +482,10 @@ fn netdev_sysfs(root: &SysRoot, ifname: Option<&str>, out: &mut Collector) {
 /// answer for, or answers without counters, produce no samples.
 fn netdev_netlink(netdevs: &mut NetdevReader, ifname: Option<&str>, out: &mut Collector) {
     let readings = match netdevs.counters() {
-        Ok(readings) => readings,
+        Ok((readings, (start, end))) => {
+            out.window(Source::Netdev, start, end);
+            readings
+        }
         Err(e) => {
             let object = ifname.map_or("netdevs".to_owned(), netlink::netdev_object);
             out.record::<NetlinkError>(Source::Netdev, &object, Err(e));
@@ -431,8 +533,12 @@ fn tc(netdevs: &mut NetdevReader, ifname: &str, out: &mut Collector) {
         Ok(socket) => socket,
         Err(e) => return out.record::<NetlinkError>(Source::Tc, &object, Err(e)),
     };
-    for parent in [TcParent::Ingress, TcParent::Egress] {
-        match socket.tc_filters(ifindex, parent) {
+    let start = monotonic_now();
+    let answers =
+        [TcParent::Ingress, TcParent::Egress].map(|parent| socket.tc_filters(ifindex, parent));
+    out.window(Source::Tc, start, monotonic_now());
+    for answer in answers {
+        match answer {
             Ok(filters) => {
                 for filter in &filters {
                     out.extend(netlink::tc_samples(ifname, filter));
@@ -555,6 +661,7 @@ mod tests {
             &root,
             reader,
             &mut RdmaFiles::default(),
+            &mut ReadThreads::default(),
             &selector,
             &mut out,
         );
@@ -573,13 +680,17 @@ mod tests {
             device: None,
             port: None,
         };
-        collect(
+        let read = collect(
             root,
             &mut NetdevReader::new(NetdevSource::Sysfs),
             files,
+            &mut ReadThreads::default(),
             &selector,
             &mut out,
         );
+        if let Some(read) = read {
+            read.parse(root, files, &mut out);
+        }
         out.finish()
     }
 

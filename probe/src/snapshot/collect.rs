@@ -2,7 +2,7 @@ use std::time::{Duration, SystemTime};
 
 use nix::time::{clock_gettime, ClockId};
 
-use super::model::{Sample, Snapshot, Source, SourceError};
+use super::model::{ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError};
 use crate::error::error_chain;
 use crate::root::read_optional_attr;
 use crate::SysRoot;
@@ -22,9 +22,11 @@ pub fn read_boot_id(root: &SysRoot) -> Option<String> {
 }
 
 /// Builds one [`Snapshot`]: start it, feed it samples and errors from the readers, finish
-/// it. The monotonic clock is read at [`Collector::start`] and [`Collector::finish`] so the
-/// snapshot carries the true window of its reads; do slow work (parsing selectors, opening
-/// sockets) before starting.
+/// it. Readers that stamp their reads ([`Collector::window`]) give the snapshot its
+/// window: from the first stamped read to the last, whatever was prepared before or
+/// parsed after. Without stamps the window is [`Collector::start`] to
+/// [`Collector::finish`], so do slow work (parsing selectors, opening sockets) before
+/// starting.
 #[derive(Debug)]
 pub struct Collector {
     snapshot: Snapshot,
@@ -43,8 +45,30 @@ impl Collector {
                 boot_id,
                 samples: Vec::with_capacity(256),
                 errors: Vec::new(),
+                read: ReadReport {
+                    attempts: 1,
+                    ..ReadReport::default()
+                },
             },
         }
+    }
+
+    /// Records that `source` was read between `start` and `end` (`CLOCK_MONOTONIC`, from
+    /// [`monotonic_now`]); a second window of the same source widens the first.
+    pub fn window(&mut self, source: Source, start: Duration, end: Duration) {
+        let windows = &mut self.snapshot.read.windows;
+        match windows.iter_mut().find(|w| w.source == source) {
+            Some(w) => {
+                w.start = w.start.min(start);
+                w.end = w.end.max(end);
+            }
+            None => windows.push(ReadWindow { source, start, end }),
+        }
+    }
+
+    /// Records that a reading thread was switched out involuntarily while it read.
+    pub fn preempted(&mut self) {
+        self.snapshot.read.preempted = true;
     }
 
     /// Adds one reading.
@@ -79,9 +103,18 @@ impl Collector {
         }
     }
 
-    /// Stops the clock and returns the snapshot.
+    /// Stops the clock and returns the snapshot, whose window is its stamped reads' when
+    /// there were any.
     pub fn finish(mut self) -> Snapshot {
         self.snapshot.monotonic_end = monotonic_now();
+        let windows = &self.snapshot.read.windows;
+        if let (Some(start), Some(end)) = (
+            windows.iter().map(|w| w.start).min(),
+            windows.iter().map(|w| w.end).max(),
+        ) {
+            self.snapshot.monotonic_start = start;
+            self.snapshot.monotonic_end = end;
+        }
         self.snapshot
     }
 }
@@ -114,5 +147,29 @@ mod tests {
         assert_eq!(snap.samples.len(), 1);
         assert_eq!(snap.errors[0].message, "gone");
         assert_eq!(snap.boot_id, None, "no proc in an empty root");
+        assert_eq!(snap.read.attempts, 1);
+        assert!(snap.read.windows.is_empty() && !snap.read.preempted);
+    }
+
+    #[test]
+    fn stamped_reads_are_the_window_and_a_source_read_twice_widens_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = Collector::start(&SysRoot::new(dir.path()));
+        let ms = Duration::from_millis;
+        c.window(Source::Netdev, ms(10), ms(11));
+        c.window(Source::Rdma, ms(12), ms(15));
+        c.window(Source::Netdev, ms(16), ms(17));
+        c.preempted();
+        let snap = c.finish();
+        assert_eq!((snap.monotonic_start, snap.monotonic_end), (ms(10), ms(17)));
+        assert_eq!(snap.skew(), ms(7));
+        let windows: Vec<_> = snap
+            .read
+            .windows
+            .iter()
+            .map(|w| (w.source, w.length()))
+            .collect();
+        assert_eq!(windows, [(Source::Netdev, ms(7)), (Source::Rdma, ms(3))]);
+        assert!(snap.read.preempted);
     }
 }

@@ -209,6 +209,7 @@ mod tests {
             boot_id: Some(boot.to_owned()),
             samples,
             errors: Vec::<SourceError>::new(),
+            read: crate::snapshot::ReadReport::default(),
         }
     }
 

@@ -14,4 +14,6 @@ pub mod wire;
 
 pub use collect::{monotonic_now, read_boot_id, Collector};
 pub use diff::{diff, Change, CounterDelta, SnapshotDiff};
-pub use model::{CounterKey, Kind, Sample, Snapshot, Source, SourceError, Unit};
+pub use model::{
+    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError, Unit,
+};

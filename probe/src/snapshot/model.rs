@@ -205,6 +205,40 @@ pub struct SourceError {
     pub message: String,
 }
 
+/// When one source's reads ran inside a snapshot, so a report shows where the window's
+/// time went (a slow netlink dump, thousands of RDMA files, a storage backend's answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadWindow {
+    /// The source read: `Rdma` for the counter files of RDMA devices (PMA and
+    /// `hw_counters`), `RdmaHw` for the ports read over RDMA netlink.
+    pub source: Source,
+    /// `CLOCK_MONOTONIC` before its first read.
+    pub start: Duration,
+    /// `CLOCK_MONOTONIC` after its last read.
+    pub end: Duration,
+}
+
+impl ReadWindow {
+    /// How long the source's reads took.
+    pub fn length(&self) -> Duration {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// How a snapshot's reads went: what a caller needs to decide whether to trust its skew.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadReport {
+    /// Each source's window, in the order the sources were first read.
+    pub windows: Vec<ReadWindow>,
+    /// A reading thread was switched out involuntarily while it read (the kernel's count
+    /// of involuntary context switches for the thread grew): another task took its CPU
+    /// mid-window, so the skew may hold a stranger's time slice.
+    pub preempted: bool,
+    /// Reads made for this snapshot: 2 when the first was preempted past the sampler's
+    /// window bound and read again; 0 when unknown (a snapshot from an older agent).
+    pub attempts: u32,
+}
+
 /// One set of counters, read as close together as possible.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
@@ -220,6 +254,8 @@ pub struct Snapshot {
     pub samples: Vec<Sample>,
     /// What could not be read.
     pub errors: Vec<SourceError>,
+    /// Where the read window's time went, and whether it was preempted.
+    pub read: ReadReport,
 }
 
 impl Snapshot {

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{self, counter_selector::Selector};
 
-use super::model::{CounterKey, Kind, Sample, Snapshot, Source, SourceError, Unit};
+use super::model::{
+    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError, Unit,
+};
 use crate::counters::CounterSelector;
 
 /// Every unit with its wire value: the one table both directions read.
@@ -155,6 +157,18 @@ pub fn snapshot_to_wire(snapshot: &Snapshot) -> v1::CounterSnapshot {
                 message: format!("{} {}: {}", e.source, e.object, e.message),
             })
             .collect(),
+        windows: snapshot
+            .read
+            .windows
+            .iter()
+            .map(|w| v1::ReadWindow {
+                source: w.source.as_str().to_owned(),
+                start_ns: nanos(w.start),
+                end_ns: nanos(w.end),
+            })
+            .collect(),
+        preempted: snapshot.read.preempted,
+        attempts: snapshot.read.attempts,
     }
 }
 
@@ -202,6 +216,23 @@ pub fn snapshot_from_wire(wire: &v1::CounterSnapshot) -> Snapshot {
         boot_id: (!wire.boot_id.is_empty()).then(|| wire.boot_id.clone()),
         samples,
         errors,
+        read: ReadReport {
+            // A window of a source this build does not know is left out: it only
+            // explains the skew, which the snapshot's own bounds already give.
+            windows: wire
+                .windows
+                .iter()
+                .filter_map(|w| {
+                    Some(ReadWindow {
+                        source: Source::from_wire(&w.source)?,
+                        start: Duration::from_nanos(w.start_ns),
+                        end: Duration::from_nanos(w.end_ns),
+                    })
+                })
+                .collect(),
+            preempted: wire.preempted,
+            attempts: wire.attempts,
+        },
     }
 }
 
@@ -241,6 +272,15 @@ mod tests {
                 Sample::cumulative(Source::Volume, "volumes/r0n1", "bytes_read", 7, Unit::Bytes),
             ],
             errors: Vec::new(),
+            read: ReadReport {
+                windows: vec![ReadWindow {
+                    source: Source::Rdma,
+                    start: Duration::from_nanos(5),
+                    end: Duration::from_nanos(9),
+                }],
+                preempted: true,
+                attempts: 2,
+            },
         };
         let mut wire = snapshot_to_wire(&snapshot);
         assert_eq!(snapshot_from_wire(&wire), snapshot);

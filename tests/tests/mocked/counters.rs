@@ -56,6 +56,14 @@ async fn a_snapshot_reports_fixture_values_in_bytes_with_units_and_timing() {
     let hw = sample(&snap, PORT, "rx_write_requests");
     assert_eq!((hw.source.as_str(), hw.value), ("rdma_hw", 81_920));
     assert!(snap.monotonic_end_ns >= snap.monotonic_start_ns);
+    // The window is the reads, and the report says where it went.
+    let windows: Vec<&str> = snap.windows.iter().map(|w| w.source.as_str()).collect();
+    assert_eq!(windows, ["rdma"], "{:?}", snap.windows);
+    assert_eq!(
+        (snap.windows[0].start_ns, snap.windows[0].end_ns),
+        (snap.monotonic_start_ns, snap.monotonic_end_ns)
+    );
+    assert!(snap.attempts >= 1);
     assert_eq!(snap.boot_id, "5b0e4f8e-6a59-4e33-9a38-0b8c2d3c1f11");
     assert!(snap.taken_at.is_some());
 }
