@@ -2,10 +2,11 @@
 //! kept as text and classified, so offload proofs can ask "where does this flow send
 //! packets" without modelling every action OVS knows.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use super::key::PortRef;
+use super::scan::first_open;
+use super::text::ItemText;
 
 /// What an action does, as far as the agent cares. Arguments stay in [`Action::args`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,11 +61,10 @@ pub enum ActionKind {
 }
 
 /// One top-level action of a flow, with its text kept verbatim.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Action<'a> {
-    text: Cow<'a, str>,
-    /// Offset of the opening bracket, or `text.len()` without arguments.
-    open: usize,
+    /// The text, and the offset of the opening bracket (`text.len()` without arguments).
+    text: ItemText<'a>,
     kind: ActionKind,
 }
 
@@ -81,17 +81,22 @@ impl<'a> Action<'a> {
     /// top-level bracket (already checked by the line scanner to close at the end).
     pub(crate) fn from_scanned(text: &'a str, open: Option<usize>) -> Self {
         let open = open.unwrap_or(text.len());
+        debug_assert_eq!(open, first_open(text), "{text}");
         let kind = classify(text, open);
         Self {
-            text: Cow::Borrowed(text),
-            open,
+            text: ItemText::borrowed(text, open),
             kind,
         }
     }
 
+    /// Offset of the opening bracket, or `text.len()` without arguments.
+    fn open(&self) -> usize {
+        self.text.open()
+    }
+
     /// The action exactly as printed.
     pub fn text(&self) -> &str {
-        &self.text
+        self.text.as_str()
     }
 
     /// What the action does.
@@ -102,27 +107,27 @@ impl<'a> Action<'a> {
     /// The name before `(` (`ct`, `recirc`), or the whole text of a bare action (`drop`,
     /// `3`, `p0`).
     pub fn name(&self) -> &str {
-        self.text.get(..self.open).unwrap_or_default()
+        self.text().get(..self.open()).unwrap_or_default()
     }
 
     /// The text between the outer brackets; `None` for a bare action.
     pub fn args(&self) -> Option<&str> {
-        if self.open >= self.text.len() {
+        let (text, open) = (self.text(), self.open());
+        if open >= text.len() {
             return None;
         }
-        self.text.get(self.open + 1..self.text.len() - 1)
+        text.get(open + 1..text.len() - 1)
     }
 
     /// The port this action outputs to, when it is an output.
     pub fn output_port(&self) -> Option<PortRef<'_>> {
-        (self.kind == ActionKind::Output).then(|| PortRef::parse(&self.text))
+        (self.kind == ActionKind::Output).then(|| PortRef::parse(self.text()))
     }
 
     /// The same action, owning its text.
     pub fn into_owned(self) -> Action<'static> {
         Action {
-            text: Cow::Owned(self.text.into_owned()),
-            open: self.open,
+            text: self.text.into_owned(),
             kind: self.kind,
         }
     }
@@ -130,7 +135,17 @@ impl<'a> Action<'a> {
 
 impl fmt::Display for Action<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(self.text())
+    }
+}
+
+impl fmt::Debug for Action<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Action")
+            .field("text", &self.text())
+            .field("open", &self.open())
+            .field("kind", &self.kind)
+            .finish()
     }
 }
 

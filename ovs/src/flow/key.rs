@@ -2,10 +2,10 @@
 //! `tunnel(..,flags(-df+csum))`), kept as text with its name and arguments located, so
 //! every OVS key — including ones this crate has never heard of — survives parsing.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use super::scan::split_top_level;
+use super::scan::{first_open, split_sub_fields};
+use super::text::ItemText;
 
 /// A datapath port as printed in a flow: its number, or its name when the dump was taken
 /// with `--names` (the default with `-m`).
@@ -40,40 +40,45 @@ impl fmt::Display for PortRef<'_> {
 ///
 /// The text is kept verbatim (borrowed from the dump until [`KeyField::into_owned`]); the
 /// name and the arguments are slices of it, located once at parse time.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct KeyField<'a> {
-    text: Cow<'a, str>,
-    /// Offset of the opening `(`/`{`, or `text.len()` when the field has no arguments.
-    open: usize,
+    text: ItemText<'a>,
 }
 
 impl<'a> KeyField<'a> {
     /// Builds a field from its text and the offset of its first top-level bracket, which
     /// the line scanner has already checked to close at the very end of the text.
     pub(crate) fn from_scanned(text: &'a str, open: Option<usize>) -> Self {
+        let open = open.unwrap_or(text.len());
+        debug_assert_eq!(open, first_open(text), "{text}");
         Self {
-            open: open.unwrap_or(text.len()),
-            text: Cow::Borrowed(text),
+            text: ItemText::borrowed(text, open),
         }
+    }
+
+    /// Offset of the opening `(`/`{`, or `text.len()` when the field has no arguments.
+    fn open(&self) -> usize {
+        self.text.open()
     }
 
     /// The field exactly as printed (`ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,frag=no)`).
     pub fn text(&self) -> &str {
-        &self.text
+        self.text.as_str()
     }
 
     /// The key name before `(` (`ipv4`, `recirc_id`); the whole text when it has none
     /// (`<empty>`).
     pub fn name(&self) -> &str {
-        self.text.get(..self.open).unwrap_or_default()
+        self.text().get(..self.open()).unwrap_or_default()
     }
 
     /// The text between the outer brackets, `None` when the field has no brackets.
     pub fn args(&self) -> Option<&str> {
-        if self.open >= self.text.len() {
+        let (text, open) = (self.text(), self.open());
+        if open >= text.len() {
             return None;
         }
-        self.text.get(self.open + 1..self.text.len() - 1)
+        text.get(open + 1..text.len() - 1)
     }
 
     /// A scalar argument split into value and mask: `ct_state(0/0x21)` gives
@@ -90,14 +95,17 @@ impl<'a> KeyField<'a> {
     /// `("src", Some("a")), ("dst", Some("b"))`; a flag item such as `flags(-df)` in
     /// `tunnel(...)` gives `("flags(-df)", None)`.
     pub fn sub_fields(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
-        self.args()
-            .into_iter()
-            .flat_map(split_top_level)
-            .filter(|s| !s.is_empty())
-            .map(|item| match item.split_once('=') {
-                Some((k, v)) if !k.contains('(') => (k, Some(v)),
-                _ => (item, None),
-            })
+        let mut items = self.args().map(split_sub_fields);
+        std::iter::from_fn(move || loop {
+            let (item, equals) = items.as_mut()?.next()?;
+            if item.is_empty() {
+                continue;
+            }
+            return Some(match equals {
+                Some(at) => (&item[..at], Some(&item[at + 1..])),
+                None => (item, None),
+            });
+        })
     }
 
     /// The value of one `name=value` item of the arguments (`ipv4` → `src`), mask included.
@@ -110,15 +118,23 @@ impl<'a> KeyField<'a> {
     /// The same field, owning its text.
     pub fn into_owned(self) -> KeyField<'static> {
         KeyField {
-            text: Cow::Owned(self.text.into_owned()),
-            open: self.open,
+            text: self.text.into_owned(),
         }
     }
 }
 
 impl fmt::Display for KeyField<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(self.text())
+    }
+}
+
+impl fmt::Debug for KeyField<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyField")
+            .field("text", &self.text())
+            .field("open", &self.open())
+            .finish()
     }
 }
 

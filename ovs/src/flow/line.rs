@@ -12,7 +12,9 @@ use std::fmt;
 use super::action::{Action, ActionKind};
 use super::error::FlowParseError;
 use super::key::{KeyField, PortRef};
-use super::scan::{field_name_len, scan_list, scan_value, trim_ws_end, ListEnd, ScanError};
+use super::scan::{
+    field_name_len, scan_list, scan_value, trim_ws_end, Item, Line, ListEnd, ScanError,
+};
 use super::stats::{DpLayer, ExtraField, FlowThread, Offloaded, Ufid, Used};
 
 /// One datapath flow from a flow dump: what it matches, its counters, where it lives
@@ -53,7 +55,7 @@ pub struct DatapathFlow<'a> {
 impl<'a> DatapathFlow<'a> {
     /// Parses one flow line; errors report it as line 1.
     pub fn parse(line: &'a str) -> Result<Self, FlowParseError> {
-        parse_line(line, 1)
+        parse_line(line, 1, None, &mut Vec::new())
     }
 
     /// The first key field with this name (`"ipv4"`, `"in_port"`).
@@ -157,18 +159,33 @@ struct Fields<'a> {
     flags: Option<Cow<'a, str>>,
     offloaded: Option<Offloaded>,
     dp: Option<DpLayer<'a>>,
-    actions: Option<Vec<Action<'a>>>,
+    /// Whether `actions:` was seen (its items follow the key's in the scratch list).
+    actions: bool,
     dp_extra_info: Option<Cow<'a, str>>,
     extra: Vec<ExtraField<'a>>,
 }
 
-/// Parses one flow line numbered `line_no` (for errors).
-pub(crate) fn parse_line(line: &str, line_no: usize) -> Result<DatapathFlow<'_>, FlowParseError> {
+/// Parses one flow line numbered `line_no` (for errors), listed under `thread`. `items` is
+/// scratch space a caller parsing many lines passes again and again, so that the key and
+/// the actions are each allocated once, at their exact size.
+pub(crate) fn parse_line<'a>(
+    line: &'a str,
+    line_no: usize,
+    thread: Option<FlowThread>,
+    items: &mut Vec<Item>,
+) -> Result<DatapathFlow<'a>, FlowParseError> {
     let s = line.trim_end_matches(|c: char| c.is_ascii_whitespace());
-    parse_trimmed(s).map_err(|e| FlowParseError::new(line_no, e.offset, e.expected, line))
+    items.clear();
+    parse_trimmed(s, thread, items)
+        .map_err(|e| FlowParseError::new(line_no, e.offset, e.expected, line))
 }
 
-fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
+fn parse_trimmed<'a>(
+    s: &'a str,
+    thread: Option<FlowThread>,
+    items: &mut Vec<Item>,
+) -> Result<DatapathFlow<'a>, ScanError> {
+    let line = Line::from(s);
     let mut pos = s.len()
         - s.trim_start_matches(|c: char| c.is_ascii_whitespace())
             .len();
@@ -187,19 +204,17 @@ fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
         None => None,
     };
 
-    let mut key = Vec::with_capacity(16);
     if s[pos..].starts_with(", ") {
         // A terse dump omits wildcarded keys; a flow could in theory print none at all.
         pos += 2;
     } else {
         let end = scan_list(
-            s,
+            line,
             pos,
             "a match key field",
             |_, _| false,
             |it| {
-                let open = it.open.map(|o| o - it.start);
-                key.push(KeyField::from_scanned(&s[it.start..it.end], open));
+                items.push(it);
             },
         )?;
         pos = match end {
@@ -207,6 +222,7 @@ fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
             ListEnd::End => return Err(ScanError::at(s.len(), "`, packets:` after the match key")),
         };
     }
+    let key_items = items.len();
 
     let b = s.as_bytes();
     let mut fields = Fields::default();
@@ -215,22 +231,20 @@ fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
         let name = &s[pos..pos + name_len];
         let vstart = pos + name_len + 1;
         if name == "actions" {
-            if fields.actions.is_some() {
+            if fields.actions {
                 return Err(ScanError::at(pos, "only one `actions:` field"));
             }
-            let mut actions = Vec::with_capacity(4);
-            let end = scan_list(s, vstart, "an action", continues_action, |it| {
-                let open = it.open.map(|o| o - it.start);
-                actions.push(Action::from_scanned(&s[it.start..it.end], open));
+            let end = scan_list(line, vstart, "an action", continues_action, |it| {
+                items.push(it);
             })?;
-            fields.actions = Some(actions);
+            fields.actions = true;
             match end {
                 ListEnd::CommaSpace(i) => pos = i + 2,
                 ListEnd::End => break,
             }
             continue;
         }
-        let vend = scan_value(s, vstart)?;
+        let vend = scan_value(line, vstart)?;
         let value_end = trim_ws_end(b, vstart, vend);
         if value_end == vstart {
             return Err(ScanError::at(vstart, "a value after the `:`"));
@@ -241,7 +255,8 @@ fn parse_trimmed(s: &str) -> Result<DatapathFlow<'_>, ScanError> {
         }
         pos = vend + 2;
     }
-    fields.finish(s.len(), ufid, key)
+    let (key, actions) = items.split_at(key_items);
+    fields.finish(s, ufid, thread, key, actions)
 }
 
 impl<'a> Fields<'a> {
@@ -297,20 +312,36 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Assembles the flow from the fields and the scanned key and action items of line `s`.
     fn finish(
         self,
-        end: usize,
+        s: &'a str,
         ufid: Option<Ufid>,
-        key: Vec<KeyField<'a>>,
+        thread: Option<FlowThread>,
+        key: &[Item],
+        actions: &[Item],
     ) -> Result<DatapathFlow<'a>, ScanError> {
-        let missing = |what| ScanError::at(end, what);
+        let missing = |what| ScanError::at(s.len(), what);
         let verbose = ufid.is_some() || self.dp.is_some();
+        let packets = self.packets.ok_or(missing("a `packets:` field"))?;
+        let bytes = self.bytes.ok_or(missing("a `bytes:` field"))?;
+        let used = self.used.ok_or(missing("a `used:` field"))?;
+        if !self.actions {
+            return Err(missing("an `actions:` field"));
+        }
+        let text = |it: &Item| (&s[it.start..it.end], it.open.map(|o| o - it.start));
         Ok(DatapathFlow {
             ufid,
-            key,
-            packets: self.packets.ok_or(missing("a `packets:` field"))?,
-            bytes: self.bytes.ok_or(missing("a `bytes:` field"))?,
-            used: self.used.ok_or(missing("a `used:` field"))?,
+            key: key
+                .iter()
+                .map(|it| {
+                    let (text, open) = text(it);
+                    KeyField::from_scanned(text, open)
+                })
+                .collect(),
+            packets,
+            bytes,
+            used,
             flags: self.flags,
             offloaded: self.offloaded.unwrap_or(if verbose {
                 Offloaded::No
@@ -318,10 +349,16 @@ impl<'a> Fields<'a> {
                 Offloaded::Unknown
             }),
             dp: self.dp,
-            actions: self.actions.ok_or(missing("an `actions:` field"))?,
+            actions: actions
+                .iter()
+                .map(|it| {
+                    let (text, open) = text(it);
+                    Action::from_scanned(text, open)
+                })
+                .collect(),
             dp_extra_info: self.dp_extra_info,
             extra: self.extra,
-            thread: None,
+            thread,
         })
     }
 }
@@ -349,10 +386,13 @@ fn once<T>(
     Ok(())
 }
 
-/// A decimal `u64` as `PRIu64` prints it: digits only.
+/// A decimal `u64` as `PRIu64` prints it: digits only, in one pass.
 fn parse_u64(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|c| c.is_ascii_digit()) {
+    if text.is_empty() {
         return None;
     }
-    text.parse().ok()
+    text.bytes().try_fold(0u64, |n, c| {
+        let digit = c.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }

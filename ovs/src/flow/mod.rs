@@ -26,6 +26,7 @@
 //! ```
 
 mod action;
+mod bytes;
 mod covers;
 mod dump;
 mod error;
@@ -34,8 +35,14 @@ mod key;
 mod level;
 mod line;
 mod scan;
+mod scan_any;
+mod scan_item;
+mod scan_plain;
 mod stats;
+mod text;
 
+#[cfg(test)]
+mod scan_equivalence;
 #[cfg(test)]
 mod tests;
 

@@ -1,69 +1,30 @@
-//! The one byte scanner every part of the line parser shares: it walks a piece of a flow line,
+//! The one scanner every part of the line parser shares: it walks a piece of a flow line,
 //! tracks bracket depth and double quotes, and reports where top-level items end.
 //!
 //! Every offset here is a byte offset into the whole line, and every position the scanner
 //! stops at is an ASCII byte, so slicing the line there is always on a character boundary.
+//!
+//! Two implementations give the same results: [`super::scan_plain`] for lines without
+//! quotes and braces (nearly every line OVS prints), which jumps between brackets and
+//! commas eight bytes at a time, and [`super::scan_any`], byte by byte, for the others.
 
-/// Why a scan stopped early: the byte offset in the line and what was expected there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ScanError {
-    /// Byte offset in the line where the problem was seen.
-    pub(crate) offset: usize,
-    /// What the parser expected at that offset (a noun phrase for the error message).
-    pub(crate) expected: &'static str,
+pub(crate) use super::scan_item::{trim_ws_end, Item, ListEnd, ScanError};
+use super::{scan_any, scan_plain};
+
+/// A flow line as the scanners read it: its text, and whether it is plain, free of `"`,
+/// `{` and `}`, so that only brackets and commas can end or nest an item. Checked once
+/// per line (a vectorised search), then every scan of the line picks its implementation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Line<'a> {
+    text: &'a str,
+    plain: bool,
 }
 
-impl ScanError {
-    pub(crate) const fn at(offset: usize, expected: &'static str) -> Self {
-        Self { offset, expected }
-    }
-}
-
-/// One item of a comma-separated list such as the match key or the actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Item {
-    /// First byte of the item.
-    pub(crate) start: usize,
-    /// One past the last byte of the item.
-    pub(crate) end: usize,
-    /// Offset of the item's first top-level `(` or `{`, when it has one.
-    pub(crate) open: Option<usize>,
-}
-
-/// How a list ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListEnd {
-    /// At a top-level `, ` whose offset (of the comma) is given.
-    CommaSpace(usize),
-    /// At the end of the line.
-    End,
-}
-
-/// The bytes the scanners act on; every other byte is skipped with one table lookup,
-/// which keeps the scan near memory speed on 500-byte flow lines.
-static SPECIAL: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'(' as usize] = true;
-    t[b')' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b'"' as usize] = true;
-    t[b',' as usize] = true;
-    t
-};
-
-const AFTER_GROUP: &str = "`,` or the end of the item after `)`";
-const STRAY_CLOSE: &str = "no closing bracket without an opening one";
-
-/// The offset of the `"` closing the quote that opens at `open` (backslash escapes).
-fn skip_quoted(b: &[u8], open: usize) -> Result<usize, ScanError> {
-    let mut j = open + 1;
-    loop {
-        match b.get(j) {
-            None => return Err(ScanError::at(open, "a closing `\"` for this quote")),
-            Some(b'\\') => j += 2,
-            Some(b'"') => return Ok(j),
-            Some(_) => j += 1,
+impl<'a> From<&'a str> for Line<'a> {
+    fn from(text: &'a str) -> Self {
+        Self {
+            text,
+            plain: memchr::memchr3(b'"', b'{', b'}', text.as_bytes()).is_none(),
         }
     }
 }
@@ -72,125 +33,49 @@ fn skip_quoted(b: &[u8], open: usize) -> Result<usize, ScanError> {
 /// calling `emit` for each. A top-level `, ` ends the list unless `continues(bytes, after)`
 /// says the text after it still belongs to the current item. `what` names one item for
 /// error messages ("a key field", "an action").
-pub(crate) fn scan_list(
-    line: &str,
+pub(crate) fn scan_list<'a>(
+    line: impl Into<Line<'a>>,
     from: usize,
     what: &'static str,
     continues: impl Fn(&[u8], usize) -> bool,
-    mut emit: impl FnMut(Item),
+    emit: impl FnMut(Item),
 ) -> Result<ListEnd, ScanError> {
-    let b = line.as_bytes();
-    let mut i = from;
-    let mut depth = 0usize;
-    let mut start = from;
-    let mut open: Option<usize> = None;
-    let mut closed = false;
-    while i < b.len() {
-        let c = b[i];
-        if !SPECIAL[usize::from(c)] {
-            i += 1;
-            continue;
-        }
-        match c {
-            b'(' | b'{' => {
-                if depth == 0 {
-                    open.get_or_insert(i);
-                }
-                depth += 1;
-            }
-            b')' | b'}' => {
-                if depth == 0 {
-                    return Err(ScanError::at(i, STRAY_CLOSE));
-                }
-                depth -= 1;
-                if depth == 0 {
-                    // After the item's bracket group only the list separator may follow.
-                    if b.get(i + 1).is_some_and(|&n| n != b',') {
-                        return Err(ScanError::at(i + 1, AFTER_GROUP));
-                    }
-                    closed = true;
-                }
-            }
-            b'"' => i = skip_quoted(b, i)?,
-            b',' if depth == 0 => {
-                let space = b.get(i + 1) == Some(&b' ');
-                if !space || !continues(b, i + 2) {
-                    let end = trim_ws_end(b, start, i);
-                    if start == end {
-                        return Err(ScanError::at(i, what));
-                    }
-                    emit(Item { start, end, open });
-                    if space {
-                        return Ok(ListEnd::CommaSpace(i));
-                    }
-                    start = i + 1;
-                    open = None;
-                    closed = false;
-                } else if closed {
-                    return Err(ScanError::at(i, AFTER_GROUP));
-                }
-            }
-            _ => {}
-        }
-        i += 1;
+    let line = line.into();
+    if line.plain {
+        scan_plain::list(line.text.as_bytes(), from, what, continues, emit)
+    } else {
+        scan_any::list(line.text.as_bytes(), from, what, continues, emit)
     }
-    if depth > 0 {
-        return Err(ScanError::at(
-            b.len(),
-            "a closing `)` before the end of the line",
-        ));
-    }
-    let end = trim_ws_end(b, start, b.len());
-    if start >= end {
-        return Err(ScanError::at(b.len(), what));
-    }
-    emit(Item { start, end, open });
-    Ok(ListEnd::End)
 }
 
 /// Finds where a `name:value` field's value ends: at the next top-level `, ` (returned as
 /// the comma's offset) or at the end of the line. Commas inside the value are kept.
-pub(crate) fn scan_value(line: &str, from: usize) -> Result<usize, ScanError> {
-    let b = line.as_bytes();
-    let mut i = from;
-    let mut depth = 0usize;
-    while i < b.len() {
-        let c = b[i];
-        if !SPECIAL[usize::from(c)] {
-            i += 1;
-            continue;
-        }
+pub(crate) fn scan_value<'a>(line: impl Into<Line<'a>>, from: usize) -> Result<usize, ScanError> {
+    let line = line.into();
+    if line.plain {
+        scan_plain::value(line.text.as_bytes(), from)
+    } else {
+        scan_any::value(line.text.as_bytes(), from)
+    }
+}
+
+/// The offset of the first `(` or `{` of an item that is not inside quotes (where the
+/// scanners put [`Item::open`]), or `text.len()` when there is none.
+pub(crate) fn first_open(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
         match c {
-            b'(' | b'{' => depth += 1,
-            b')' | b'}' => {
-                if depth == 0 {
-                    return Err(ScanError::at(i, STRAY_CLOSE));
-                }
-                depth -= 1;
-            }
-            b'"' => i = skip_quoted(b, i)?,
-            b',' if depth == 0 && b.get(i + 1) == Some(&b' ') => return Ok(i),
+            b'(' | b'{' => return i,
+            b'"' => match scan_any::skip_quoted(b, i) {
+                Ok(close) => i = close,
+                Err(_) => break,
+            },
             _ => {}
         }
         i += 1;
     }
-    if depth > 0 {
-        return Err(ScanError::at(
-            b.len(),
-            "a closing `)` before the end of the line",
-        ));
-    }
-    Ok(b.len())
-}
-
-/// `end` moved back over trailing ASCII whitespace, not below `start`: items and values
-/// drop trailing whitespace exactly as a whole line does, so a flow prints back the same
-/// whatever position an item ends up in.
-pub(crate) fn trim_ws_end(b: &[u8], start: usize, mut end: usize) -> usize {
-    while end > start && b[end - 1].is_ascii_whitespace() {
-        end -= 1;
-    }
-    end
+    b.len()
 }
 
 /// The length of a field name (`[A-Za-z0-9_-]+`) starting at `from`, when it is followed
@@ -199,38 +84,104 @@ pub(crate) fn field_name_len(b: &[u8], from: usize) -> Option<usize> {
     let rest = b.get(from..)?;
     let len = rest
         .iter()
-        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-'))
+        .position(|&c| !NAME_BYTE[usize::from(c)])
         .unwrap_or(rest.len());
     (len > 0 && rest.get(len) == Some(&b':')).then_some(len)
 }
 
+/// The bytes of a field name: `[A-Za-z0-9_-]`.
+static NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+        c += 1;
+    }
+    t
+};
+
 /// Splits `text` at top-level commas (outside brackets and quotes), leniently: used on
 /// text the line scanner has already checked.
+#[cfg(test)]
 pub(crate) fn split_top_level(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = Some(text);
-    std::iter::from_fn(move || {
-        let s = rest?;
-        let b = s.as_bytes();
-        let mut depth = 0usize;
-        let mut quoted = false;
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'\\' if quoted => i += 1,
-                b'"' => quoted = !quoted,
-                b'(' | b'{' if !quoted => depth += 1,
-                b')' | b'}' if !quoted => depth = depth.saturating_sub(1),
-                b',' if !quoted && depth == 0 => {
-                    rest = s.get(i + 1..);
-                    return s.get(..i);
-                }
-                _ => {}
-            }
+    split_sub_fields(text).map(|(item, _)| item)
+}
+
+/// Splits `text` at top-level commas like `split_top_level`, and gives each item's first
+/// `=` when no `(` comes before it: where a `name=value` sub-field splits (`flags(a=b)`
+/// does not). One pass over each item finds both, so walking a key's sub-fields reads
+/// every byte once.
+pub(crate) fn split_sub_fields(text: &str) -> SubFieldSplit<'_> {
+    SubFieldSplit { rest: Some(text) }
+}
+
+/// The iterator of [`split_sub_fields`]: each item with the offset of its `=`.
+#[derive(Debug, Clone)]
+pub(crate) struct SubFieldSplit<'t> {
+    /// The text after the last item returned; `None` after the last item.
+    rest: Option<&'t str>,
+}
+
+impl<'t> Iterator for SubFieldSplit<'t> {
+    type Item = (&'t str, Option<usize>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = self.rest?;
+        let (end, equals) = top_level_item(s.as_bytes());
+        self.rest = s.get(end + 1..);
+        Some((s.get(..end).unwrap_or(s), equals))
+    }
+}
+
+/// The bytes [`top_level_item`] acts on.
+static SUB_FIELD_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let special = b"(){}\",=\\";
+    let mut i = 0;
+    while i < special.len() {
+        t[special[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Where the first item of `b` ends (its top-level comma, or `b.len()`), and its first `=`
+/// when no `(` comes before it. Quotes (with backslash escapes) hide brackets and commas,
+/// `{}` nest like `()`, and a stray closing bracket is ignored.
+fn top_level_item(b: &[u8]) -> (usize, Option<usize>) {
+    let mut depth = 0usize;
+    let mut quoted = false;
+    // The first `=` or `(` of the item, wherever it is.
+    let mut first_sep: Option<usize> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !SUB_FIELD_SPECIAL[usize::from(c)] {
             i += 1;
+            continue;
         }
-        rest = None;
-        Some(s)
-    })
+        if matches!(c, b'=' | b'(') && first_sep.is_none() {
+            first_sep = Some(i);
+        }
+        match c {
+            b'\\' if quoted => {
+                // The escaped byte is skipped, but still counts for `first_sep`.
+                i += 1;
+                if matches!(b.get(i), Some(b'=' | b'(')) && first_sep.is_none() {
+                    first_sep = Some(i);
+                }
+            }
+            b'"' => quoted = !quoted,
+            b'(' | b'{' if !quoted => depth += 1,
+            b')' | b'}' if !quoted => depth = depth.saturating_sub(1),
+            b',' if !quoted && depth == 0 => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let equals = first_sep.filter(|&at| b[at] == b'=');
+    (i.min(b.len()), equals)
 }
 
 #[cfg(test)]
