@@ -94,6 +94,23 @@ impl StorageService {
         self.controller_reply(&doc, &nqn, &id).await
     }
 
+    /// Attach or detach: the same checks and reply either way, `edit` deciding which.
+    async fn change_namespace(
+        &self,
+        controller: &str,
+        nsid: u32,
+        options: Option<&v1::ApplyOptions>,
+        edit: fn(&mut Desired, &str, &str, u32) -> Result<edit::Touched, StorageError>,
+    ) -> Reply<v1::Controller> {
+        let name = controller_name("controller", controller)?;
+        dpu_proto::names::check_nsid(nsid).map_err(invalid_field("nsid"))?;
+        let (nqn, id) = (name.subsystem.nqn, name.id);
+        let (doc, _) = self
+            .change(options, |doc| edit(doc, &nqn, &id, nsid))
+            .await?;
+        self.controller_reply(&doc, &nqn, &id).await
+    }
+
     async fn controller_reply(&self, doc: &Desired, nqn: &str, id: &str) -> Reply<v1::Controller> {
         let ctrl = doc
             .controller(nqn, id)
@@ -505,15 +522,13 @@ impl Storage for StorageService {
     ) -> Reply<v1::Controller> {
         audit_request(&request);
         let req = request.into_inner();
-        let name = controller_name("controller", &req.controller)?;
-        dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
-        let (nqn, id, nsid) = (name.subsystem.nqn, name.id, req.nsid);
-        let (doc, _) = self
-            .change(req.options.as_ref(), |doc| {
-                edit::attach(doc, &nqn, &id, nsid)
-            })
-            .await?;
-        self.controller_reply(&doc, &nqn, &id).await
+        self.change_namespace(
+            &req.controller,
+            req.nsid,
+            req.options.as_ref(),
+            edit::attach,
+        )
+        .await
     }
 
     async fn detach_namespace(
@@ -522,15 +537,13 @@ impl Storage for StorageService {
     ) -> Reply<v1::Controller> {
         audit_request(&request);
         let req = request.into_inner();
-        let name = controller_name("controller", &req.controller)?;
-        dpu_proto::names::check_nsid(req.nsid).map_err(invalid_field("nsid"))?;
-        let (nqn, id, nsid) = (name.subsystem.nqn, name.id, req.nsid);
-        let (doc, _) = self
-            .change(req.options.as_ref(), |doc| {
-                edit::detach(doc, &nqn, &id, nsid)
-            })
-            .await?;
-        self.controller_reply(&doc, &nqn, &id).await
+        self.change_namespace(
+            &req.controller,
+            req.nsid,
+            req.options.as_ref(),
+            edit::detach,
+        )
+        .await
     }
 
     async fn suspend_controller(
