@@ -178,7 +178,13 @@ impl Backends {
                         .to_owned(),
                 );
             }
-            return disabled("snap");
+            return status(
+                "snap",
+                BackendState::Disabled,
+                String::new(),
+                "",
+                "[snap] enabled = false: the agent runs without storage".to_owned(),
+            );
         };
         let endpoint = format!("unix:{}", snap.socket.display());
         match tokio::time::timeout(CHECK_TIMEOUT, snap.client.spdk_get_version()).await {

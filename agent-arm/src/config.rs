@@ -614,6 +614,12 @@ impl Config {
 impl Config {
     /// Part of [`Config::validate`]: a health listener that cannot serve kubelet's probe,
     /// or a `readiness` that could never be SERVING, is refused at start.
+    /// Whether the agent runs without a storage backend: the SNAP backend is configured
+    /// and SNAP is disabled (an agent for counters and OVS only).
+    pub(crate) fn storage_disabled(&self) -> bool {
+        self.storage.backend == StorageBackendKind::Snap && !self.snap.enabled
+    }
+
     fn validate_health(&self) -> Result<(), ConfigError> {
         if let Some(endpoint) = &self.health.listen {
             if matches!(endpoint, Endpoint::Unix(_)) {
@@ -646,6 +652,14 @@ impl Config {
                 return Err(ConfigError::Invalid(format!(
                     "health.ready_requires names {name} twice"
                 )));
+            }
+            if name == "dpu.v1.Storage" && self.storage_disabled() {
+                return Err(ConfigError::Invalid(
+                    "health.ready_requires names dpu.v1.Storage but storage is disabled \
+                     ([storage] backend = \"snap\" with [snap] enabled = false): Storage is \
+                     never SERVING without a backend; remove it from the list or enable SNAP"
+                        .to_owned(),
+                ));
             }
             if name == "dpu.v1.Switch" && !self.ovs.enabled {
                 return Err(ConfigError::Invalid(

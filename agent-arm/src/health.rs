@@ -45,9 +45,10 @@ pub(crate) const FIRST_ROUND_BOUND: Duration = Duration::from_secs(2);
 pub(crate) const READINESS: &str = dpu_proto::READINESS_SERVICE;
 
 /// The services `readiness` requires: `[health] ready_requires` when it is set (validated
-/// by `Config::validate`), otherwise every service whose backend is enabled: Storage,
-/// Inventory and Counters always, Switch only with `ovs.enabled` (without OVS it is never
-/// SERVING, and a DPU without OVS is still ready to serve storage).
+/// by `Config::validate`), otherwise every service whose backend is enabled: Inventory and
+/// Counters always, Storage unless storage is disabled (`[snap] enabled = false` under the
+/// SNAP backend), Switch only with `ovs.enabled` (without OVS it is never SERVING, and a
+/// DPU without OVS is still ready to serve storage).
 pub(crate) fn ready_requires(config: &Config) -> Vec<String> {
     if !config.health.ready_requires.is_empty() {
         return config.health.ready_requires.clone();
@@ -55,6 +56,7 @@ pub(crate) fn ready_requires(config: &Config) -> Vec<String> {
     dpu_proto::SERVICE_NAMES
         .iter()
         .filter(|service| **service != "dpu.v1.Switch" || config.ovs.enabled)
+        .filter(|service| **service != "dpu.v1.Storage" || !config.storage_disabled())
         .map(|service| (*service).to_owned())
         .collect()
 }
@@ -207,6 +209,9 @@ impl Prober {
                 Some(status) => kernel_verdict(&status),
                 None => Verdict::serving(),
             },
+            StorageBackendKind::Snap if self.ctx.storage.is_disabled() => {
+                Verdict::not_serving("storage is disabled ([snap] enabled = false)")
+            }
             StorageBackendKind::Snap => {
                 // Asked through the engine's own client: health sees the connection the
                 // Storage service uses.
@@ -343,6 +348,15 @@ mod tests {
             ready_requires(&config),
             ["dpu.v1.Inventory", "dpu.v1.Storage", "dpu.v1.Counters"]
         );
+        // Storage disabled: an agent for counters and OVS only is ready without it.
+        config.snap.enabled = false;
+        assert_eq!(
+            ready_requires(&config),
+            ["dpu.v1.Inventory", "dpu.v1.Counters"]
+        );
+        // The kernel backend does not use SNAP: Storage is required again.
+        config.storage.backend = StorageBackendKind::Kernel;
+        assert!(ready_requires(&config).contains(&"dpu.v1.Storage".to_owned()));
         config.health.ready_requires = vec!["dpu.v1.Inventory".to_owned()];
         assert_eq!(ready_requires(&config), ["dpu.v1.Inventory"]);
     }
@@ -362,6 +376,12 @@ mod tests {
             refused("[ovs]\nenabled = false\n[health]\nready_requires = [\"dpu.v1.Switch\"]\n");
         assert!(
             err.contains("dpu.v1.Switch but ovs.enabled = false"),
+            "{err}"
+        );
+        let err =
+            refused("[snap]\nenabled = false\n[health]\nready_requires = [\"dpu.v1.Storage\"]\n");
+        assert!(
+            err.contains("dpu.v1.Storage but storage is disabled"),
             "{err}"
         );
         let err = refused("[health]\nready_requires = [\"dpu.v1.Storage\", \"dpu.v1.Storage\"]\n");

@@ -71,6 +71,13 @@ fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
         });
     }
     if args.check_config {
+        // The files the config names are read as the start reads them, so a config that
+        // passes here does not fail the start on a missing or world-readable key.
+        if !args.skip_file_checks {
+            security::tls::acceptor(&config.security).context(
+                "cannot load the TLS files (--skip-file-checks validates the config alone)",
+            )?;
+        }
         let text = toml::to_string(&config).context("cannot print the effective config")?;
         // The effective config is the command's output.
         #[allow(clippy::print_stdout)]

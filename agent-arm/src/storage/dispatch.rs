@@ -16,16 +16,30 @@ use super::snap::SnapBackend;
 pub(crate) enum Backend {
     Snap(SnapBackend),
     Kernel(KernelBackend),
+    /// No storage: `[storage] backend = "snap"` with `[snap] enabled = false` (an agent
+    /// for counters and OVS only). Reads find nothing; every change is refused with
+    /// [`DISABLED`], so nothing is half-applied and the reason names the keys to change.
+    Disabled,
 }
 
-/// Forwards one call to whichever backend is configured.
+/// Why a storage change is refused when the agent runs without a storage backend.
+pub(crate) const DISABLED: &str = "storage is disabled by configuration ([snap] enabled = \
+     false): set [snap] enabled = true where SNAP runs, or [storage] backend = \"kernel\"";
+
+/// Forwards one call to whichever backend is configured; the disabled backend refuses it.
 macro_rules! dispatch {
     ($self:ident, $b:ident => $call:expr) => {
         match $self {
             Backend::Snap($b) => $call,
             Backend::Kernel($b) => $call,
+            Backend::Disabled => Err(disabled()),
         }
     };
+}
+
+/// The refusal of every operation of the disabled backend.
+fn disabled() -> BackendError {
+    BackendError::plain(FailureKind::Unsupported, DISABLED)
 }
 
 impl Backend {
@@ -34,6 +48,7 @@ impl Backend {
         match self {
             Self::Snap(_) => "snap",
             Self::Kernel(_) => "kernel",
+            Self::Disabled => "disabled",
         }
     }
 
@@ -60,12 +75,21 @@ impl Backend {
 
     /// Every volume the backend has (attached remote namespaces and any others).
     pub(crate) async fn volumes(&self, remotes: &Remotes) -> Result<Vec<VolumeInfo>, BackendError> {
-        dispatch!(self, b => b.volumes(remotes).await)
+        match self {
+            // No backend, no volumes: an answer, not an error (counters and /metrics list
+            // none).
+            Backend::Disabled => Ok(Vec::new()),
+            _ => dispatch!(self, b => b.volumes(remotes).await),
+        }
     }
 
     /// Fills in the identity of each volume's disk on this machine, where it has one.
     pub(crate) async fn read_disk_identities(&self, volumes: &mut [VolumeInfo]) {
-        dispatch!(self, b => b.read_disk_identities(volumes).await)
+        match self {
+            Backend::Snap(b) => b.read_disk_identities(volumes).await,
+            Backend::Kernel(b) => b.read_disk_identities(volumes).await,
+            Backend::Disabled => {}
+        }
     }
 
     pub(crate) async fn ensure_subsystem(
@@ -95,7 +119,10 @@ impl Backend {
     }
 
     pub(crate) async fn controllers(&self) -> Result<Vec<ObservedController>, BackendError> {
-        dispatch!(self, b => b.controllers().await)
+        match self {
+            Backend::Disabled => Ok(Vec::new()),
+            _ => dispatch!(self, b => b.controllers().await),
+        }
     }
 
     /// Creates controller `id` of `nqn`, suspended where the backend can.
@@ -118,6 +145,7 @@ impl Backend {
         match self {
             Backend::Snap(b) => b.controller_name(nqn, id).await,
             Backend::Kernel(_) => Ok(None),
+            Backend::Disabled => Err(disabled()),
         }
     }
 
@@ -129,6 +157,7 @@ impl Backend {
                 FailureKind::Unsupported,
                 "the kernel backend emulates no PCI functions",
             )),
+            Backend::Disabled => Err(disabled()),
         }
     }
 

@@ -80,6 +80,7 @@ impl StorageEngine {
         let mut doc = store.load()?;
         doc.emulates_pci = config.storage.backend == StorageBackendKind::Snap;
         let backend = match config.storage.backend {
+            StorageBackendKind::Snap if !config.snap.enabled => Backend::Disabled,
             StorageBackendKind::Snap => {
                 let dialect = match config.snap.dialect {
                     crate::config::SnapDialectChoice::Auto => None,
@@ -141,8 +142,13 @@ impl StorageEngine {
     pub(crate) fn snap_client(&self) -> Option<dpu_nvmeof::snap::SnapClient> {
         match &self.backend {
             Backend::Snap(snap) => Some(snap.client().clone()),
-            Backend::Kernel(_) => None,
+            Backend::Kernel(_) | Backend::Disabled => None,
         }
+    }
+
+    /// Whether the agent runs without a storage backend (`[snap] enabled = false`).
+    pub(crate) fn is_disabled(&self) -> bool {
+        matches!(self.backend, Backend::Disabled)
     }
 
     /// The volumes the backend has now (attached remote namespaces and any others).
@@ -185,6 +191,11 @@ impl StorageEngine {
         timeout: Option<Duration>,
         edit: impl FnOnce(&mut Desired) -> Result<Touched, StorageError>,
     ) -> Result<Applied, StorageError> {
+        if self.is_disabled() {
+            // Refused before the document is touched: a change the agent cannot carry
+            // out is not stored for a backend that will never come.
+            return Err(StorageError::precondition(dispatch::DISABLED));
+        }
         let _writer = self.writer.lock().await;
         let before = self.current();
         let mut after = before.clone();
@@ -353,6 +364,11 @@ impl StorageEngine {
     /// Each pass is counted: a failure is an object left unlike its desired state, or a
     /// pass that ran past its deadline.
     pub(crate) async fn reconcile_all(&self) -> Vec<(Key, backend::BackendError)> {
+        if self.is_disabled() {
+            // A document saved while storage was enabled is kept as it is, for when it is
+            // enabled again: nothing here can converge it, and pruning would lose it.
+            return Vec::new();
+        }
         let _writer = self.writer.lock().await;
         let before = self.current();
         let mut working = before.clone();
@@ -495,5 +511,51 @@ mod tests {
         ] {
             assert!(out.contains(line), "{line} missing in\n{out}");
         }
+    }
+
+    /// `[snap] enabled = false`: reads find nothing, a change is refused before the
+    /// document is touched (naming the keys to change), and a document saved while storage
+    /// was enabled is kept, not pruned, for when it is enabled again.
+    #[tokio::test]
+    async fn disabled_storage_refuses_changes_and_keeps_the_saved_document() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let metrics = Arc::new(AgentMetrics::new());
+        let mut doc = Desired::default();
+        doc.subsystems.insert(
+            "nqn.2026-01.io.example:a".into(),
+            desired::Entry::new(Default::default()),
+        );
+        let store = StateStore::new(&dir.path().join("state"), Arc::clone(&metrics));
+        store.save(&doc).expect("save");
+        let mut config = Config {
+            state_dir: dir.path().join("state"),
+            ..Config::default()
+        };
+        config.snap.enabled = false;
+        // A socket that would fail every call: nothing may try it.
+        config.snap.socket = dir.path().join("no-snap.sock");
+        let engine = StorageEngine::open(&config, Arc::clone(&metrics)).expect("open");
+        assert!(engine.is_disabled());
+        assert!(engine.snap_client().is_none());
+        assert!(engine.volumes().await.expect("volumes").is_empty());
+        assert!(engine.controllers().await.expect("controllers").is_empty());
+        assert!(engine.reconcile_all().await.is_empty());
+        let mut edited = false;
+        let err = engine
+            .change(false, None, |doc| {
+                edited = true;
+                doc.subsystems.clear();
+                Ok(Touched::default())
+            })
+            .await
+            .expect_err("refused");
+        assert!(!edited, "the edit must not run");
+        assert!(
+            matches!(&err, StorageError::FailedPrecondition(text) if text.contains("[snap] enabled = false")),
+            "{err}"
+        );
+        assert_eq!(engine.snapshot().await.subsystems.len(), 1);
+        drop(engine);
+        assert_eq!(store.load().expect("load").subsystems.len(), 1);
     }
 }

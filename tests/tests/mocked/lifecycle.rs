@@ -2,6 +2,7 @@
 //! replaced, a live one is never stolen, and a bad config stops the start with a clear
 //! message.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -126,6 +127,68 @@ fn unknown_config_keys_stop_the_start_with_the_key_named() {
     assert!(
         stdout.contains("tcp:127.0.0.1:7"),
         "flag must override the file: {stdout}"
+    );
+}
+
+/// `--check-config` reads the files the config names as the start does: TLS files that
+/// are missing fail the check (exit 2, naming the file), so "check before restart"
+/// protects; the same config without them passes (the control).
+#[test]
+fn check_config_fails_on_tls_files_that_do_not_exist() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agent.toml");
+    let missing = dir.path().join("tls/agent.crt");
+    let body = format!(
+        "listen = [\"unix:{sock}\"]\n[security]\ntls_cert = \"{cert}\"\n\
+         tls_key = \"{dir}/tls/agent.key\"\nclient_ca = \"{dir}/tls/ca.crt\"\n",
+        sock = dir.path().join("a.sock").display(),
+        cert = missing.display(),
+        dir = dir.path().display(),
+    );
+    std::fs::write(&config, &body).expect("write");
+    let check = |config: &Path| {
+        Command::new(bin_dir().join("dpu-agent"))
+            .arg("--config")
+            .arg(config)
+            .arg("--check-config")
+            .output()
+            .expect("run dpu-agent")
+    };
+    let out = check(&config);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot load the TLS files")
+            && stderr.contains(&missing.display().to_string()),
+        "{stderr}"
+    );
+    // Asked to check the config alone (a ConfigMap checked where the Secret is not
+    // mounted), the same config passes.
+    let out = Command::new(bin_dir().join("dpu-agent"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--check-config", "--skip-file-checks"])
+        .output()
+        .expect("run dpu-agent");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let without_tls = dir.path().join("plain.toml");
+    std::fs::write(
+        &without_tls,
+        format!(
+            "listen = [\"unix:{}\"]\n",
+            dir.path().join("a.sock").display()
+        ),
+    )
+    .expect("write");
+    let out = check(&without_tls);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
