@@ -14,6 +14,7 @@ mod fleet_cli;
 mod fleet_roce_cli;
 mod outcome;
 mod output;
+mod report;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -40,7 +41,9 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(&cli)) {
         Ok(outcome) => outcome.into(),
         Err(e) => {
-            output::diag(&format!("dpuctl: error: {e:#}"));
+            for line in report::error_lines(&e) {
+                output::diag(&line);
+            }
             Outcome::Usage.into()
         }
     }

@@ -41,6 +41,9 @@ pub enum ConnectError {
     Unreachable {
         /// The address as given.
         agent: String,
+        /// The socket's path for a `unix:` agent: what [`ConnectError::cause`] looks at to
+        /// say whose socket refused this user.
+        socket: Option<PathBuf>,
         /// Why.
         #[source]
         source: tonic::transport::Error,
@@ -204,6 +207,10 @@ pub async fn connect_with(
     };
     channel.map_err(|source| ConnectError::Unreachable {
         agent: agent.to_string(),
+        socket: match agent {
+            Endpoint::Unix(path) => Some(path.clone()),
+            Endpoint::Tcp { .. } => None,
+        },
         source,
     })
 }

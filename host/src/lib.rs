@@ -13,6 +13,7 @@
 
 pub mod accounting;
 pub mod agent;
+pub mod agent_dial_cause;
 pub mod agent_health;
 pub mod check;
 pub mod demo;

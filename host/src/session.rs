@@ -23,15 +23,28 @@ pub enum AgentError {
     /// The channel could not be opened (or the TLS files could not be read).
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    /// The agent answered a call with an error status.
-    #[error("{rpc} failed: {code:?}: {message}", code = status.code(), message = status.message())]
+    /// The agent answered a call with an error status. The status is said once, as
+    /// [`status_text`]; it is not the error's source, because tonic's own text for it
+    /// repeats the message (`code: '…', message: "…"`) after ours.
+    #[error("{rpc} failed: {}", status_text(status))]
     Rpc {
         /// The method, as `Service.Method`.
         rpc: &'static str,
         /// The agent's answer.
-        #[source]
         status: tonic::Status,
     },
+}
+
+/// A gRPC status for people, said once: "the agent's message (InvalidArgument)"; the
+/// code's description when the agent sent no message. The code name is the one tonic
+/// and grpcurl print, which scripts and docs match on.
+pub fn status_text(status: &tonic::Status) -> String {
+    let code = status.code();
+    if status.message().is_empty() {
+        format!("{} ({code:?})", code.description())
+    } else {
+        format!("{} ({code:?})", status.message())
+    }
 }
 
 /// Turns a gRPC status into an error that reads well: which call, the code, the agent's
@@ -122,5 +135,29 @@ impl Session {
     /// The per-call limit: connecting, and each RPC.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_call_says_the_agents_message_once_with_the_code_name() {
+        let err = rpc_error("Storage.CreateRemoteController")(tonic::Status::invalid_argument(
+            "spec.subnqn: \"bogus\" is not an NQN",
+        ));
+        let text = dpu_probe::error_chain(&err);
+        assert_eq!(
+            text,
+            "Storage.CreateRemoteController failed: spec.subnqn: \"bogus\" is not an NQN \
+             (InvalidArgument)"
+        );
+        assert_eq!(text.matches("bogus").count(), 1, "{text}");
+        // No message: the code's description stands in for it.
+        assert_eq!(
+            status_text(&tonic::Status::new(tonic::Code::Unavailable, "")),
+            "The service is currently unavailable (Unavailable)"
+        );
     }
 }

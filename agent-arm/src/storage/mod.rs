@@ -20,6 +20,7 @@ pub(crate) mod kernel;
 pub(crate) mod remote;
 pub(crate) mod snap;
 pub(crate) mod store;
+mod undo_text;
 pub(crate) mod view;
 
 use std::collections::BTreeSet;
@@ -235,7 +236,13 @@ impl StorageEngine {
             },
             Err(_) => Ok(deadline),
         };
-        let (rolled_back, outcome) = self.roll_back(&before, &after, &touched).await;
+        // The failure's own text: a rollback step that failed for the same cause (SNAP
+        // away fails every step alike) says so instead of repeating it.
+        let said = match &failure {
+            Err((_, err)) => err.describe(),
+            Ok(_) => String::new(),
+        };
+        let (rolled_back, outcome) = self.roll_back(&before, &after, &touched, &said).await;
         self.publish(rolled_back);
         Err(match failure {
             Err((object, source)) => StorageError::Backend {
@@ -280,12 +287,14 @@ impl StorageEngine {
 
     /// Undoes a failed change: back to `before`, removing what the change created (with
     /// the backend ids `after` learnt). Returns the resulting document and a sentence for
-    /// the caller saying whether anything was left.
+    /// the caller saying whether anything was left; a step that failed for a cause `said`
+    /// already states is not told that cause again.
     async fn roll_back(
         &self,
         before: &Desired,
         after: &Desired,
         touched: &Touched,
+        said: &str,
     ) -> (Desired, String) {
         let mut target = before.clone();
         for key in after.created_since(before) {
@@ -324,12 +333,7 @@ impl StorageEngine {
         .await;
         target.prune(&outcome.gone);
         let saved = self.save(&target);
-        let left: Vec<String> = outcome
-            .errors
-            .iter()
-            .map(|(k, e)| format!("{k} ({})", e.describe()))
-            .collect();
-        let sentence = match (left.is_empty(), saved) {
+        let sentence = match (outcome.errors.is_empty(), saved) {
             (true, Ok(())) => "rolled back: the change left nothing behind".to_owned(),
             (_, Err(e)) => format!(
                 "rolled back, but the state file could not be saved: {}",
@@ -337,7 +341,7 @@ impl StorageEngine {
             ),
             (false, Ok(())) => format!(
                 "rollback incomplete, still to undo (retried in the background): {}",
-                left.join("; ")
+                undo_text::still_to_undo(&outcome.errors, said)
             ),
         };
         (target, sentence)
@@ -512,7 +516,6 @@ mod tests {
             assert!(out.contains(line), "{line} missing in\n{out}");
         }
     }
-
     /// `[snap] enabled = false`: reads find nothing, a change is refused before the
     /// document is touched (naming the keys to change), and a document saved while storage
     /// was enabled is kept, not pruned, for when it is enabled again.
