@@ -18,6 +18,10 @@ Exit codes:
   3  inconclusive (a counter was missing, reset or wrapped)
 ";
 
+/// The help heading of the flags every subcommand takes, so that a subcommand's own
+/// options come first in its `--help` instead of interleaved with these.
+const GLOBAL: &str = "Global options";
+
 /// Drive NVIDIA BlueField DPUs from the host: checks, storage, switch offload, RoCE,
 /// offload proofs and demos, through the dpu-agent on the DPU's Arm cores.
 #[derive(Debug, Parser)]
@@ -27,6 +31,7 @@ pub(crate) struct Cli {
     #[arg(
         long,
         global = true,
+        help_heading = GLOBAL,
         env = "DPUCTL_AGENT",
         value_name = "ENDPOINT",
         default_value_t = Endpoint::Unix(PathBuf::from(dpu_proto::DEFAULT_AGENT_SOCKET))
@@ -34,13 +39,14 @@ pub(crate) struct Cli {
     pub(crate) agent: Endpoint,
 
     /// PEM CA that signed the agent's certificate: use TLS for tcp: agents.
-    #[arg(long, global = true, env = "DPUCTL_CA", value_name = "FILE", requires_all = ["cert", "key"])]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "DPUCTL_CA", value_name = "FILE", requires_all = ["cert", "key"])]
     pub(crate) ca: Option<PathBuf>,
     /// PEM client certificate to present to the agent (its CN or a DNS SAN is the name
     /// the agent maps to a role).
     #[arg(
         long,
         global = true,
+        help_heading = GLOBAL,
         env = "DPUCTL_CERT",
         value_name = "FILE",
         requires = "ca"
@@ -50,29 +56,30 @@ pub(crate) struct Cli {
     #[arg(
         long,
         global = true,
+        help_heading = GLOBAL,
         env = "DPUCTL_KEY",
         value_name = "FILE",
         requires = "ca"
     )]
     pub(crate) key: Option<PathBuf>,
     /// The name in the agent's certificate, when it is not the host in --agent.
-    #[arg(long, global = true, env = "DPUCTL_TLS_NAME", value_name = "NAME")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "DPUCTL_TLS_NAME", value_name = "NAME")]
     pub(crate) tls_name: Option<String>,
 
     /// Output format for commands that print data.
-    #[arg(short, long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    #[arg(short, long, global = true, help_heading = GLOBAL, value_enum, default_value_t = OutputFormat::Table)]
     pub(crate) output: OutputFormat,
 
     /// Read DIR/sys, DIR/proc and DIR/etc instead of the live system (host-side checks).
-    #[arg(long, global = true, value_name = "DIR", default_value = "/")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "DIR", default_value = "/")]
     pub(crate) sys_root: PathBuf,
 
     /// Seconds to wait for the agent to connect and for each call.
-    #[arg(long, global = true, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "SECS", default_value_t = 10.0)]
     pub(crate) timeout: f64,
 
     /// More log output on stderr (-v info, -vv debug, -vvv trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
 
     #[command(subcommand)]
@@ -968,5 +975,46 @@ mod tests {
                 "{bad} is refused by the one rule too"
             );
         }
+    }
+
+    /// A subcommand's `--help` text as a person sees it.
+    fn help(args: &[&str]) -> String {
+        let mut argv = vec!["dpuctl"];
+        argv.extend(args);
+        argv.push("--help");
+        match Cli::try_parse_from(argv) {
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.to_string(),
+            other => panic!("{args:?} --help did not print help: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_subcommands_own_options_come_before_the_global_ones() {
+        for args in [&["check"][..], &["dpu", "counters"], &["storage", "expose"]] {
+            let text = help(args);
+            let own = text.find("\nOptions:\n").expect("own options");
+            let global = text.find("\nGlobal options:\n").expect("global options");
+            assert!(own < global, "{args:?}:\n{text}");
+            // Every global flag is under its heading, none among the command's own.
+            let own_block = &text[own..global];
+            for flag in [
+                "--agent",
+                "--ca",
+                "--cert",
+                "--timeout",
+                "--sys-root",
+                "--output",
+            ] {
+                assert!(
+                    !own_block.contains(flag),
+                    "{args:?}: {flag} among own options"
+                );
+                assert!(text[global..].contains(flag), "{args:?}: {flag} missing");
+            }
+        }
+        // check's own flags are first: the first option listed is one of its own.
+        let text = help(&["check"]);
+        let own = text.find("\nOptions:\n").expect("own options");
+        assert!(text[own..].contains("--interface"), "{text}");
     }
 }
