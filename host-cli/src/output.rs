@@ -126,6 +126,20 @@ pub(crate) fn enum_label<E: TryFrom<i32>>(
     }
 }
 
+/// A counter value for a table, its digits grouped by thousands ("1,234,567"): a 12-digit
+/// byte count is unreadable otherwise. Tables only; JSON keeps plain numbers for scripts.
+pub(crate) fn grouped(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// An empty string as "-" so table cells never look blank by accident.
 pub(crate) fn or_dash(text: &str) -> &str {
     if text.is_empty() {
@@ -150,6 +164,16 @@ mod tests {
         // A right-to-left override would reorder the rest of the line.
         assert_eq!(printable("ok\u{202e}kcab"), "ok\\u{202e}kcab");
         assert!(!printable("\x1b\x07\u{202e}").chars().any(is_unprintable));
+    }
+
+    #[test]
+    fn counter_values_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped(12_566_370_612), "12,566,370,612");
+        assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]

@@ -50,7 +50,7 @@ async fn once(
             s.key.source.as_str().to_owned(),
             s.key.object.clone(),
             s.key.counter.to_string(),
-            s.value.to_string(),
+            output::grouped(s.value),
             unit_name(s.unit).to_owned(),
         ]);
     }
@@ -167,14 +167,14 @@ fn print_diff(d: &SnapshotDiff, nonzero: bool) -> anyhow::Result<()> {
     for entry in &d.deltas {
         let (delta, rate) = match entry.change {
             Change::Delta(0) if nonzero => continue,
-            Change::Delta(v) => (v.to_string(), rate(v, secs)),
-            Change::Wrapped(v) => (format!("{v} (wrapped)"), rate(v, secs)),
+            Change::Delta(v) => (output::grouped(v), rate(v, secs)),
+            Change::Wrapped(v) => (format!("{} (wrapped)", output::grouped(v)), rate(v, secs)),
             Change::Reset => ("RESET".to_owned(), "-".to_owned()),
             Change::Level => (
                 format!(
                     "{} -> {}",
-                    entry.before.unwrap_or_default(),
-                    entry.after.unwrap_or_default()
+                    output::grouped(entry.before.unwrap_or_default()),
+                    output::grouped(entry.after.unwrap_or_default())
                 ),
                 "-".to_owned(),
             ),
@@ -206,8 +206,31 @@ fn rate(delta: u64, secs: f64) -> String {
         // Precision loss above 2^53 is irrelevant for a display rate.
         #[allow(clippy::cast_precision_loss)]
         let per_sec = delta as f64 / secs;
-        format!("{per_sec:.1}")
+        // Whole units grouped like the deltas, one decimal after them.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let whole = per_sec.trunc() as u64;
+        let tenth = format!("{:.1}", per_sec.fract());
+        // 0.96 rounds to "1.0": carry it into the whole part.
+        match tenth.strip_prefix("1.") {
+            Some(t) => format!("{}.{t}", output::grouped(whole.saturating_add(1))),
+            None => format!("{}{}", output::grouped(whole), &tenth[1..]),
+        }
     } else {
         "-".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate;
+
+    #[test]
+    fn rates_are_grouped_with_one_decimal() {
+        assert_eq!(rate(12_566_370_612, 1.0), "12,566,370,612.0");
+        assert_eq!(rate(3, 2.0), "1.5");
+        assert_eq!(rate(1_999_999, 2.0), "999,999.5");
+        // 0.97 per second rounds up into the whole part, never "0.1.0".
+        assert_eq!(rate(97, 100.0), "1.0");
+        assert_eq!(rate(5, 0.0), "-");
     }
 }

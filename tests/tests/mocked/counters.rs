@@ -232,7 +232,7 @@ fn dpuctl_counters_prints_json_and_a_table() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("read_bytes") && text.contains("1258291200"),
+        text.contains("read_bytes") && text.contains("1,258,291,200"),
         "{text}"
     );
 

@@ -118,3 +118,20 @@ fn an_expose_without_snap_says_cannot_connect_once() {
     assert!(text.contains("(the same cause)"), "{text}");
     assert!(text.trim_end().ends_with("(Unavailable)"), "{text}");
 }
+
+#[test]
+fn counter_values_are_grouped_in_tables_and_plain_in_json() {
+    let lab = Lab::start();
+    let agent = lab.agent.endpoint();
+    let args = ["dpu", "counters", "-s", "rdma:mlx5_0/1"];
+    let out = dpuctl(&[&["--agent", agent.as_str()][..], &args].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    // port_rcv_data: 3141592653 four-byte words in the fixture.
+    assert!(table.contains("12,566,370,612"), "{table}");
+    let out = dpuctl(&[&["--agent", agent.as_str(), "-o", "json"][..], &args].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(json.contains("12566370612"), "{json}");
+    assert!(!json.contains("12,566"), "{json}");
+}
