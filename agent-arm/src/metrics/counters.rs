@@ -1,145 +1,189 @@
-//! One scrape's counters, grouped into Prometheus families: the probe's snapshot, the
-//! storage volumes, the OVS flow levels, and which sources could be read. Built once per
-//! reading and encoded for every scrape that shares it (in either text format).
+//! One scrape's counters: the probe's snapshot, the storage volumes, the OVS flow levels,
+//! and which sources could be read. Built once per reading as ids and values, laid out
+//! through the [`LayoutCache`] (the names and labels of an unchanged tree are encoded
+//! once, not per reading), and encoded for every scrape that shares it (in either text
+//! format).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dpu_probe::snapshot::{Sample, Source};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::encoding::{prometheus_text, text, DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 
-use super::names::{family_of, help_of, labels_of, FamilyKey, Labels, Value};
+use super::format::Format;
+use super::layout::{Layout, LayoutCache, LayoutError, SeriesId};
+use super::names::{netdev_of, value_of, FamilyKey, Labels, Value};
 use super::ovs_levels::FlowLevels;
 
-/// The series of one family.
-#[derive(Debug)]
-struct FamilyData {
-    help: String,
-    series: Vec<(Labels, Value)>,
-}
-
-/// Everything one reading produced, ready to encode.
+/// What one reading produced, before it is laid out: every series' id and value (in the
+/// same order), and the health of the sources.
 #[derive(Debug, Default)]
 pub(crate) struct Reading {
-    families: BTreeMap<FamilyKey, FamilyData>,
+    ids: Vec<SeriesId>,
+    values: Vec<Value>,
+    health: Health,
+}
+
+/// The part of a reading encoded apart from the counter families, at every scrape: which
+/// sources were read, and the OVS flow levels.
+#[derive(Debug, Default)]
+struct Health {
     /// Each source read, and whether every object of it was.
     source_up: BTreeMap<&'static str, bool>,
-    /// Series dropped because another counter already had their name and labels.
-    pub(crate) collisions: usize,
     flows: Option<FlowLevels>,
 }
 
 impl Reading {
     /// Marks `source` as read: up, unless [`Self::read_named`] already marked it not fully read.
     pub(crate) fn read(&mut self, source: Source) {
-        self.source_up.entry(source.as_str()).or_insert(true);
+        self.health.source_up.entry(source.as_str()).or_insert(true);
     }
 
     /// Marks the named source (one that is not a probe snapshot source, e.g. `ethtool`)
     /// as read, or as not fully read.
     pub(crate) fn read_named(&mut self, source: &'static str, complete: bool) {
-        let up = self.source_up.entry(source).or_insert(true);
+        let up = self.health.source_up.entry(source).or_insert(true);
         *up &= complete;
     }
 
     /// Every source this reading read or tried to, by wire name.
     pub(crate) fn sources(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.source_up.keys().copied()
+        self.health.source_up.keys().copied()
     }
 
     /// Adds one series that does not come from a probe sample.
-    pub(crate) fn add_series(&mut self, key: FamilyKey, help: &str, labels: Labels, value: u64) {
-        self.families
-            .entry(key)
-            .or_insert_with(|| FamilyData {
-                help: help.to_owned(),
-                series: Vec::new(),
-            })
-            .series
-            .push((labels, Value::Integer(value)));
+    pub(crate) fn add_series(
+        &mut self,
+        key: FamilyKey,
+        help: &'static str,
+        labels: Labels,
+        value: u64,
+    ) {
+        self.ids.push(SeriesId::Series { key, help, labels });
+        self.values.push(Value::Integer(value));
     }
 
-    /// Adds samples; `role_of` gives a netdev's representor role.
-    pub(crate) fn add_samples(&mut self, samples: &[Sample], role_of: &dyn Fn(&str) -> String) {
+    /// Adds samples (taking their names, not copying them); `role_of` gives a netdev's
+    /// representor role (empty when it has none).
+    pub(crate) fn add_samples(
+        &mut self,
+        samples: Vec<Sample>,
+        role_of: &dyn Fn(&str) -> &'static str,
+    ) {
+        self.ids.reserve(samples.len());
+        self.values.reserve(samples.len());
+        // A netdev's counters come together: its role is looked up once for them.
+        let mut last: Option<(String, &'static str)> = None;
         for sample in samples {
-            let (key, value) = family_of(sample);
-            let labels = labels_of(sample.key.source, &sample.key.object, role_of);
-            self.families
-                .entry(key)
-                .or_insert_with(|| FamilyData {
-                    help: help_of(sample.key.source, &sample.key.counter),
-                    series: Vec::new(),
-                })
-                .series
-                .push((labels, value));
-        }
-        // Two kernel names that sanitize to one (`rx-x` and `rx_x`) would give a
-        // duplicate series, which Prometheus rejects for the whole scrape: the first read
-        // is kept (the sort is stable).
-        for family in self.families.values_mut() {
-            let before = family.series.len();
-            family.series.sort_by(|a, b| a.0.cmp(&b.0));
-            family
-                .series
-                .dedup_by(|later, earlier| later.0 == earlier.0);
-            self.collisions += before - family.series.len();
+            let role = match netdev_of(sample.key.source, &sample.key.object) {
+                None => "",
+                Some(ifname) => match &last {
+                    Some((name, role)) if name == ifname => role,
+                    _ => {
+                        let role = role_of(ifname);
+                        last = Some((ifname.to_owned(), role));
+                        role
+                    }
+                },
+            };
+            self.values.push(value_of(sample.value, sample.unit));
+            self.ids.push(SeriesId::Sample {
+                key: sample.key,
+                unit: sample.unit,
+                kind: sample.kind,
+                role,
+            });
         }
     }
 
     /// The OVS flow levels, when they were read.
     pub(crate) fn set_flows(&mut self, flows: FlowLevels) {
-        self.flows = Some(flows);
+        self.health.flows = Some(flows);
+    }
+
+    /// The reading laid out: through `layouts`, which keeps the layout of an unchanged
+    /// tree from one reading to the next.
+    pub(crate) fn lay_out(self, layouts: &LayoutCache) -> Readout {
+        Readout {
+            layout: layouts.layout(self.ids),
+            values: self.values,
+            health: self.health,
+        }
+    }
+}
+
+/// A reading ready to encode, shared by the scrapes that arrive while it is the latest.
+#[derive(Debug)]
+pub(crate) struct Readout {
+    layout: Result<Arc<Layout>, LayoutError>,
+    values: Vec<Value>,
+    health: Health,
+}
+
+impl Readout {
+    /// Series dropped because another counter already had their name and labels.
+    pub(crate) fn collisions(&self) -> usize {
+        self.layout.as_ref().map_or(0, |layout| layout.collisions())
     }
 
     /// Series in this reading (for the scrape log).
     pub(crate) fn series(&self) -> usize {
-        self.families.values().map(|f| f.series.len()).sum()
+        self.layout.as_ref().map_or(0, |layout| layout.series())
+    }
+
+    /// Why the reading could not be laid out, if it could not.
+    pub(crate) fn layout_error(&self) -> Option<&LayoutError> {
+        self.layout.as_ref().err()
+    }
+
+    /// Roughly the bytes an encoding takes, to size the answer once.
+    pub(crate) fn encoded_len(&self, format: Format) -> usize {
+        let text = self
+            .layout
+            .as_ref()
+            .map_or(0, |layout| layout.template(format).text_len());
+        // Values (up to 20 digits, most far fewer) and the source health.
+        text + self.values.len() * 12 + 4096
+    }
+
+    /// Appends the counter families and the sources' health in `format` (without the
+    /// OpenMetrics `# EOF`).
+    pub(crate) fn encode(self: &Arc<Self>, format: Format, out: &mut String) -> std::fmt::Result {
+        let layout = self.layout.as_ref().map_err(|_| std::fmt::Error)?;
+        layout.template(format).write(out, &self.values);
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(HealthCollector(Arc::clone(self))));
+        match format {
+            Format::OpenMetrics => text::encode_registry(out, &registry),
+            Format::Text => prometheus_text::encode(out, &registry),
+        }
     }
 }
 
-/// Encodes a shared [`Reading`] as a registry collector.
+/// Encodes a shared [`Readout`]'s source health and flow levels as a registry collector.
 #[derive(Debug)]
-pub(crate) struct ReadingCollector(pub(crate) Arc<Reading>);
+struct HealthCollector(Arc<Readout>);
 
-impl Collector for ReadingCollector {
+impl Collector for HealthCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let reading = &self.0;
-        for (key, family) in &reading.families {
-            let unit = key.metric_unit();
-            let metric_type = if key.counter {
-                MetricType::Counter
-            } else {
-                MetricType::Gauge
-            };
-            let mut metric =
-                encoder.encode_descriptor(&key.stem, &family.help, unit.as_ref(), metric_type)?;
-            for (labels, value) in &family.series {
-                let series = metric.encode_family(labels)?;
-                match (key.counter, *value) {
-                    (true, Value::Integer(v)) => ConstCounter::new(v).encode(series)?,
-                    (true, Value::Float(v)) => ConstCounter::new(v).encode(series)?,
-                    (false, Value::Integer(v)) => ConstGauge::new(v).encode(series)?,
-                    (false, Value::Float(v)) => ConstGauge::new(v).encode(series)?,
-                }
-            }
-        }
-        if !reading.source_up.is_empty() {
+        let health = &self.0.health;
+        if !health.source_up.is_empty() {
             let mut metric = encoder.encode_descriptor(
                 "dpu_counters_source_up",
                 "1 when every object of the source was read in this scrape, 0 when one was not (its counters are then absent, never zero)",
                 None,
                 MetricType::Gauge,
             )?;
-            for (source, up) in &reading.source_up {
+            for (source, up) in &health.source_up {
                 let labels = [("source", *source)];
                 ConstGauge::new(i64::from(*up)).encode(metric.encode_family(&labels)?)?;
             }
         }
-        if let Some(flows) = &reading.flows {
+        if let Some(flows) = &health.flows {
             flows.encode(&mut encoder)?;
         }
         Ok(())
@@ -149,14 +193,14 @@ impl Collector for ReadingCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::layout::encoder_reference;
     use dpu_probe::snapshot::Unit;
-    use prometheus_client::registry::Registry;
 
-    fn text(reading: Reading) -> String {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(ReadingCollector(Arc::new(reading))));
+    fn text(readout: Readout) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &registry).expect("encode");
+        Arc::new(readout)
+            .encode(Format::OpenMetrics, &mut out)
+            .expect("encode");
         out
     }
 
@@ -167,7 +211,7 @@ mod tests {
         reading.read(Source::Netdev);
         reading.read_named("netdev", false);
         reading.add_samples(
-            &[
+            vec![
                 Sample::cumulative(
                     Source::Rdma,
                     "rdmaDevices/mlx5_0/ports/1",
@@ -179,13 +223,15 @@ mod tests {
                 Sample::cumulative(Source::Netdev, "netdevs/p0", "rx_packets", 7, Unit::Packets),
                 Sample::cumulative(Source::Netdev, "netdevs/p0", "rx-packets", 8, Unit::Packets),
             ],
-            &|_| "uplink".to_owned(),
+            &|_| "uplink",
         );
+        let readout = reading.lay_out(&LayoutCache::default());
         assert_eq!(
-            reading.collisions, 1,
+            readout.collisions(),
+            1,
             "rx-packets is dpu_netdev_rx_packets too"
         );
-        let out = text(reading);
+        let out = text(readout);
         assert!(
             out.contains("# TYPE dpu_rdma_port_rcv_data_bytes counter\n"),
             "{out}"
@@ -220,19 +266,230 @@ mod tests {
     fn label_values_are_escaped() {
         let mut reading = Reading::default();
         reading.add_samples(
-            &[Sample::cumulative(
+            vec![Sample::cumulative(
                 Source::Volume,
                 "volumes/a\"b\\c",
                 "read_ops",
                 1,
                 Unit::Operations,
             )],
-            &|_| String::new(),
+            &|_| "",
         );
-        let out = text(reading);
+        let out = text(reading.lay_out(&LayoutCache::default()));
         assert!(
             out.contains("dpu_volume_read_ops_total{volume=\"a\\\"b\\\\c\"} 1"),
             "{out}"
         );
+    }
+
+    /// Counters of every shape a scrape meets: scaled bytes, a netdev with a role, a tc
+    /// action, milliseconds as seconds, a gauge, escaped label values, a per-priority
+    /// series, and two names that collide.
+    fn varied() -> Reading {
+        let mut reading = Reading::default();
+        reading.add_series(
+            FamilyKey {
+                stem: "dpu_netdev_prio".to_owned(),
+                unit: Some("bytes"),
+                counter: true,
+            },
+            "Per-priority driver statistic",
+            vec![("netdev", "p0".to_owned()), ("priority", "3".to_owned())],
+            5,
+        );
+        reading.add_samples(
+            vec![
+                Sample::cumulative(
+                    Source::Rdma,
+                    "rdmaDevices/mlx5_0/ports/1",
+                    "port_rcv_data",
+                    25,
+                    Unit::Bytes,
+                )
+                .scaled(4),
+                Sample::cumulative(Source::Netdev, "netdevs/p0", "rx_packets", 7, Unit::Packets),
+                Sample::cumulative(Source::Netdev, "netdevs/p0", "rx-packets", 8, Unit::Packets),
+                Sample::cumulative(Source::Netdev, "netdevs/pf0vf0", "rx_bytes", 9, Unit::Bytes),
+                Sample::cumulative(
+                    Source::Tc,
+                    "netdevs/pf0vf0/tc/ingress/chain-2/1/3/actions/1",
+                    "packets",
+                    11,
+                    Unit::Packets,
+                ),
+                Sample::cumulative(
+                    Source::Block,
+                    "blockDevices/nvme0n1",
+                    "read_ticks",
+                    1500,
+                    Unit::Milliseconds,
+                ),
+                Sample::cumulative(
+                    Source::Block,
+                    "blockDevices/nvme0n1",
+                    "io_ticks",
+                    7,
+                    Unit::Milliseconds,
+                ),
+                Sample::gauge(
+                    Source::Block,
+                    "blockDevices/nvme0n1",
+                    "in_flight",
+                    3,
+                    Unit::Operations,
+                ),
+                // A help line holding a newline (OpenMetrics writes it raw) must not
+                // move the cut of a series.
+                Sample::cumulative(
+                    Source::RdmaHw,
+                    "rdmaDevices/mlx5_0/ports/1",
+                    "odd\nname 0",
+                    4,
+                    Unit::Events,
+                ),
+                Sample::cumulative(
+                    Source::Volume,
+                    "volumes/a\"b\\c\nd",
+                    "bytes_read",
+                    u64::MAX,
+                    Unit::Bytes,
+                ),
+            ],
+            &|ifname| if ifname == "p0" { "uplink" } else { "host_vf" },
+        );
+        reading
+    }
+
+    #[test]
+    fn a_layout_writes_what_the_encoder_writes() {
+        let reading = varied();
+        let (ids, values) = (reading.ids.clone(), reading.values.clone());
+        let readout = reading.lay_out(&LayoutCache::default());
+        let layout = readout.layout.as_ref().expect("laid out");
+        for format in [Format::Text, Format::OpenMetrics] {
+            let mut out = String::new();
+            layout.template(format).write(&mut out, &values);
+            assert_eq!(out, encoder_reference(&ids, &values, format), "{format:?}");
+        }
+        let mut out = String::new();
+        layout.template(Format::Text).write(&mut out, &values);
+        assert!(
+            out.contains("# TYPE dpu_block_read_ticks_seconds_total counter\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("dpu_block_read_ticks_seconds_total{device=\"nvme0n1\"} 1.5\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("dpu_block_io_ticks_seconds_total{device=\"nvme0n1\"} 0.007\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "dpu_volume_read_bytes_total{volume=\"a\\\"b\\\\c\\nd\"} 18446744073709551615\n"
+            ),
+            "{out}"
+        );
+    }
+
+    /// Both encodings of `reading` through `layouts`, checked against a layout made
+    /// afresh, and the layout used.
+    fn encode_through(layouts: &LayoutCache, reading: Reading) -> (String, Arc<Layout>) {
+        let fresh = Reading {
+            ids: reading.ids.clone(),
+            values: reading.values.clone(),
+            health: Health::default(),
+        };
+        let readout = Arc::new(reading.lay_out(layouts));
+        let fresh = Arc::new(fresh.lay_out(&LayoutCache::default()));
+        let mut both = String::new();
+        for format in [Format::Text, Format::OpenMetrics] {
+            let (mut out, mut expected) = (String::new(), String::new());
+            readout.encode(format, &mut out).expect("encode");
+            fresh.encode(format, &mut expected).expect("encode");
+            assert_eq!(out, expected, "{format:?}: the kept layout is stale");
+            both.push_str(&out);
+        }
+        let layout = Arc::clone(readout.layout.as_ref().expect("laid out"));
+        (both, layout)
+    }
+
+    /// A DPU-like tree: `netdevs` (name, role) with `counters`, values from `base`.
+    fn tree(netdevs: &[(&str, &'static str)], counters: &[&'static str], base: u64) -> Reading {
+        let mut reading = Reading::default();
+        let mut samples = Vec::new();
+        for (n, (ifname, _)) in netdevs.iter().enumerate() {
+            for (c, counter) in counters.iter().enumerate() {
+                let value = base + 100 * n as u64 + c as u64;
+                samples.push(Sample::cumulative(
+                    Source::Netdev,
+                    format!("netdevs/{ifname}"),
+                    *counter,
+                    value,
+                    Unit::Packets,
+                ));
+            }
+        }
+        let roles: Vec<(String, &'static str)> = netdevs
+            .iter()
+            .map(|(ifname, role)| ((*ifname).to_owned(), *role))
+            .collect();
+        reading.add_samples(samples, &|ifname| {
+            roles
+                .iter()
+                .find(|(name, _)| name == ifname)
+                .map_or("", |(_, role)| role)
+        });
+        reading
+    }
+
+    #[test]
+    fn a_kept_layout_serves_new_values_and_a_changed_tree_is_laid_out_again() {
+        let layouts = LayoutCache::default();
+        let counters = ["rx_packets", "tx_packets"];
+        let two = [("p0", "uplink"), ("pf0vf0", "host_vf")];
+        let (first, layout) = encode_through(&layouts, tree(&two, &counters, 1000));
+        assert!(first
+            .contains("dpu_netdev_rx_packets_total{netdev=\"pf0vf0\",role=\"host_vf\"} 1100\n"));
+
+        // Same tree, new values: the same layout, the new values.
+        let (again, kept) = encode_through(&layouts, tree(&two, &counters, 5000));
+        assert!(
+            Arc::ptr_eq(&layout, &kept),
+            "an unchanged tree keeps its layout"
+        );
+        assert!(again
+            .contains("dpu_netdev_rx_packets_total{netdev=\"pf0vf0\",role=\"host_vf\"} 5100\n"));
+        assert!(!again.contains(" 1100\n"), "{again}");
+
+        // A netdev appears.
+        let three = [
+            ("p0", "uplink"),
+            ("pf0vf0", "host_vf"),
+            ("pf0vf1", "host_vf"),
+        ];
+        let (grown, new) = encode_through(&layouts, tree(&three, &counters, 1000));
+        assert!(!Arc::ptr_eq(&kept, &new), "a new netdev gets a new layout");
+        assert!(grown
+            .contains("dpu_netdev_tx_packets_total{netdev=\"pf0vf1\",role=\"host_vf\"} 1201\n"));
+
+        // A netdev vanishes.
+        let (shrunk, _) = encode_through(&layouts, tree(&[("p0", "uplink")], &counters, 1000));
+        assert!(!shrunk.contains("pf0vf"), "{shrunk}");
+
+        // A counter is renamed.
+        let renamed = ["rx_packets", "tx_frames"];
+        let (out, _) = encode_through(&layouts, tree(&two, &renamed, 1000));
+        assert!(out.contains("dpu_netdev_tx_frames_total{netdev=\"p0\",role=\"uplink\"} 1001\n"));
+        assert!(!out.contains("tx_packets"), "{out}");
+
+        // A representor's role changes (same netdevs, same counters).
+        let moved = [("p0", "uplink"), ("pf0vf0", "host_pf")];
+        let (out, _) = encode_through(&layouts, tree(&moved, &renamed, 1000));
+        assert!(
+            out.contains("dpu_netdev_rx_packets_total{netdev=\"pf0vf0\",role=\"host_pf\"} 1100\n")
+        );
+        assert!(!out.contains("host_vf"), "{out}");
     }
 }

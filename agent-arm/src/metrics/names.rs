@@ -3,7 +3,7 @@
 //! sample's object path. The one place these rules live, so the names docs/metrics.md
 //! documents are the names a scrape shows.
 
-use dpu_probe::snapshot::{Kind, Sample, Source, Unit};
+use dpu_probe::snapshot::{CounterKey, Kind, Source, Unit};
 use prometheus_client::registry::Unit as MetricUnit;
 
 /// A series' family: the name without `_total` or the unit (prometheus-client appends
@@ -51,32 +51,36 @@ pub(crate) enum Value {
     Float(f64),
 }
 
-/// The family a sample belongs to and its value in base units.
-pub(crate) fn family_of(sample: &Sample) -> (FamilyKey, Value) {
-    let counter = sample.kind == Kind::Cumulative;
-    let source = sample.key.source.as_str();
-    let name = sanitize(&sample.key.counter);
+/// A sample's value in base units: milliseconds become fractional seconds, everything
+/// else stays the integer the probe read. Kept apart from [`family_of`]: a scrape of an
+/// unchanged counter tree needs only the values (the names come from the cached layout).
+pub(crate) fn value_of(value: u64, unit: Unit) -> Value {
+    match unit {
+        // Precision: a u64 of milliseconds as f64 is exact up to 2^53 ms (285,000 years).
+        #[allow(clippy::cast_precision_loss)]
+        Unit::Milliseconds => Value::Float(value as f64 / 1000.0),
+        _ => Value::Integer(value),
+    }
+}
+
+/// The family a counter belongs to, given its unit and kind.
+pub(crate) fn family_of(key: &CounterKey, unit: Unit, kind: Kind) -> FamilyKey {
+    let counter = kind == Kind::Cumulative;
+    let source = key.source.as_str();
+    let name = sanitize(&key.counter);
     // The unit is said once, at the end: a word naming it inside the counter's name
     // (SPDK's `bytes_read`) is dropped, so `bytes_read` reads `dpu_volume_read_bytes_total`
     // beside `read_ops`, not `dpu_volume_bytes_read_bytes_total`.
-    let (stem, unit, value) = match sample.unit {
+    let (stem, unit) = match unit {
         Unit::Bytes => (
             family_stem(source, &without_words(&name, &["bytes"])),
             Some("bytes"),
-            Value::Integer(sample.value),
         ),
-        // Precision: a u64 of milliseconds as f64 is exact up to 2^53 ms (285,000 years).
-        #[allow(clippy::cast_precision_loss)]
         Unit::Milliseconds => (
             family_stem(source, &without_words(&name, &["ms", "seconds"])),
             Some("seconds"),
-            Value::Float(sample.value as f64 / 1000.0),
         ),
-        _ => (
-            family_stem(source, &name),
-            None,
-            Value::Integer(sample.value),
-        ),
+        _ => (family_stem(source, &name), None),
     };
     // A counter whose kernel name ends in `_total` would end in `_total_total`.
     let stem = if counter {
@@ -84,14 +88,11 @@ pub(crate) fn family_of(sample: &Sample) -> (FamilyKey, Value) {
     } else {
         stem
     };
-    (
-        FamilyKey {
-            stem,
-            unit,
-            counter,
-        },
-        value,
-    )
+    FamilyKey {
+        stem,
+        unit,
+        counter,
+    }
 }
 
 fn strip_suffix(name: String, suffix: &str) -> String {
@@ -133,9 +134,22 @@ fn sanitize(counter: &str) -> String {
 /// Labels of one series: (name, value), in a fixed order per source.
 pub(crate) type Labels = Vec<(&'static str, String)>;
 
-/// The labels a sample's object path names, plus `role` for netdev families.
-/// `role_of(ifname)` is the switchdev representor role (empty for other netdevs).
-pub(crate) fn labels_of(source: Source, object: &str, role_of: &dyn Fn(&str) -> String) -> Labels {
+/// The netdev whose switchdev representor role labels a sample's series (`role`): the
+/// interface of a netdev or tc object, `None` for every other object. A series' labels
+/// depend on its source, its object and this netdev's role, nothing else.
+pub(crate) fn netdev_of(source: Source, object: &str) -> Option<&str> {
+    match source {
+        Source::Netdev | Source::NetdevOffload | Source::Tc => {
+            let rest = object.strip_prefix("netdevs/")?;
+            Some(rest.split_once('/').map_or(rest, |(ifname, _)| ifname))
+        }
+        _ => None,
+    }
+}
+
+/// The labels a sample's object path names, plus `role` for netdev families: `role` is
+/// the switchdev representor role of [`netdev_of`] the object (empty for other netdevs).
+pub(crate) fn labels_of(source: Source, object: &str, role: &str) -> Labels {
     let parts: Vec<&str> = object.split('/').collect();
     match (source, parts.as_slice()) {
         (Source::Rdma | Source::RdmaHw, ["rdmaDevices", device, "ports", port]) => {
@@ -148,10 +162,10 @@ pub(crate) fn labels_of(source: Source, object: &str, role_of: &dyn Fn(&str) -> 
             vec![("device", (*device).to_owned()), ("port", String::new())]
         }
         (Source::Netdev | Source::NetdevOffload, ["netdevs", ifname]) => {
-            vec![("netdev", (*ifname).to_owned()), ("role", role_of(ifname))]
+            vec![("netdev", (*ifname).to_owned()), ("role", role.to_owned())]
         }
         (Source::Tc, ["netdevs", ifname, "tc", direction, rest @ ..]) => {
-            tc_labels(ifname, direction, rest, role_of)
+            tc_labels(ifname, direction, rest, role)
         }
         (Source::Block, ["blockDevices", device]) => vec![("device", (*device).to_owned())],
         (Source::OvsDatapath, ["datapaths", datapath]) => {
@@ -166,12 +180,7 @@ pub(crate) fn labels_of(source: Source, object: &str, role_of: &dyn Fn(&str) -> 
 }
 
 /// `netdevs/{if}/tc/{dir}/[chain-N/]{prio}/{handle}[/actions/{order}]`.
-fn tc_labels(
-    ifname: &str,
-    direction: &str,
-    rest: &[&str],
-    role_of: &dyn Fn(&str) -> String,
-) -> Labels {
+fn tc_labels(ifname: &str, direction: &str, rest: &[&str], role: &str) -> Labels {
     let (chain, rest) = match rest.split_first() {
         Some((first, tail)) if first.starts_with("chain-") => {
             (first.trim_start_matches("chain-").to_owned(), tail)
@@ -185,7 +194,7 @@ fn tc_labels(
     };
     vec![
         ("netdev", ifname.to_owned()),
-        ("role", role_of(ifname)),
+        ("role", role.to_owned()),
         ("direction", direction.to_owned()),
         ("chain", chain),
         ("prio", part(0)),
@@ -214,11 +223,14 @@ pub(crate) fn help_of(source: Source, counter: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dpu_probe::snapshot::Sample;
+
+    fn family(sample: &Sample) -> FamilyKey {
+        family_of(&sample.key, sample.unit, sample.kind)
+    }
 
     fn name(source: Source, counter: &'static str, unit: Unit) -> String {
-        family_of(&Sample::cumulative(source, "x", counter, 1, unit))
-            .0
-            .sample_name()
+        family(&Sample::cumulative(source, "x", counter, 1, unit)).sample_name()
     }
 
     #[test]
@@ -262,34 +274,34 @@ mod tests {
             "dpu_block_time_in_queue_seconds_total"
         );
         let gauge = Sample::gauge(Source::Block, "x", "in_flight", 3, Unit::Operations);
-        assert_eq!(family_of(&gauge).0.sample_name(), "dpu_block_in_flight");
+        assert_eq!(family(&gauge).sample_name(), "dpu_block_in_flight");
     }
 
     #[test]
     fn milliseconds_become_seconds_and_scaled_words_stay_bytes() {
         let ticks = Sample::cumulative(Source::Block, "x", "read_ticks", 1500, Unit::Milliseconds);
-        assert_eq!(family_of(&ticks).1, Value::Float(1.5));
+        assert_eq!(value_of(ticks.value, ticks.unit), Value::Float(1.5));
         // port_rcv_data is 4-byte words in sysfs: the probe has already scaled it.
         let words =
             Sample::cumulative(Source::Rdma, "x", "port_rcv_data", 10, Unit::Bytes).scaled(4);
-        assert_eq!(family_of(&words).1, Value::Integer(40));
+        assert_eq!(value_of(words.value, words.unit), Value::Integer(40));
     }
 
     #[test]
     fn objects_decode_to_labels() {
-        let role = |ifname: &str| {
-            if ifname == "pf0hpf" {
-                "host_pf".to_owned()
-            } else {
-                String::new()
-            }
-        };
+        let role = "host_pf";
+        assert_eq!(netdev_of(Source::Netdev, "netdevs/pf0hpf"), Some("pf0hpf"));
         assert_eq!(
-            labels_of(Source::Rdma, "rdmaDevices/mlx5_0/ports/1", &role),
+            netdev_of(Source::Tc, "netdevs/pf0hpf/tc/ingress/1/2"),
+            Some("pf0hpf")
+        );
+        assert_eq!(netdev_of(Source::Rdma, "rdmaDevices/mlx5_0/ports/1"), None);
+        assert_eq!(
+            labels_of(Source::Rdma, "rdmaDevices/mlx5_0/ports/1", ""),
             vec![("device", "mlx5_0".to_owned()), ("port", "1".to_owned())]
         );
         assert_eq!(
-            labels_of(Source::Netdev, "netdevs/pf0hpf", &role),
+            labels_of(Source::Netdev, "netdevs/pf0hpf", role),
             vec![
                 ("netdev", "pf0hpf".to_owned()),
                 ("role", "host_pf".to_owned())
@@ -298,7 +310,7 @@ mod tests {
         let tc = labels_of(
             Source::Tc,
             "netdevs/pf0hpf/tc/ingress/chain-2/1/3/actions/1",
-            &role,
+            role,
         );
         assert_eq!(
             tc,
@@ -313,11 +325,11 @@ mod tests {
             ]
         );
         assert_eq!(
-            labels_of(Source::Volume, "volumes/nvme-remote-a", &role),
+            labels_of(Source::Volume, "volumes/nvme-remote-a", ""),
             vec![("volume", "nvme-remote-a".to_owned())]
         );
         assert_eq!(
-            labels_of(Source::Block, "somewhere/else", &role),
+            labels_of(Source::Block, "somewhere/else", ""),
             vec![("object", "somewhere/else".to_owned())]
         );
     }

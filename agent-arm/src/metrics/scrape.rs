@@ -11,53 +11,26 @@ use std::time::{Duration, Instant};
 
 use dpu_ovs::flow::DumpType;
 use dpu_probe::counters::{CounterSelector, Sampler};
-use dpu_probe::netdev::{representor_role, RepresentorRole};
+use dpu_probe::netdev::RepresentorRole;
 use dpu_probe::snapshot::{Snapshot, Source};
-use dpu_probe::SysRoot;
 use prometheus_client::encoding::{prometheus_text, text};
-use prometheus_client::registry::Registry;
 
-use super::counters::{Reading, ReadingCollector};
+use super::counters::{Reading, Readout};
 use super::ethtool_prio::{priority_counters, PrioCounter};
+pub(crate) use super::format::Format;
+use super::layout::LayoutCache;
 use super::names::FamilyKey;
 use super::ovs_levels::FlowLevels;
+use super::roles::{representor_roles, role_name};
 use crate::config::MetricsConfig;
 use crate::context::AgentContext;
 use crate::services::switch_flows::FlowQuery;
-
-/// The two text formats a scraper may ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// OpenMetrics 1.0: `# UNIT`, counters as `_total` samples of a family, `# EOF`.
-    OpenMetrics,
-    /// Prometheus text 0.0.4, for scrapers and tools that do not ask for OpenMetrics.
-    Text,
-}
-
-impl Format {
-    /// The format an `Accept` header asks for: OpenMetrics when it names it at all
-    /// (Prometheus lists it first), else the text format.
-    pub(crate) fn from_accept(accept: Option<&str>) -> Self {
-        match accept {
-            Some(accept) if accept.contains("application/openmetrics-text") => Self::OpenMetrics,
-            _ => Self::Text,
-        }
-    }
-
-    /// The answer's `Content-Type`.
-    pub(crate) fn content_type(self) -> &'static str {
-        match self {
-            Self::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            Self::Text => prometheus_text::CONTENT_TYPE,
-        }
-    }
-}
 
 /// The latest reading and when it finished.
 #[derive(Debug)]
 struct Latest {
     finished: Instant,
-    reading: Arc<Reading>,
+    reading: Arc<Readout>,
 }
 
 /// The probe's part of one reading.
@@ -97,6 +70,8 @@ pub(crate) struct Scraper {
     latest: tokio::sync::Mutex<Option<Latest>>,
     /// `None` while a reading (possibly one a scrape gave up on) holds it.
     sampler: Arc<Mutex<Option<Sampler>>>,
+    /// The names and labels of the counter tree, encoded once while it stays the same.
+    layouts: LayoutCache,
 }
 
 impl Scraper {
@@ -108,6 +83,7 @@ impl Scraper {
             config: config.clone(),
             latest: tokio::sync::Mutex::new(None),
             sampler: Arc::new(Mutex::new(Some(sampler))),
+            layouts: LayoutCache::default(),
         }
     }
 
@@ -115,25 +91,24 @@ impl Scraper {
     pub(crate) async fn scrape(&self, format: Format) -> Result<String, std::fmt::Error> {
         let (reading, shared) = self.reading().await;
         self.ctx.metrics.scrape_answered(shared);
-        let mut counters = Registry::default();
-        counters.register_collector(Box::new(ReadingCollector(reading)));
-        let mut out = String::with_capacity(64 * 1024);
+        // The agent's own metrics are a few kilobytes.
+        let mut out = String::with_capacity(reading.encoded_len(format) + 16 * 1024);
         match format {
             Format::OpenMetrics => {
                 text::encode_registry(&mut out, self.ctx.metrics.registry())?;
-                text::encode_registry(&mut out, &counters)?;
+                reading.encode(format, &mut out)?;
                 text::encode_eof(&mut out)?;
             }
             Format::Text => {
                 prometheus_text::encode(&mut out, self.ctx.metrics.registry())?;
-                prometheus_text::encode(&mut out, &counters)?;
+                reading.encode(format, &mut out)?;
             }
         }
         Ok(out)
     }
 
     /// A reading that finished after this scrape arrived (shared: `true`), or a new one.
-    async fn reading(&self) -> (Arc<Reading>, bool) {
+    async fn reading(&self) -> (Arc<Readout>, bool) {
         let arrived = Instant::now();
         let mut latest = self.latest.lock().await;
         if let Some(latest) = latest.as_ref() {
@@ -150,7 +125,7 @@ impl Scraper {
     }
 
     /// Reads every source at once, each bounded by `read_timeout`.
-    async fn read(&self) -> Reading {
+    async fn read(&self) -> Readout {
         let started = Instant::now();
         let deadline = self.config.read_timeout;
         let (probe, volumes, flows, datapaths) = tokio::join!(
@@ -187,9 +162,8 @@ impl Scraper {
                     roles
                         .binary_search_by(|(name, _)| name.as_str().cmp(ifname))
                         .map_or("", |i| role_name(roles[i].1))
-                        .to_owned()
                 };
-                reading.add_samples(&snapshot.samples, &role_of);
+                reading.add_samples(snapshot.samples, &role_of);
             }
             ProbePart::Unread(why) => {
                 for source in probe_sources(self.reads_tc()) {
@@ -200,7 +174,7 @@ impl Scraper {
         reading.read(Source::Volume);
         match volumes {
             Ok((samples, failed)) => {
-                reading.add_samples(&samples, &|_| String::new());
+                reading.add_samples(samples, &|_| "");
                 for error in failed {
                     errors.push((Source::Volume.as_str(), error.message));
                 }
@@ -221,7 +195,7 @@ impl Scraper {
             reading.read(Source::OvsDatapath);
             match datapaths {
                 Ok((samples, failed)) => {
-                    reading.add_samples(&samples, &|_| String::new());
+                    reading.add_samples(samples, &|_| "");
                     for error in failed {
                         errors.push((Source::OvsDatapath.as_str(), error.message));
                     }
@@ -242,9 +216,13 @@ impl Scraper {
         for source in reading.sources() {
             self.ctx.metrics.read_errors(source, 0);
         }
-        if reading.collisions > 0 {
+        let reading = reading.lay_out(&self.layouts);
+        if let Some(error) = reading.layout_error() {
+            tracing::warn!(%error, "cannot lay out the counters for the scrape");
+        }
+        if reading.collisions() > 0 {
             tracing::debug!(
-                dropped = reading.collisions,
+                dropped = reading.collisions(),
                 "counters whose sanitized names collide were dropped from the scrape"
             );
         }
@@ -372,24 +350,6 @@ impl Scraper {
     }
 }
 
-/// The switchdev representors under `root` and their roles, from `phys_port_name` only
-/// (one small read per netdev: the rest of a netdev's sysfs is not needed for a label).
-fn representor_roles(root: &SysRoot) -> Vec<(String, RepresentorRole)> {
-    let Ok(entries) = std::fs::read_dir(root.sys("class/net")) else {
-        return Vec::new();
-    };
-    let mut roles: Vec<(String, RepresentorRole)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            let port = std::fs::read_to_string(entry.path().join("phys_port_name")).ok()?;
-            Some((name, representor_role(port.trim())?))
-        })
-        .collect();
-    roles.sort_by(|a, b| a.0.cmp(&b.0));
-    roles
-}
-
 /// The per-priority driver statistics of every uplink.
 fn read_priorities(
     roles: &[(String, RepresentorRole)],
@@ -444,17 +404,6 @@ fn add_priorities(
                 errors.push(("ethtool", why));
             }
         }
-    }
-}
-
-/// The `role` label of a representor.
-fn role_name(role: dpu_probe::netdev::RepresentorRole) -> &'static str {
-    use dpu_probe::netdev::RepresentorRole as Role;
-    match role {
-        Role::Uplink => "uplink",
-        Role::HostPf => "host_pf",
-        Role::HostVf => "host_vf",
-        Role::SubFunction => "sub_function",
     }
 }
 
