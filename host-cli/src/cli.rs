@@ -16,6 +16,7 @@ Exit codes:
   1  a check or proof failed, or something is unhealthy
   2  usage or environment error (bad flag, agent unreachable, call rejected)
   3  inconclusive (a counter was missing, reset or wrapped)
+  141  stdout's reader went away (`| head`), quietly, as `ls | head` does
 ";
 
 /// The help heading of the flags every subcommand takes, so that a subcommand's own

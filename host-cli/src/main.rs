@@ -40,6 +40,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(commands::run(&cli)) {
         Ok(outcome) => outcome.into(),
+        // Nobody reads any more: nothing to say, and nobody to say it to on stdout.
+        Err(e) if output::is_stdout_closed(&e) => Outcome::ReaderGone.into(),
         Err(e) => {
             for line in report::error_lines(&e) {
                 output::diag(&line);

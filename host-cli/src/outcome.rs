@@ -15,6 +15,11 @@ pub(crate) enum Outcome {
     Inconclusive,
     /// The exit code of a command dpuctl ran for the user (`lab run`), passed through.
     PassThrough(u8),
+    /// Stdout's reader went away (`| head`): 141, what a tool killed by SIGPIPE reports
+    /// (128 + 13), with nothing printed. Quiet as `ls | head` is, and the same status
+    /// `ls` gives a `set -o pipefail` script, which can still tell a cut-off run from a
+    /// complete one.
+    ReaderGone,
 }
 
 impl From<Outcome> for ExitCode {
@@ -25,6 +30,7 @@ impl From<Outcome> for ExitCode {
             Outcome::Usage => 2,
             Outcome::Inconclusive => 3,
             Outcome::PassThrough(code) => code,
+            Outcome::ReaderGone => 141,
         })
     }
 }

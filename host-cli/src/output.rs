@@ -13,16 +13,47 @@ use anyhow::Context as _;
 use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
 
+/// Stdout's reader went away (EPIPE: `dpuctl -o json … | head`). Nothing more can be
+/// printed, so the command stops, and `main` ends quietly with [`Outcome::ReaderGone`]
+/// instead of printing a "Broken pipe" error: what `ls | head` users expect.
+///
+/// [`Outcome::ReaderGone`]: crate::outcome::Outcome::ReaderGone
+#[derive(Debug)]
+pub(crate) struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the reader of stdout went away")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// The error for a failed write to stdout: [`StdoutClosed`] for a reader that went away,
+/// "cannot write output" with the cause for anything else (a full disk).
+pub(crate) fn write_error(err: std::io::Error) -> anyhow::Error {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(err).context("cannot write output")
+    }
+}
+
+/// Whether `err` is a reader of stdout that went away (anywhere in its chain).
+pub(crate) fn is_stdout_closed(err: &anyhow::Error) -> bool {
+    err.chain().any(|link| link.is::<StdoutClosed>())
+}
+
 /// Writes a value as pretty JSON followed by a newline.
 /// The whole document is made before the first byte is written, so a value that cannot be
 /// serialised is an error on stderr, never a truncated document on stdout.
 pub(crate) fn json(value: &impl Serialize) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(value).context("cannot encode the JSON output")?;
     text.push(b'\n');
-    std::io::stdout()
-        .lock()
-        .write_all(&text)
-        .context("cannot write output")
+    let mut out = std::io::stdout().lock();
+    out.write_all(&text)
+        .and_then(|()| out.flush())
+        .map_err(write_error)
 }
 
 /// A table with a header row, laid out to the terminal width.
@@ -79,13 +110,17 @@ pub(crate) fn print_table(table: &Table) -> anyhow::Result<()> {
         *row = comfy_table::Row::from(clean(row));
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{table}").context("cannot write output")?;
-    Ok(())
+    writeln!(out, "{table}")
+        .and_then(|()| out.flush())
+        .map_err(write_error)
 }
 
 /// Prints a line of text, through [`printable`].
 pub(crate) fn line(text: &str) -> anyhow::Result<()> {
-    writeln!(std::io::stdout().lock(), "{}", printable(text)).context("cannot write output")
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", printable(text))
+        .and_then(|()| out.flush())
+        .map_err(write_error)
 }
 
 /// Prints a diagnostic line on stderr, through [`printable`]. Best effort: a closed stderr

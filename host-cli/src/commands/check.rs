@@ -99,7 +99,7 @@ fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::
         let mut out = std::io::stdout().lock();
         out.write_all(settings.exports().as_bytes())
             .and_then(|()| out.flush())
-            .map_err(|e| anyhow::anyhow!("cannot write output: {e}"))?;
+            .map_err(output::write_error)?;
     }
     Ok(Outcome::Success)
 }

@@ -135,3 +135,56 @@ fn counter_values_are_grouped_in_tables_and_plain_in_json() {
     assert!(json.contains("12566370612"), "{json}");
     assert!(!json.contains("12,566"), "{json}");
 }
+
+/// Runs dpuctl with its stdout pipe closed before it writes a byte; returns its exit
+/// status and stderr. A run that does not end within 30 s is killed and fails the test.
+fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    use std::io::Read as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(dpu_tests::harness::bin_dir().join("dpuctl"))
+        .args(args)
+        .env_remove("DPUCTL_AGENT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpuctl");
+    drop(child.stdout.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("dpuctl {args:?} kept running with nobody reading its stdout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    (status.code(), err)
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_dpuctl_quietly() {
+    let lab = Lab::start();
+    let agent = lab.agent.endpoint();
+    for args in [
+        vec!["--agent", &agent, "-o", "json", "dpu", "counters"],
+        vec!["--agent", &agent, "dpu", "info"],
+        // A watch without --count would print forever: it must stop too.
+        vec![
+            "--agent", &agent, "-o", "json", "dpu", "counters", "--watch", "0.1",
+        ],
+    ] {
+        let (code, err) = with_stdout_closed(&args);
+        assert_eq!(code, Some(141), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+}
