@@ -36,11 +36,19 @@ impl Inventory for InventoryService {
         _request: Request<v1::GetSystemRequest>,
     ) -> Result<Response<v1::System>, Status> {
         let root = self.root();
-        let (facts, devices, netdevs) = blocking(move || {
+        let (facts, devices, netdevs, bluefield_pci) = blocking(move || {
+            // The PCI IDs are asked only where the RDMA devices cannot tell: a BlueField
+            // whose mlx5_ib is not loaded shows no RDMA device but still its functions.
+            let devices = rdma::list_rdma_devices(&root)?;
+            let bluefield_pci = devices.is_empty()
+                && pci::list_pci_functions(&root, pci::PciFilter::BlueField)?
+                    .iter()
+                    .any(|f| f.generation.is_some());
             Ok((
                 system::read_system_facts(&root),
-                rdma::list_rdma_devices(&root)?,
+                devices,
                 netdev::list_netdevs(&root)?,
+                bluefield_pci,
             ))
         })
         .await?;
@@ -49,15 +57,11 @@ impl Inventory for InventoryService {
             Some((model, d.firmware_version.clone().unwrap_or_default()))
         });
         let has_role = |role| netdevs.iter().any(|n| n.role() == Some(role));
-        let dpu_mode = match bluefield {
-            // The Arm owns the eswitch in DPU mode: uplink and host-PF representors exist.
-            Some(_) if has_role(RepresentorRole::Uplink) && has_role(RepresentorRole::HostPf) => {
-                v1::DpuMode::Dpu
-            }
-            Some(_) => v1::DpuMode::Unspecified,
-            None if devices.is_empty() => v1::DpuMode::Unspecified,
-            None => v1::DpuMode::NotBluefield,
-        };
+        let dpu_mode = dpu_mode(
+            bluefield.is_some(),
+            has_role(RepresentorRole::Uplink) && has_role(RepresentorRole::HostPf),
+            bluefield_pci,
+        );
         let (model, firmware_version) = bluefield
             .map(|(m, fw)| (m.to_owned(), fw))
             .unwrap_or_default();
@@ -212,6 +216,22 @@ impl Inventory for InventoryService {
 
 /// The collections here are small (tens of devices), so the agent returns them whole; a
 /// page token it did not issue is a client error.
+/// The DPU mode the machine's devices show, one answer per kind of machine: `bluefield`
+/// when an RDMA device is a BlueField's, `eswitch_representors` when the uplink and
+/// host-PF representors exist (the Arm owns the eswitch: DPU mode), `bluefield_pci` when a
+/// BlueField function is on the PCI bus. A machine with no BlueField anywhere (a VM, the
+/// lab, a host with another NIC) is NOT_BLUEFIELD whether or not it has RDMA devices;
+/// UNSPECIFIED is kept for a BlueField whose mode cannot be read.
+fn dpu_mode(bluefield: bool, eswitch_representors: bool, bluefield_pci: bool) -> v1::DpuMode {
+    match (bluefield, eswitch_representors, bluefield_pci) {
+        (true, true, _) => v1::DpuMode::Dpu,
+        // A BlueField without the representors (the eswitch not in switchdev mode yet, or
+        // the host's side of a NIC-mode card), or one whose RDMA devices are not visible.
+        (true, false, _) | (false, _, true) => v1::DpuMode::Unspecified,
+        (false, _, false) => v1::DpuMode::NotBluefield,
+    }
+}
+
 fn reject_paging(page: Option<&v1::PageRequest>) -> Result<(), Status> {
     match page {
         Some(page) if !page.page_token.is_empty() => Err(super::status::invalid(
@@ -226,5 +246,21 @@ fn duration(d: std::time::Duration) -> dpu_proto::pbjson_types::Duration {
     dpu_proto::pbjson_types::Duration {
         seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machine_without_a_bluefield_is_not_bluefield_with_or_without_rdma() {
+        // A VM without RDMA and the lab's soft-RoCE machine give one answer.
+        assert_eq!(dpu_mode(false, false, false), v1::DpuMode::NotBluefield);
+        assert_eq!(dpu_mode(false, true, false), v1::DpuMode::NotBluefield);
+        assert_eq!(dpu_mode(true, true, false), v1::DpuMode::Dpu);
+        // A BlueField whose mode cannot be read stays unspecified.
+        assert_eq!(dpu_mode(true, false, false), v1::DpuMode::Unspecified);
+        assert_eq!(dpu_mode(false, false, true), v1::DpuMode::Unspecified);
     }
 }
