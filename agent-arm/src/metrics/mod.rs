@@ -4,7 +4,7 @@
 //! Owns: the agent's registry ([`agent`]) and the layer that records every gRPC call in
 //! it ([`rpc_layer`]), how samples are named ([`names`]), one scrape's reading ([`scrape`],
 //! [`counters`], [`roles`], [`ovs_levels`], [`ethtool_prio`]) in one of two text formats
-//! ([`format`]), the encoded names and labels of the counter tree kept across scrapes
+//! ([`mod@format`]), the encoded names and labels of the counter tree kept across scrapes
 //! ([`layout`], [`template`]) and the HTTP listener ([`serve`], with its pre-authentication
 //! pool [`preauth`]). Must not touch: how counters are read (the probe's `Sampler`, its
 //! ethtool ioctl and the storage engine do that) or what a gRPC call does.
