@@ -61,14 +61,30 @@ pub fn bin_dir() -> &'static Path {
                 "dpu-agent",
                 "-p",
                 "dpuctl",
+                "-p",
+                "dpu-sim",
             ])
             .arg("--manifest-path")
             .arg(&manifest)
             .status()
             .expect("run cargo build for the binaries under test");
-        assert!(status.success(), "building dpu-agent and dpuctl failed");
+        assert!(
+            status.success(),
+            "building dpu-agent, dpuctl and dpu-sim failed"
+        );
         profile_dir
     })
+}
+
+/// The `dpu-sim` binary beside the binaries under test ([`bin_dir`]).
+pub fn sim_bin() -> PathBuf {
+    let bin = bin_dir().join("dpu-sim");
+    assert!(
+        bin.is_file(),
+        "{} holds no dpu-sim (cargo build -p dpu-sim)",
+        bin_dir().display()
+    );
+    bin
 }
 
 /// A `/proc/{pid}/status` figure in KiB (`VmRSS:`, `VmHWM:`, ...), for memory bounds and

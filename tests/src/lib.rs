@@ -2,20 +2,22 @@
 //! socket (and TCP) against a fixture sysfs tree and a fake SNAP server, and drives it
 //! with the real `dpuctl` binary and with generated clients. No root needed.
 //!
-//! Owns: process management, fixtures and fakes for tests. Must not be a dependency of
-//! any shipped crate.
+//! Owns: process management and harnesses for tests (the simulated machine and SNAP come
+//! from the shipped `dpu-sim` crate). Must not be a dependency of any shipped crate.
 
 pub mod arm;
 pub mod command;
 pub mod docs;
-pub mod fake_snap;
-pub mod fixture;
 pub mod fleet;
 pub mod harness;
 pub mod openai_stub;
 pub mod ovs;
 pub mod prometheus;
 pub mod spdk;
+
+// The machine beneath the agent is simulated by the shipped `dpu-sim` crate; the tests
+// keep their paths (`dpu_tests::fixture`, `dpu_tests::fake_snap`).
+pub use dpu_sim::{fake_snap, fixture};
 
 /// Marks a test as skipped with a reason. Cargo has no "skipped" state, so the reason is
 /// printed and appended to `$DPU_TESTS_SKIP_LOG` (which `.ci/run` prints at the end); with

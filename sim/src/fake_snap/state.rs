@@ -46,8 +46,9 @@ pub(crate) const EALREADY: i64 = -114;
 /// A generic "invalid state" code the fake uses for SNAP refusals (UNVERIFIED).
 pub(crate) const INVALID_STATE: i64 = -1;
 
-/// A JSON-RPC error the fake answers with: code and message.
-pub(crate) type RpcError = (i64, String);
+/// A JSON-RPC error the fake answers with (defined beside the decoder, its first user, so
+/// that file imports nothing from this one).
+pub(crate) use decode::RpcError;
 
 pub(crate) fn err<T>(code: i64, message: impl Into<String>) -> Result<T, RpcError> {
     Err((code, message.into()))

@@ -31,6 +31,7 @@ mod reset_mid_run;
 mod runnable_docs;
 mod security;
 mod shell_assets;
+mod simulator;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;

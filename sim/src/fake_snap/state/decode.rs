@@ -15,7 +15,8 @@
 
 use serde_json::{Map, Value};
 
-use super::RpcError;
+/// A JSON-RPC error the fake answers with: code and message.
+pub(crate) type RpcError = (i64, String);
 
 /// The code SPDK's bdev and bdev_nvme handlers answer a decode failure with
 /// (`SPDK_JSONRPC_ERROR_INTERNAL_ERROR`).

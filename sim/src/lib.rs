@@ -1,0 +1,21 @@
+//! `dpu-sim`: a simulated BlueField under the real `dpu-agent`, for people who write
+//! automation against the agent and have no DPU at hand (and for this project's own tests).
+//!
+//! Only the machine beneath the agent is simulated: its sys tree ([`fixture`]), SNAP's
+//! JSON-RPC socket ([`fake_snap`], held to SPDK v24.01's observable behaviour by the spdk
+//! tier), counters that move ([`traffic`]) and faults on demand ([`fault`]). The code under
+//! test is always the real agent binary, started by [`Simulation::start`].
+//!
+//! Owns: building simulated machines, running them and breaking them on purpose. Must not
+//! touch: the agent's or `dpuctl`'s code (it runs their binaries), or anything outside the
+//! directory it is given.
+
+pub mod fake_snap;
+pub mod fault;
+pub mod fixture;
+mod profile;
+mod simulation;
+pub mod traffic;
+
+pub use profile::{Profile, UnknownProfile};
+pub use simulation::{Node, SimError, Simulation, SimulationOptions, SIMULATED_TARGET};

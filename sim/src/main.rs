@@ -1,0 +1,284 @@
+//! `dpu-sim`: start simulated BlueFields under the real agent, break them on purpose, stop
+//! them. `up` runs in the foreground (Ctrl-C stops it) or, with `--detach`, in the
+//! background until `dpu-sim down`.
+
+mod control;
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand};
+use dpu_sim::{Profile, Simulation, SimulationOptions, SIMULATED_TARGET};
+
+const EXAMPLES: &str = "\
+Examples:
+  # One simulated BlueField-3 in the background, then the usual commands against it
+  dpu-sim up --detach
+  dpuctl --agent unix:$XDG_RUNTIME_DIR/dpu-sim/sim-1/agent.sock dpu health
+  dpu-sim fault sim-1 link-down p0
+  dpu-sim down
+
+  # Eight nodes for fleet automation
+  dpu-sim up --detach --count 8 --dir /tmp/fleet
+  dpuctl fleet --inventory /tmp/fleet/inventory.toml health
+";
+
+/// A simulated BlueField under the real dpu-agent: the machine's sys tree, SNAP's
+/// JSON-RPC socket, counters that move and faults on demand, for automation and tests on
+/// any Linux machine.
+#[derive(Debug, Parser)]
+#[command(name = "dpu-sim", version, after_help = EXAMPLES)]
+struct Cli {
+    /// The simulation's directory (sockets, trees, logs, inventory.toml).
+    #[arg(long, global = true, value_name = "DIR", env = "DPU_SIM_DIR")]
+    dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the simulation and print each node's socket.
+    Up(UpArgs),
+    /// Stop the simulation running in the directory.
+    Down,
+    /// Break a node on purpose (or mend it).
+    Fault {
+        /// The node, as `up` printed it (sim-1, sim-2, ...).
+        node: String,
+        /// link-down IFNAME | link-up IFNAME | pcie-degrade | pcie-restore |
+        /// counter-reset | snap-hang | snap-resume | snap-restart | agent-stop |
+        /// agent-resume
+        #[arg(required = true, num_args = 1..)]
+        fault: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct UpArgs {
+    /// The machine each node is: bluefield3 (the DPU's Arm side) or gpu-server (the host
+    /// a BlueField-3 sits in).
+    #[arg(long, default_value = "bluefield3")]
+    profile: Profile,
+    /// How many nodes.
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    /// The dpu-agent binary (default: next to dpu-sim, then PATH).
+    #[arg(long, value_name = "PATH", env = "DPU_SIM_AGENT")]
+    agent_bin: Option<PathBuf>,
+    /// Bytes per second each up link and active RDMA port receives.
+    #[arg(long, value_name = "BYTES", default_value_t = 1_000_000)]
+    link_rate: u64,
+    /// Bytes per second read through each volume.
+    #[arg(long, value_name = "BYTES", default_value_t = 256_000)]
+    read_rate: u64,
+    /// Run in the background; `dpu-sim down` stops it.
+    #[arg(long)]
+    detach: bool,
+}
+
+/// Set by SIGINT and SIGTERM: the foreground loop stops the simulation and exits.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: nix::libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("dpu-sim: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let dir = match cli.dir {
+        Some(dir) => dir,
+        None => default_dir(),
+    };
+    match cli.command {
+        Command::Up(args) if args.detach => detach(&dir),
+        Command::Up(args) => up(&dir, &args),
+        Command::Down => down(&dir),
+        Command::Fault { node, fault } => {
+            control::request(&dir, &node, &fault)?;
+            say(&format!("{node}: {} applied", fault.join(" ")))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/dpu-sim`, else `/tmp/dpu-sim-UID`.
+fn default_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(runtime) if !runtime.is_empty() => PathBuf::from(runtime).join("dpu-sim"),
+        _ => PathBuf::from(format!("/tmp/dpu-sim-{}", nix::unistd::getuid())),
+    }
+}
+
+/// A line on stdout; a reader that went away ends nothing here (the simulation keeps
+/// running until it is stopped).
+fn say(line: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
+}
+
+fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(pid) = control::running(dir) {
+        bail!(
+            "a simulation is already running in {} (pid {pid}): `dpu-sim down --dir {}` first",
+            dir.display(),
+            dir.display()
+        );
+    }
+    control::clear_stale(dir)?;
+    let agent_bin = match &args.agent_bin {
+        Some(bin) => bin.clone(),
+        None => find_agent()?,
+    };
+    let mut options = SimulationOptions::new(dir, agent_bin);
+    options.profile = args.profile;
+    options.count = args.count;
+    options.link_bytes_per_sec = args.link_rate;
+    options.volume_read_bytes_per_sec = args.read_rate;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let started = Instant::now();
+    let mut simulation = Simulation::start(&options)?;
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
+        // no other handler for these signals is installed in this process.
+        unsafe {
+            nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::Handler(on_signal))
+        }
+        .context("cannot handle SIGINT/SIGTERM")?;
+    }
+    control::claim(dir)?;
+    for node in simulation.nodes() {
+        say(&format!(
+            "{}  {}  agent unix:{}  metrics unix:{}",
+            node.name(),
+            args.profile,
+            node.socket().display(),
+            node.metrics_socket().display()
+        ))?;
+    }
+    let (traddr, trsvcid, subnqn) = SIMULATED_TARGET;
+    say(&format!(
+        "inventory {}\nstorage target {traddr}:{trsvcid} {subnqn}\nready in {:.1?}; \
+         `dpu-sim down --dir {}` stops it",
+        simulation.inventory().display(),
+        started.elapsed(),
+        dir.display()
+    ))?;
+    let outcome = serve(dir, &mut simulation);
+    simulation.stop();
+    control::release(dir);
+    outcome?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Moves the counters and applies requested faults until SIGINT or SIGTERM.
+fn serve(dir: &Path, simulation: &mut Simulation) -> anyhow::Result<()> {
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(200));
+        simulation.tick()?;
+        control::serve_requests(dir, simulation);
+    }
+    Ok(())
+}
+
+/// Starts `up` again in the background, in its own session, and returns once it is ready
+/// (its lines printed) or has failed (its error printed).
+fn detach(dir: &Path) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let log_path = dir.join("dpu-sim.log");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip(1)
+        .filter(|arg| arg != "--detach")
+        .collect();
+    let exe = std::env::current_exe().context("cannot find the dpu-sim binary")?;
+    let mut child = std::process::Command::new(exe)
+        .args(&args)
+        // The directory resolved here, whether it came from --dir, the environment or
+        // the default (a --dir among the arguments says the same).
+        .env("DPU_SIM_DIR", dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().context("cannot share the log")?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .context("cannot start dpu-sim in the background")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(status) = child.try_wait().context("cannot wait for dpu-sim")? {
+            bail!(
+                "the background dpu-sim exited ({status}):\n{}",
+                log.trim_end()
+            );
+        }
+        if log.contains("\nready in ") {
+            say(log.trim_end())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the background dpu-sim was not ready within 60 s; its log {}:\n{}",
+                log_path.display(),
+                log.trim_end()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn down(dir: &Path) -> anyhow::Result<ExitCode> {
+    match control::stop(dir)? {
+        Some(pid) => say(&format!(
+            "stopped the simulation in {} (pid {pid})",
+            dir.display()
+        ))?,
+        None => say(&format!("no simulation is running in {}", dir.display()))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dpu-agent` next to this binary (a cargo target directory, a package's bin), else on
+/// PATH.
+fn find_agent() -> anyhow::Result<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("dpu-agent")));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("dpu-agent"));
+    beside
+        .into_iter()
+        .chain(on_path)
+        .find(|candidate| candidate.is_file())
+        .context(
+            "cannot find dpu-agent next to dpu-sim or on PATH: build it (cargo build -p \
+             dpu-agent) or pass --agent-bin",
+        )
+}

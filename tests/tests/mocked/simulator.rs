@@ -1,0 +1,171 @@
+//! `dpu-sim` as a user runs it: `up --detach`, the real `dpuctl` against the real agent
+//! it started, counters that move for the right reasons (and stop when the link is down),
+//! faults on demand, and `down` stopping exactly what `up` started.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use dpu_tests::harness::{bin_dir, sim_bin};
+
+fn sim(dir: &Path, args: &[&str]) -> Output {
+    Command::new(sim_bin())
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .arg("--agent-bin")
+        .arg(bin_dir().join("dpu-agent"))
+        .env_remove("DPU_SIM_DIR")
+        .output()
+        .expect("run dpu-sim")
+}
+
+/// `dpu-sim` without `--agent-bin` (that flag belongs to `up` only).
+fn sim_cmd(dir: &Path, args: &[&str]) -> Output {
+    Command::new(sim_bin())
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .env_remove("DPU_SIM_DIR")
+        .output()
+        .expect("run dpu-sim")
+}
+
+fn dpuctl(socket: &Path, args: &[&str]) -> Output {
+    Command::new(bin_dir().join("dpuctl"))
+        .arg("--agent")
+        .arg(format!("unix:{}", socket.display()))
+        .args(args)
+        .env_remove("DPUCTL_AGENT")
+        .output()
+        .expect("run dpuctl")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `rx_bytes` of netdev `p0` as the agent reads it now.
+fn rx_bytes(socket: &Path) -> u64 {
+    let out = dpuctl(
+        socket,
+        &["-o", "json", "dpu", "counters", "-s", "netdev:p0"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let samples = json["samples"].as_array().expect("samples");
+    let sample = samples
+        .iter()
+        .find(|s| s["counter"] == "rx_bytes")
+        .unwrap_or_else(|| panic!("no rx_bytes in {json}"));
+    // pbjson writes a u64 as a string.
+    match &sample["value"] {
+        serde_json::Value::String(v) => v.parse().expect("a number"),
+        v => v.as_u64().expect("a number"),
+    }
+}
+
+#[test]
+fn a_simulated_bluefield_is_healthy_moves_its_counters_breaks_on_demand_and_stops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().join("sim");
+    let up = sim(&dir, &["up", "--detach", "--link-rate", "2000000"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let printed = text(&up);
+    let socket = dir.join("sim-1/agent.sock");
+    assert!(
+        printed.contains(&format!("agent unix:{}", socket.display())),
+        "{printed}"
+    );
+    assert!(dir.join("inventory.toml").is_file());
+
+    // A second `up` on the same directory is refused, naming the way out.
+    let again = sim(&dir, &["up", "--detach"]);
+    assert!(!again.status.success());
+    assert!(text(&again).contains("already running"), "{}", text(&again));
+
+    // Healthy on a fresh simulation, through the real dpuctl and agent.
+    let health = dpuctl(&socket, &["dpu", "health"]);
+    assert!(health.status.success(), "{}", text(&health));
+
+    // Counters move while the link is up...
+    let before = rx_bytes(&socket);
+    std::thread::sleep(Duration::from_millis(700));
+    let moved = rx_bytes(&socket);
+    assert!(
+        moved > before,
+        "rx_bytes of an up link must grow: {before} -> {moved}"
+    );
+
+    // ...and stop when it goes down (the negative control of the traffic model).
+    let down = sim_cmd(&dir, &["fault", "sim-1", "link-down", "p0"]);
+    assert!(down.status.success(), "{}", text(&down));
+    let still = rx_bytes(&socket);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(rx_bytes(&socket), still, "a down link carries nothing");
+
+    // A fault naming an interface the machine does not have is refused, naming those it
+    // has; an unknown fault names the faults there are.
+    let bad = sim_cmd(&dir, &["fault", "sim-1", "link-down", "p9"]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad).contains("\"p9\"") && text(&bad).contains("pf0hpf"),
+        "{}",
+        text(&bad)
+    );
+    let bad = sim_cmd(&dir, &["fault", "sim-9", "snap-hang"]);
+    assert!(
+        !bad.status.success() && text(&bad).contains("sim-1"),
+        "{}",
+        text(&bad)
+    );
+
+    // A stopped agent is an unhealthy node; resumed, it is healthy again.
+    let stop = sim_cmd(&dir, &["fault", "sim-1", "agent-stop"]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    let fleet = Command::new(bin_dir().join("dpuctl"))
+        .args(["fleet", "--inventory"])
+        .arg(dir.join("inventory.toml"))
+        .args(["--timeout", "2", "health"])
+        .output()
+        .expect("run dpuctl fleet");
+    assert!(
+        !fleet.status.success(),
+        "a hung agent must fail the fleet: {}",
+        text(&fleet)
+    );
+    let resume = sim_cmd(&dir, &["fault", "sim-1", "agent-resume"]);
+    assert!(resume.status.success(), "{}", text(&resume));
+    let health = dpuctl(&socket, &["dpu", "health"]);
+    assert!(health.status.success(), "{}", text(&health));
+
+    // `down` stops exactly what `up` started: the agent is gone with its socket.
+    let pid: i32 = std::fs::read_to_string(dir.join("dpu-sim.pid"))
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid");
+    let stopped = sim_cmd(&dir, &["down"]);
+    assert!(stopped.status.success(), "{}", text(&stopped));
+    assert!(
+        text(&stopped).contains(&format!("pid {pid}")),
+        "{}",
+        text(&stopped)
+    );
+    assert!(!dir.join("dpu-sim.pid").exists());
+    assert!(!dir.join("inventory.toml").exists());
+    assert!(
+        !socket.exists(),
+        "the agent removes its socket when it stops"
+    );
+    let after = dpuctl(&socket, &["dpu", "health"]);
+    assert!(!after.status.success());
+    // Nothing left to stop: said, not an error.
+    let twice = sim_cmd(&dir, &["down"]);
+    assert!(twice.status.success(), "{}", text(&twice));
+    assert!(text(&twice).contains("no simulation is running"));
+}
