@@ -2,8 +2,9 @@
 //! it started, counters that move for the right reasons (and stop when the link is down),
 //! faults on demand, and `down` stopping exactly what `up` started.
 
+use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use dpu_tests::harness::{bin_dir, sim_bin};
@@ -168,4 +169,87 @@ fn a_simulated_bluefield_is_healthy_moves_its_counters_breaks_on_demand_and_stop
     let twice = sim_cmd(&dir, &["down"]);
     assert!(twice.status.success(), "{}", text(&twice));
     assert!(text(&twice).contains("no simulation is running"));
+}
+
+/// The Python example of docs/simulator.md, an operator's link-stall alert written against
+/// the agent's gRPC API through reflection, gives its three answers against the simulator:
+/// OK while `p0` receives, STALL (exit 1) once `link-down p0` stops it, and UNKNOWN
+/// (exit 2), never OK or STALL, when the counters reset during its interval or the
+/// interface does not exist.
+#[test]
+fn the_python_example_tells_a_live_link_from_a_stalled_one_and_a_reset_from_both() {
+    let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let probe = Command::new(&python)
+        .args(["-c", "import grpc, grpc_reflection, google.protobuf"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => dpu_tests::skip!(
+            "{python} lacks grpcio/grpcio-reflection/protobuf: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => dpu_tests::skip!("cannot run {python}: {e}"),
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().join("sim");
+    let up = sim(&dir, &["up", "--detach"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let agent = format!("unix:{}", dir.join("sim-1/agent.sock").display());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/simulator/link_stall_alert.py"
+    );
+    let alert = |ifname: &str| {
+        Command::new(&python)
+            .args([script, &agent, ifname, "0.6"])
+            .output()
+            .expect("run the example")
+    };
+    let live = alert("p0");
+    assert_eq!(live.status.code(), Some(0), "{}", text(&live));
+    assert!(text(&live).starts_with("OK"), "{}", text(&live));
+
+    let down = sim_cmd(&dir, &["fault", "sim-1", "link-down", "p0"]);
+    assert!(down.status.success(), "{}", text(&down));
+    let stalled = alert("p0");
+    assert_eq!(stalled.status.code(), Some(1), "{}", text(&stalled));
+    assert!(text(&stalled).starts_with("STALL"), "{}", text(&stalled));
+
+    // A reset in the middle of the interval is not a stall, and not traffic either.
+    let up_again = sim_cmd(&dir, &["fault", "sim-1", "link-up", "p0"]);
+    assert!(up_again.status.success(), "{}", text(&up_again));
+    // The reset is made once the script says its interval has begun (its baseline line
+    // on stderr), so it falls between its two readings however slow the machine is.
+    let mut child = Command::new(&python)
+        .args([script, &agent, "p0", "1.5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the example");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut baseline = String::new();
+    stderr
+        .read_line(&mut baseline)
+        .expect("read the baseline line");
+    assert!(baseline.starts_with("baseline p0"), "{baseline}");
+    let reset = sim_cmd(&dir, &["fault", "sim-1", "counter-reset"]);
+    assert!(reset.status.success(), "{}", text(&reset));
+    let during_reset = child.wait_with_output().expect("wait for the example");
+    assert_eq!(
+        during_reset.status.code(),
+        Some(2),
+        "{}",
+        text(&during_reset)
+    );
+    assert!(
+        text(&during_reset).contains("reset"),
+        "{}",
+        text(&during_reset)
+    );
+
+    let missing = alert("nosuch");
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+
+    let stopped = sim_cmd(&dir, &["down"]);
+    assert!(stopped.status.success(), "{}", text(&stopped));
 }
