@@ -4,7 +4,8 @@
 //! with the fake SNAP (which serves any remote, so the README's `storage expose` of
 //! `192.0.2.10` works). `dpuctl` finds the agent through `DPUCTL_AGENT`; host-side
 //! commands (`dpuctl check`) read the BlueField-3 host fixture, because the `dpuctl` on
-//! the examples' `PATH` is a two-line wrapper adding `--sys-root` to the built binary. The
+//! the examples' `PATH` is a two-line wrapper adding `--sys-root` to the built binary, and
+//! `dpu-sim` is the built simulator (the README's quick start starts its own agent). The
 //! examples run in an empty directory holding `plan.toml`, a copy of
 //! `host/src/demo/example_plan.toml` (the plan the demo's docs point to).
 
@@ -61,6 +62,9 @@ fn every_mocked_example_in_the_docs_runs_as_written() {
     )
     .expect("write the dpuctl wrapper");
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The simulator as built; it finds `dpu-agent` beside its own (resolved) path.
+    std::os::unix::fs::symlink(bin_dir().join("dpu-sim"), path_dir.join("dpu-sim"))
+        .expect("link dpu-sim onto the examples' PATH");
 
     let agent = lab.agent.endpoint();
     let envs = [("DPUCTL_AGENT", agent.as_str()), ("NO_COLOR", "1")];
