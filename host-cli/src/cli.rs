@@ -100,7 +100,7 @@ pub(crate) enum OutputFormat {
 pub(crate) enum Command {
     /// Host-side lab checklist: BlueField on PCIe, link, MTU, RDMA ports, GID table, agent.
     #[command(
-        after_help = "Examples:\n  dpuctl check --list                 # what is checked, why, how to fix\n  dpuctl check --interface ens1f0np0 --mtu 9000\n  dpuctl check --device mlx5_0 --device mlx5_1   # two rails of a GPU server\n  dpuctl -o json check --no-agent     # host only, machine-readable\n  eval \"$(dpuctl check --no-agent --env)\"   # NCCL/UCX/perftest settings for this fabric"
+        after_help = "Examples:\n  dpuctl check --list                 # what is checked, why, how to fix\n  dpuctl check --interface ens1f0np0 --mtu 9000\n  dpuctl check --device mlx5_0 --device mlx5_1   # two rails of a GPU server\n  dpuctl -o json check --no-agent     # host only, machine-readable\n  dpuctl check --all                  # every row, the skipped checks too\n  dpuctl check --no-agent --env > fabric.env && . ./fabric.env   # NCCL/UCX/perftest settings"
     )]
     Check(CheckArgs),
     /// The DPU through its agent: inventory, health, counters.
@@ -206,11 +206,15 @@ pub(crate) struct CheckArgs {
     /// Host checks only: do not contact the agent.
     #[arg(long)]
     pub(crate) no_agent: bool,
+    /// Show every result as a row, the skipped checks too (by default they are summed up
+    /// by reason under the table; -o json always has every result).
+    #[arg(long, conflicts_with_all = ["list", "env"])]
+    pub(crate) all: bool,
     /// Print the settings the checked fabric needs (NCCL_IB_HCA, NCCL_IB_GID_INDEX,
     /// NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, UCX_IB_GID_INDEX, PERFTEST_FLAGS) as
-    /// `export NAME=value` lines for `eval` (a JSON object with -o json) instead of the
-    /// results. Exit 1, nothing on stdout, the checks named on stderr when a check they
-    /// depend on failed.
+    /// `export NAME=value` lines (a JSON object with -o json) instead of the results:
+    /// `dpuctl check --env > fabric.env && . ./fabric.env`. Exit 1, nothing on stdout, the
+    /// checks named on stderr when a check they depend on failed.
     #[arg(long, conflicts_with = "list")]
     pub(crate) env: bool,
     /// Also write the verdict and key numbers as Prometheus metrics to FILE.prom (for

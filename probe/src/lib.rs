@@ -30,6 +30,7 @@ pub mod rdma_netlink;
 mod root;
 pub mod snapshot;
 pub mod system;
+pub mod virtualization;
 
 pub use error::{error_chain, ProbeError};
 pub use root::SysRoot;

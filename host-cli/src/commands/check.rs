@@ -36,7 +36,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     let outcome = if args.env {
         print_env(env, &results, &dcb)?
     } else {
-        print_results(env, &results)?
+        print_results(env, &results, args.all)?
     };
     // After the results are out: a file that cannot be written is then exit 2 with the
     // results still shown.
@@ -46,11 +46,11 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     Ok(outcome)
 }
 
-fn print_results(env: &Env<'_>, results: &[CheckResult]) -> anyhow::Result<Outcome> {
+fn print_results(env: &Env<'_>, results: &[CheckResult], all: bool) -> anyhow::Result<Outcome> {
     if env.json() {
         output::json(&results)?;
     } else {
-        print(results)?;
+        print(results, all)?;
     }
     Ok(if check::any_failed(results) {
         Outcome::Failed
@@ -113,13 +113,25 @@ fn label(status: Status) -> &'static str {
     }
 }
 
-fn print(results: &[CheckResult]) -> anyhow::Result<()> {
+/// The results as a table; skipped checks are rows only with `all`, otherwise one line
+/// per reason under the table (a machine without RDMA skips thirty checks for three
+/// reasons: three lines say it better than thirty rows).
+fn print(results: &[CheckResult], all: bool) -> anyhow::Result<()> {
     let mut table = output::table(["check", "rail", "result", "detail"]);
-    for r in results {
+    let mut rows = 0;
+    for r in results.iter().filter(|r| all || r.status != Status::Skip) {
         let rail = r.subject.as_deref().unwrap_or("");
         table.add_row([r.id, rail, label(r.status), r.detail.as_str()]);
+        rows += 1;
     }
-    output::print_table(&table)?;
+    if rows > 0 {
+        output::print_table(&table)?;
+    }
+    if !all {
+        for line in skip_summary(results) {
+            output::line(&line)?;
+        }
+    }
     for r in results
         .iter()
         .filter(|r| matches!(r.status, Status::Fail | Status::Warn))
@@ -147,6 +159,46 @@ fn print(results: &[CheckResult]) -> anyhow::Result<()> {
     ))
 }
 
+/// Longest list of check ids on one summary line before "and N more".
+const SUMMARY_IDS: usize = 8;
+
+/// The skipped checks by reason, the most common reason first: a heading line, then
+/// `  N  reason: id, id, ...` per reason. Nothing when nothing was skipped.
+fn skip_summary(results: &[CheckResult]) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in results.iter().filter(|r| r.status == Status::Skip) {
+        match reasons.iter_mut().find(|(reason, _)| *reason == r.detail) {
+            Some((_, ids)) => ids.push(r.id),
+            None => reasons.push((r.detail.as_str(), vec![r.id])),
+        }
+    }
+    if reasons.is_empty() {
+        return Vec::new();
+    }
+    // Stable: reasons with as many checks keep the catalog's order.
+    reasons.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
+    let skipped: usize = reasons.iter().map(|(_, ids)| ids.len()).sum();
+    let mut lines = vec![format!(
+        "skipped {skipped}, by reason (every row: --all; every result: -o json):"
+    )];
+    for (reason, mut ids) in reasons {
+        let count = ids.len();
+        ids.dedup();
+        let shown: Vec<&str> = ids.iter().take(SUMMARY_IDS).copied().collect();
+        let more = ids.len().saturating_sub(SUMMARY_IDS);
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "  {count:>2}  {reason}: {}{tail}",
+            shown.join(", ")
+        ));
+    }
+    lines
+}
+
 fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
     if env.json() {
         output::json(&CHECKS)?;
@@ -158,4 +210,69 @@ fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
         output::print_table(&table)?;
     }
     Ok(Outcome::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpu_host::check::rules::Facts;
+
+    fn result(id: &'static str, status: Status, detail: &str) -> CheckResult {
+        CheckResult {
+            id,
+            subject: None,
+            status,
+            detail: detail.to_owned(),
+            facts: Facts::new(),
+            verifies: "",
+            why: "",
+            fix: "",
+        }
+    }
+
+    #[test]
+    fn skipped_checks_are_summed_up_by_reason_most_common_first() {
+        let mut results = vec![
+            result("pcie.bluefield", Status::Fail, "no BlueField"),
+            result("agent.reachable", Status::Skip, "--no-agent"),
+        ];
+        for id in [
+            "netdev.up",
+            "rdma.port",
+            "rdma.gid",
+            "rdma.mtu",
+            "dcb.pfc",
+            "dcb.trust",
+            "dcb.chain",
+            "dcb.ets",
+            "ib.port",
+            "ib.lid",
+        ] {
+            results.push(result(id, Status::Skip, "no RDMA data interface"));
+        }
+        let lines = skip_summary(&results);
+        assert_eq!(
+            lines,
+            [
+                "skipped 11, by reason (every row: --all; every result: -o json):",
+                "  10  no RDMA data interface: netdev.up, rdma.port, rdma.gid, rdma.mtu, \
+                 dcb.pfc, dcb.trust, dcb.chain, dcb.ets and 2 more",
+                "   1  --no-agent: agent.reachable",
+            ]
+        );
+        // Nothing skipped: nothing said.
+        assert!(skip_summary(&results[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_check_skipped_on_several_rails_is_counted_per_rail_and_named_once() {
+        let on = |rail: &str| {
+            let mut r = result("rdma.gid", Status::Skip, "InfiniBand: no GID index");
+            r.subject = Some(rail.to_owned());
+            r
+        };
+        let (a, b) = (on("ib0"), on("ib1"));
+        let lines = skip_summary(&[a, b]);
+        assert_eq!(lines[1], "   2  InfiniBand: no GID index: rdma.gid");
+    }
 }

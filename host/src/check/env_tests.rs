@@ -98,6 +98,7 @@ fn a_port_that_is_not_active_or_a_missing_interface_is_refused() {
         firmware: FwFacts::NotRun("a hand-built host".to_owned()),
         gdr: Default::default(),
         dcb: Default::default(),
+        hypervisor: None,
     };
     let refused = env_of(&none).expect_err("refused");
     let ids: Vec<_> = refused.unmet.iter().map(|u| u.id).collect();

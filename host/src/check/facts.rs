@@ -42,6 +42,9 @@ pub struct HostFacts {
     /// Each rail's DCB configuration (`RTM_GETDCB`, live system only) and RoCE default
     /// ToS (the `dcb.*` checks).
     pub dcb: DcbFacts,
+    /// The hypervisor this host runs under, `None` on bare metal: a VM without a NIC
+    /// gets a fix that fits it.
+    pub hypervisor: Option<String>,
 }
 
 /// The interface the RDMA and MTU checks are about, and how it was chosen.
@@ -87,6 +90,7 @@ impl HostFacts {
             firmware: gather_fw(root, &SystemFwTool),
             gdr: GdrFacts::gather(root),
             dcb: DcbFacts::default(),
+            hypervisor: dpu_probe::virtualization::hypervisor(root),
         };
         host.gather_dcb(root, &[], &[]);
         host

@@ -81,7 +81,7 @@ pub struct CheckResult {
     pub verifies: &'static str,
     /// Why it matters.
     pub why: &'static str,
-    /// How to fix a failure.
+    /// How to fix a failure: the catalog's, or one that fits what was found.
     pub fix: &'static str,
 }
 
@@ -147,7 +147,7 @@ pub fn describe(judged: Vec<(&'static str, Verdict)>) -> Vec<CheckResult> {
                 facts: verdict.facts,
                 verifies: spec.verifies,
                 why: spec.why,
-                fix: spec.fix,
+                fix: verdict.fix.unwrap_or(spec.fix),
             }
         })
         .collect()

@@ -162,6 +162,11 @@ fn put_mtu(f: &mut Facts, mtu: u32) {
 const NO_INTERFACE: &str =
     "no RDMA data interface found on this host; pass --interface IF or --device DEV/PORT";
 
+/// The fix for a virtual machine that has no BlueField: no card to reseat.
+const VM_WITHOUT_NIC_FIX: &str = "run dpuctl check on the host that holds the BlueField, or \
+     pass its PCI functions through to this virtual machine (VFIO; lspci -d 15b3: then \
+     lists them here)";
+
 fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
     let functions = match &host.pci {
         Ok(functions) => functions,
@@ -207,6 +212,14 @@ fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
                 "no BlueField on this host; its RDMA NICs ({}) are checked as rails",
                 rdma.join(", ")
             ));
+        }
+        if let Some(hypervisor) = &host.hypervisor {
+            let mut verdict = fail(format!(
+                "no BlueField NIC function (15b3:a2d2/a2d6/a2d9/a2dc/a2df) on PCIe: this is a \
+                 virtual machine ({hypervisor}) and no BlueField is passed through to it"
+            ));
+            verdict.fix = Some(VM_WITHOUT_NIC_FIX);
+            return verdict;
         }
         return fail("no BlueField NIC function (15b3:a2d2/a2d6/a2d9/a2dc/a2df) on PCIe");
     }

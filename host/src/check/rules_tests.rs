@@ -104,6 +104,7 @@ pub(super) fn host(
         firmware: FwFacts::NotRun("a hand-built host".to_owned()),
         gdr: Default::default(),
         dcb: Default::default(),
+        hypervisor: None,
     }
 }
 
@@ -286,13 +287,34 @@ fn nothing_to_check_is_skipped_not_passed() {
         firmware: FwFacts::NotRun("a hand-built host".to_owned()),
         gdr: Default::default(),
         dcb: Default::default(),
+        hypervisor: None,
     };
     let results = judge(&h, &AgentFacts::NotAsked, &Expectations::default());
     assert_eq!(verdict(&results, "pcie.bluefield").status, Status::Fail);
+    assert_eq!(
+        verdict(&results, "pcie.bluefield").fix,
+        None,
+        "bare metal: the catalog's fix"
+    );
     for (id, v) in results.iter().skip(1) {
         assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
         assert!(!v.detail.is_empty(), "{id} says why");
     }
+
+    // The same empty machine as a virtual machine: still a failure, named as a VM's, and
+    // a fix without a card to reseat.
+    let vm = HostFacts {
+        hypervisor: Some("QEMU".to_owned()),
+        ..h
+    };
+    let results = judge(&vm, &AgentFacts::NotAsked, &Expectations::default());
+    let v = verdict(&results, "pcie.bluefield");
+    assert_eq!(v.status, Status::Fail);
+    assert!(v.detail.contains("virtual machine (QEMU)"), "{}", v.detail);
+    let fix = v.fix.expect("a fix for a VM");
+    assert!(!fix.contains("reseat") && fix.contains("VFIO"), "{fix}");
+    let described = crate::check::describe(results);
+    assert_eq!(described[0].fix, fix, "the printed fix is the VM's");
 }
 
 #[test]

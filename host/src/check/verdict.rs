@@ -127,6 +127,9 @@ pub struct Verdict {
     /// The rail a per-port check judged (its data interface), so that eight rails'
     /// results of one check can be told apart; `None` for host-wide checks.
     pub subject: Option<String>,
+    /// A fix that fits what was found better than the catalog's (a virtual machine is
+    /// not told to reseat a card); `None` keeps the catalog's.
+    pub fix: Option<&'static str>,
 }
 
 pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
@@ -135,6 +138,7 @@ pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
         detail: detail.into(),
         facts: Facts::new(),
         subject: None,
+        fix: None,
     }
 }
 pub(super) fn pass(detail: impl Into<String>) -> Verdict {

@@ -211,3 +211,43 @@ fn a_bad_profile_is_refused_by_line_and_the_shipped_one_loads() {
     assert_eq!(s, "skip", "{d}");
     assert!(d.contains("--sys-root"), "{d}");
 }
+
+/// A machine without RDMA (a VM) skips most checks: the table shows what was judged, and
+/// one line per reason says what was skipped and why, instead of thirty SKIP rows;
+/// `--all` shows every row, and JSON always carries every result.
+#[test]
+fn skipped_checks_are_summed_up_by_reason_and_every_row_is_there_on_request() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A machine with a /sys and nothing NVIDIA in it.
+    fs::create_dir_all(dir.path().join("sys/class/net/eth0")).expect("mkdir");
+    fs::write(dir.path().join("sys/class/net/eth0/operstate"), "up\n").expect("write");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let out = dpuctl(&["--sys-root", root, "check", "--no-agent"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!text.contains("SKIP"), "no SKIP rows by default: {text}");
+    let heading = text
+        .lines()
+        .find(|l| l.starts_with("skipped "))
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    let json = dpuctl(&["-o", "json", "--sys-root", root, "check", "--no-agent"]);
+    let r = results(&json.stdout);
+    let skipped = r.iter().filter(|r| r["status"] == "skip").count();
+    assert!(skipped > 10, "{r:?}");
+    assert!(
+        heading.starts_with(&format!("skipped {skipped}, by reason")),
+        "the summary counts every skipped result: {heading}"
+    );
+    assert!(
+        text.contains("--no-agent: agent.reachable, agent.consistent, agent.mtu"),
+        "{text}"
+    );
+    let all = dpuctl(&["--sys-root", root, "check", "--no-agent", "--all"]);
+    let all_text = String::from_utf8_lossy(&all.stdout);
+    assert_eq!(
+        all_text.matches("SKIP").count(),
+        skipped,
+        "--all shows every skipped row: {all_text}"
+    );
+    assert!(!all_text.contains("by reason"), "{all_text}");
+}
