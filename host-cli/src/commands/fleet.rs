@@ -295,17 +295,12 @@ fn print_report(env: &Env<'_>, report: &FleetReport) -> anyhow::Result<()> {
             )
         ))?;
     }
-    let summary: Vec<String> = report
-        .summary
-        .iter()
-        .map(|(status, n)| format!("{n} {status}"))
-        .collect();
     output::line(&format!(
         "{} of {} node(s) in {:.1} s: {}{}",
         report.command,
         report.targets,
         report.elapsed_ms / 1e3,
-        summary.join(", "),
+        report.headline(),
         if report.cancelled {
             " (interrupted: the rest are CANCELLED)"
         } else {

@@ -53,9 +53,9 @@ pub fn page(report: &FleetReport) -> String {
         );
     }
     let summary: String = report
-        .summary
+        .counts()
         .iter()
-        .map(|(status, n)| format!("<li><b>{n}</b> {status}</li>"))
+        .map(|(status, n)| format!("<li><b>{n}</b> {}</li>", status.label()))
         .collect();
     let mut groups = String::new();
     for g in &report.groups {
@@ -119,13 +119,13 @@ pub fn page(report: &FleetReport) -> String {
         }
     };
     format!(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>dpuctl fleet {command}: {worst}</title>\
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>dpuctl fleet {command}: {headline}</title>\
          <style>body{{font-family:sans-serif;margin:2em;color:#1f2328}}table{{border-collapse:collapse;margin-bottom:1.5em}}\
          td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}}\
          td.n{{text-align:right}}.b{{color:#fff;border-radius:3px;padding:1px 5px;font-size:11px}}\
          .sq{{display:inline-block;width:14px;height:14px;margin:1px;border-radius:2px}}\
          ul.s{{list-style:none;padding:0;display:flex;gap:1.5em}}</style></head><body>\
-         <h1>dpuctl fleet {command}: {worst}</h1>\
+         <h1>dpuctl fleet {command}: {headline}</h1>\
          <p>{targets} node(s) in {secs:.1} s{cancelled}.</p><ul class=\"s\">{summary}</ul>\
          <div>{grid}</div>\
          <h2>Failures by cause</h2>{no_groups}{groups_table}\
@@ -133,7 +133,7 @@ pub fn page(report: &FleetReport) -> String {
          <h2>Nodes</h2><table><tr><th>node</th><th>result</th><th>ms</th><th>agent</th><th>problems</th></tr>{rows}</table>\
          </body></html>\n",
         command = escape(&report.command),
-        worst = report.worst().label(),
+        headline = report.headline(),
         targets = report.targets,
         secs = report.elapsed_ms / 1e3,
         cancelled = if report.cancelled {
@@ -186,7 +186,8 @@ mod tests {
             })
             .collect();
         let html = page(&FleetReport::new("check", nodes, 12.0, false));
-        assert!(html.contains("<title>dpuctl fleet check: FAIL</title>"));
+        assert!(html.contains("<title>dpuctl fleet check: 1 FAIL, 1 PASS</title>"));
+        assert!(html.contains("<h1>dpuctl fleet check: 1 FAIL, 1 PASS</h1>"));
         assert!(html.contains("id=\"n-gpu-01\"") && html.contains("id=\"n-gpu-02\""));
         assert!(html.contains("RDMA port not ACTIVE"));
         assert!(html.contains("&lt;script&gt;") && !html.contains("<script>"));

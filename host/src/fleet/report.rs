@@ -44,6 +44,23 @@ impl NodeStatus {
             Self::Cancelled => "CANCELLED",
         }
     }
+
+    /// Where a person looks first, 0 first: FAIL, UNREACHABLE, CANCELLED, INCONCLUSIVE,
+    /// WARN, SKIP, PASS. The order of the headline's counts and of the listed rows. Not
+    /// the enum's order, which decides a node's status and the exit code and ranks
+    /// UNREACHABLE above FAIL: a fleet with 8 FAIL and 1 UNREACHABLE is first of all 8
+    /// failed nodes.
+    pub fn severity(self) -> u8 {
+        match self {
+            Self::Fail => 0,
+            Self::Unreachable => 1,
+            Self::Cancelled => 2,
+            Self::Inconclusive => 3,
+            Self::Warn => 4,
+            Self::Skip => 5,
+            Self::Pass => 6,
+        }
+    }
 }
 
 /// One thing wrong with a node.
@@ -192,14 +209,44 @@ impl FleetReport {
         }
     }
 
-    /// The fleet's overall status: its worst node's (CANCELLED and UNREACHABLE count as
-    /// failures for exit codes; see [`Self::worst`]).
+    /// The fleet's overall status for its exit code: its worst node's by the enum's order
+    /// (CANCELLED and UNREACHABLE count as failures). Not what a person is shown: that is
+    /// [`Self::headline`].
     pub fn worst(&self) -> NodeStatus {
         self.nodes
             .iter()
             .map(|n| n.status)
             .max()
             .unwrap_or(NodeStatus::Pass)
+    }
+
+    /// How many nodes ended in each status, most severe first
+    /// ([`NodeStatus::severity`]); statuses no node has are left out.
+    pub fn counts(&self) -> Vec<(NodeStatus, usize)> {
+        let mut counts: BTreeMap<(u8, NodeStatus), usize> = BTreeMap::new();
+        for node in &self.nodes {
+            *counts
+                .entry((node.status.severity(), node.status))
+                .or_insert(0) += 1;
+        }
+        counts
+            .into_iter()
+            .map(|((_, status), n)| (status, n))
+            .collect()
+    }
+
+    /// The fleet in one line, e.g. `8 FAIL, 1 UNREACHABLE, 191 PASS`: the counts by
+    /// status, most severe first, so that no status hides another (one word, the worst,
+    /// said UNREACHABLE for a fleet with 8 failed nodes and 1 unreachable).
+    pub fn headline(&self) -> String {
+        if self.nodes.is_empty() {
+            return "no nodes".to_owned();
+        }
+        self.counts()
+            .iter()
+            .map(|(status, n)| format!("{n} {}", status.label()))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

@@ -128,3 +128,57 @@ fn drift_names_the_minority_against_the_majority() {
         BTreeMap::from([("c".to_owned(), "32.39.2048".to_owned())])
     );
 }
+
+fn status_row(name: &str, status: NodeStatus) -> NodeReport {
+    let problems = match status {
+        NodeStatus::Pass | NodeStatus::Skip => vec![],
+        _ => vec![Problem::new(status, "x.check", "a cause", "a detail")],
+    };
+    let mut row = row(name, problems, &[]);
+    if status == NodeStatus::Skip {
+        row.skipped = Some("does not apply".into());
+        row.status = NodeStatus::Skip;
+    }
+    row
+}
+
+#[test]
+fn the_headline_counts_every_status_most_severe_first() {
+    // Issue 35: 8 FAIL and 1 UNREACHABLE read "UNREACHABLE"; the headline now says how
+    // many of each, FAIL first (what most needs a person), PASS last.
+    let mut nodes: Vec<NodeReport> = (0..191)
+        .map(|i| status_row(&format!("ok-{i:03}"), NodeStatus::Pass))
+        .collect();
+    nodes.extend((0..8).map(|i| status_row(&format!("bad-{i}"), NodeStatus::Fail)));
+    nodes.push(status_row("gone", NodeStatus::Unreachable));
+    let report = FleetReport::new("check", nodes, 1.0, false);
+    assert_eq!(report.headline(), "8 FAIL, 1 UNREACHABLE, 191 PASS");
+    // The exit code's input is unchanged: UNREACHABLE still ranks highest there.
+    assert_eq!(report.worst(), NodeStatus::Unreachable);
+
+    let every = [
+        NodeStatus::Pass,
+        NodeStatus::Skip,
+        NodeStatus::Warn,
+        NodeStatus::Inconclusive,
+        NodeStatus::Fail,
+        NodeStatus::Unreachable,
+        NodeStatus::Cancelled,
+    ];
+    let nodes = every
+        .iter()
+        .enumerate()
+        .map(|(i, s)| status_row(&format!("n{i}"), *s))
+        .collect();
+    let report = FleetReport::new("health", nodes, 1.0, false);
+    assert_eq!(
+        report.headline(),
+        "1 FAIL, 1 UNREACHABLE, 1 CANCELLED, 1 INCONCLUSIVE, 1 WARN, 1 SKIP, 1 PASS"
+    );
+    let all_pass = FleetReport::new("info", vec![status_row("a", NodeStatus::Pass)], 1.0, false);
+    assert_eq!(all_pass.headline(), "1 PASS");
+    assert_eq!(
+        FleetReport::new("info", vec![], 1.0, false).headline(),
+        "no nodes"
+    );
+}

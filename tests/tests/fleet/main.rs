@@ -8,6 +8,7 @@ mod harness;
 mod inventory;
 mod scale;
 mod select;
+mod table;
 
 use std::path::Path;
 

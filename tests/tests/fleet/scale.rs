@@ -150,7 +150,7 @@ fn two_hundred_agents_every_fault_found_grouped_and_no_healthy_node_blamed() {
     // DPU_FLEET_HTML_OUT set the page is kept there (docs/fleet.md shows one).
     let page = std::fs::read_to_string(&html).expect("the --html page");
     assert!(
-        page.contains("<title>dpuctl fleet check: UNREACHABLE</title>"),
+        page.contains("<title>dpuctl fleet check: 8 FAIL, 4 UNREACHABLE, 188 PASS</title>"),
         "{ctx}"
     );
     assert_eq!(page.matches("<tr id=\"n-").count(), 200, "a row per node");
