@@ -254,8 +254,9 @@ fn print_report(env: &Env<'_>, report: &FleetReport) -> anyhow::Result<()> {
     if env.json() {
         return output::json(report);
     }
+    // The most severe first, then by name; the JSON keeps target order.
     let mut table = output::table(["node", "result", "ms", "problem"]);
-    for node in &report.nodes {
+    for node in report.nodes_by_severity() {
         let problem = match node.problems.as_slice() {
             [] => node.skipped.clone().unwrap_or_default(),
             [only] => format!("{}: {}", only.check, only.detail),

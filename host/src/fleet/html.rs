@@ -1,6 +1,7 @@
 //! A fleet report as one self-contained HTML page (no scripts, no external files): a
-//! square per node coloured by its result, the failures grouped by cause, the drift from
-//! the majority, and the row per node.
+//! square per node coloured by its result (in target order, so that a rack's failures
+//! cluster), the failures grouped by cause, the drift from the majority, and the row per
+//! node, the most severe first.
 //!
 //! Why a page: two hundred rows scroll past in a terminal; a grid of squares where the red
 //! ones cluster by rack is what a platform team puts in a ticket or a wiki.
@@ -86,7 +87,7 @@ pub fn page(report: &FleetReport) -> String {
         );
     }
     let mut rows = String::new();
-    for node in &report.nodes {
+    for node in report.nodes_by_severity() {
         let problems = node
             .problems
             .iter()
@@ -188,6 +189,10 @@ mod tests {
         let html = page(&FleetReport::new("check", nodes, 12.0, false));
         assert!(html.contains("<title>dpuctl fleet check: 1 FAIL, 1 PASS</title>"));
         assert!(html.contains("<h1>dpuctl fleet check: 1 FAIL, 1 PASS</h1>"));
+        // The failing node's row comes first although it is second in the inventory.
+        let failing = html.find("<tr id=\"n-gpu-02\"").expect("gpu-02's row");
+        let passing = html.find("<tr id=\"n-gpu-01\"").expect("gpu-01's row");
+        assert!(failing < passing, "the failing node is listed first");
         assert!(html.contains("id=\"n-gpu-01\"") && html.contains("id=\"n-gpu-02\""));
         assert!(html.contains("RDMA port not ACTIVE"));
         assert!(html.contains("&lt;script&gt;") && !html.contains("<script>"));

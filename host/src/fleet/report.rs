@@ -248,6 +248,19 @@ impl FleetReport {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// The rows as a person reads them: most severe status first
+    /// ([`NodeStatus::severity`]), then by name. `nodes` (the JSON) stays in target order.
+    pub fn nodes_by_severity(&self) -> Vec<&NodeReport> {
+        let mut nodes: Vec<&NodeReport> = self.nodes.iter().collect();
+        nodes.sort_by(|a, b| {
+            a.status
+                .severity()
+                .cmp(&b.status.severity())
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        nodes
+    }
 }
 
 /// Problems grouped by (check, cause); a group's status is its worst member's.

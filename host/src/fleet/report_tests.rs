@@ -182,3 +182,43 @@ fn the_headline_counts_every_status_most_severe_first() {
         "no nodes"
     );
 }
+
+#[test]
+fn nodes_by_severity_put_the_failing_first_then_go_by_name() {
+    let report = FleetReport::new(
+        "check",
+        vec![
+            status_row("a-pass", NodeStatus::Pass),
+            status_row("z-fail", NodeStatus::Fail),
+            status_row("b-skip", NodeStatus::Skip),
+            status_row("m-unreachable", NodeStatus::Unreachable),
+            status_row("c-fail", NodeStatus::Fail),
+            status_row("k-warn", NodeStatus::Warn),
+            status_row("d-inconclusive", NodeStatus::Inconclusive),
+            status_row("0-pass", NodeStatus::Pass),
+        ],
+        1.0,
+        false,
+    );
+    let order: Vec<&str> = report
+        .nodes_by_severity()
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "c-fail",
+            "z-fail",
+            "m-unreachable",
+            "d-inconclusive",
+            "k-warn",
+            "b-skip",
+            "0-pass",
+            "a-pass"
+        ]
+    );
+    // The JSON's rows stay in target order.
+    assert_eq!(report.nodes[0].name, "a-pass");
+    assert_eq!(report.nodes[1].name, "z-fail");
+}
