@@ -15,6 +15,7 @@ use futures_util::stream::{self, StreamExt as _};
 
 use super::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
 use super::target::Target;
+use crate::agent_dial_cause::DialCause;
 use crate::session::{AgentError, Session};
 
 /// How a fleet run is paced.
@@ -30,8 +31,43 @@ pub struct RunOptions {
 
 /// The check id every unreachable node's problem carries.
 pub const REACHABLE: &str = "agent.reachable";
-/// The cause every unreachable node's problem carries: what groups them.
+/// The cause of an unreachable node that fits none of the kinds below (a name that does
+/// not resolve, no route, a host-side failure): what groups them.
 pub const UNREACHABLE_CAUSE: &str = "agent unreachable";
+/// The cause of a node whose agent took the connection and did not answer within the
+/// per-call `--timeout` or the `--deadline` (a stopped or hung agent).
+pub const HUNG_CAUSE: &str = "agent did not answer in time";
+/// The cause of a node whose TLS handshake failed (its certificate not trusted by the
+/// inventory's CA, or ours not by it).
+pub const TLS_CAUSE: &str = "TLS handshake failed";
+/// The cause of a node where nothing listens: the connection was refused or the Unix
+/// socket does not exist.
+pub const NOT_LISTENING_CAUSE: &str = "no agent listening (connection refused or socket missing)";
+/// The cause of a node whose Unix socket refuses this user.
+pub const PERMISSION_CAUSE: &str = "permission denied on the agent's socket";
+
+/// The ways a node can fail to be asked, each grouped on its own: they have different
+/// fixes (restart a hung agent, fix a CA, start an agent or fix the address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unasked {
+    Hung,
+    Tls,
+    NotListening,
+    PermissionDenied,
+    Other,
+}
+
+impl Unasked {
+    fn cause(self) -> &'static str {
+        match self {
+            Self::Hung => HUNG_CAUSE,
+            Self::Tls => TLS_CAUSE,
+            Self::NotListening => NOT_LISTENING_CAUSE,
+            Self::PermissionDenied => PERMISSION_CAUSE,
+            Self::Other => UNREACHABLE_CAUSE,
+        }
+    }
+}
 
 /// Runs `op` against every target (in a session of its own) and builds the report, rows
 /// in target order. `cancel` resolving stops the run: finished rows are kept, the rest
@@ -95,10 +131,13 @@ async fn one(
     let outcome = match tokio::time::timeout(deadline, run).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(error)) => failed(error, options.call_timeout),
-        Err(_) => unreachable(format!(
-            "no answer within its {} deadline",
-            humantime::format_duration(deadline)
-        )),
+        Err(_) => unasked(
+            Unasked::Hung,
+            format!(
+                "no answer within its {} deadline",
+                humantime::format_duration(deadline)
+            ),
+        ),
     };
     NodeReport {
         name: target.name.clone(),
@@ -117,10 +156,10 @@ fn sorted(mut problems: Vec<Problem>) -> Vec<Problem> {
     problems
 }
 
-/// A connection that could not be made, or a call the transport failed, is UNREACHABLE;
-/// a call the agent answered with an error is a FAIL of that call. The detail says what a
-/// person needs: a call that ran out its `--timeout`, a TLS handshake that failed, else
-/// the error's chain.
+/// A connection that could not be made, or a call the transport failed, is UNREACHABLE,
+/// with its kind's cause ([`classify`]); a call the agent answered with an error is a
+/// FAIL of that call. The detail says what a person needs: a call that ran out its
+/// `--timeout`, a TLS handshake that failed, else the error's chain.
 fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
     let transport = match &error {
         AgentError::Connect(_) => true,
@@ -133,20 +172,14 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
         AgentError::Rpc { rpc, status } => Some((*rpc, status.code())),
         AgentError::Connect(_) => None,
     };
+    let kind = classify(&error);
     let detail = match &error {
-        AgentError::Rpc { rpc, status } if status.message() == "Timeout expired" => format!(
+        AgentError::Rpc { rpc, status } if status.message() == TIMEOUT_EXPIRED => format!(
             "{rpc}: no answer within the per-call --timeout of {}",
             humantime::format_duration(call_timeout)
         ),
-        _ => {
-            let chain = error_chain(&error);
-            let tls = ["certificate", "handshake", "TLS", "tls"];
-            if tls.iter().any(|t| chain.contains(t)) {
-                format!("TLS handshake failed: {chain}")
-            } else {
-                chain
-            }
-        }
+        _ if kind == Unasked::Tls => format!("TLS handshake failed: {}", error_chain(&error)),
+        _ => error_chain(&error),
     };
     match rpc {
         Some((rpc, code)) if !transport => NodeOutcome {
@@ -158,17 +191,81 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
             )],
             ..NodeOutcome::default()
         },
-        _ => unreachable(detail),
+        _ => unasked(kind, detail),
     }
 }
 
-/// An UNREACHABLE outcome with `detail`.
+/// tonic's message for a call that ran out the channel's timeout (`tonic::TimeoutExpired`
+/// made into a status, which drops the error itself).
+const TIMEOUT_EXPIRED: &str = "Timeout expired";
+
+/// Which kind of unreachable `error` is: the dial's own cause first (agent_dial_cause.rs:
+/// missing socket, refused, permission), then a call that ran out its time, then what the
+/// error chain holds.
+fn classify(error: &AgentError) -> Unasked {
+    if let Some(cause) = error.dial_cause() {
+        return match cause {
+            DialCause::SocketMissing { .. } | DialCause::Refused { .. } => Unasked::NotListening,
+            DialCause::PermissionDenied { .. } => Unasked::PermissionDenied,
+        };
+    }
+    match error {
+        AgentError::Rpc { status, .. }
+            if status.code() == tonic::Code::DeadlineExceeded
+                || status.message() == TIMEOUT_EXPIRED =>
+        {
+            Unasked::Hung
+        }
+        AgentError::Rpc { status, .. } => classify_chain(status),
+        AgentError::Connect(e) => classify_chain(e),
+    }
+}
+
+/// The kind an error chain shows: a rustls error anywhere is TLS (it wins: a handshake
+/// that failed is not also a timeout), a timeout is hung, a refused connection (a call
+/// whose reconnect was refused) is nothing listening; a missing socket is the dial's
+/// cause, never looked for here (a TLS file not found is not a missing agent). An `io::Error`'s `source()` skips the error it wraps (tokio-rustls
+/// wraps rustls's so), so the walk goes into it with `get_ref`.
+fn classify_chain(err: &(dyn std::error::Error + 'static)) -> Unasked {
+    use std::io::ErrorKind;
+    let mut found = Unasked::Other;
+    let mut link = Some(err);
+    while let Some(e) = link {
+        if e.is::<rustls::Error>() {
+            return Unasked::Tls;
+        }
+        if e.is::<tonic::TimeoutExpired>() || e.is::<tokio::time::error::Elapsed>() {
+            found = Unasked::Hung;
+        }
+        link = e.source();
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                ErrorKind::TimedOut => found = Unasked::Hung,
+                ErrorKind::ConnectionRefused if found == Unasked::Other => {
+                    found = Unasked::NotListening;
+                }
+                _ => {}
+            }
+            if let Some(inner) = io.get_ref() {
+                link = Some(inner);
+            }
+        }
+    }
+    found
+}
+
+/// An UNREACHABLE outcome of no particular kind ([`UNREACHABLE_CAUSE`]) with `detail`.
 pub fn unreachable(detail: String) -> NodeOutcome {
+    unasked(Unasked::Other, detail)
+}
+
+/// An UNREACHABLE outcome of `kind` with `detail`.
+fn unasked(kind: Unasked, detail: String) -> NodeOutcome {
     NodeOutcome {
         problems: vec![Problem::new(
             NodeStatus::Unreachable,
             REACHABLE,
-            UNREACHABLE_CAUSE,
+            kind.cause(),
             detail,
         )],
         ..NodeOutcome::default()
@@ -196,3 +293,7 @@ fn cancelled_row(target: &Target) -> NodeReport {
 fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

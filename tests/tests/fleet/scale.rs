@@ -21,12 +21,23 @@ fn set<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeSet<&'a str> {
 
 /// The nodes of the group with check id `check` (asserting there is exactly one).
 fn group_nodes<'a>(run: &'a FleetRun, check: &str) -> BTreeSet<&'a str> {
+    cause_group_nodes(run, check, None)
+}
+
+/// The nodes of the group with check id `check` and, when given, `cause` (asserting
+/// there is exactly one).
+fn cause_group_nodes<'a>(run: &'a FleetRun, check: &str, cause: Option<&str>) -> BTreeSet<&'a str> {
     let groups: Vec<&Value> = run
         .groups()
         .iter()
-        .filter(|g| g["check"] == check)
+        .filter(|g| g["check"] == check && cause.is_none_or(|c| g["cause"] == c))
         .collect();
-    assert_eq!(groups.len(), 1, "one {check} group: {:#?}", run.groups());
+    assert_eq!(
+        groups.len(),
+        1,
+        "one {check} group ({cause:?}): {:#?}",
+        run.groups()
+    );
     groups[0]["nodes"]
         .as_array()
         .expect("a group's nodes")
@@ -64,24 +75,32 @@ fn assert_none_blamed(run: &FleetRun, fleet: &Fleet) {
     }
 }
 
-/// The hung and the TLS-refused nodes: UNREACHABLE with `agent.reachable`, the hung ones
-/// within their deadline and saying which limit they ran out (`hung_says`), the TLS ones
-/// naming the certificate or TLS.
+/// The cause of a hung node's `agent.reachable` problem.
+const HUNG_CAUSE: &str = "agent did not answer in time";
+/// The cause of an untrusted-TLS node's `agent.reachable` problem.
+const TLS_CAUSE: &str = "TLS handshake failed";
+
+/// The hung and the TLS-refused nodes: UNREACHABLE with `agent.reachable`, each kind with
+/// its own cause and in its own group (issue 35: one "agent unreachable" group hid which
+/// was which), the hung ones within their deadline and saying which limit they ran out
+/// (`hung_says`), the TLS ones naming the certificate or TLS.
 fn assert_unreachable(run: &FleetRun, fleet: &Fleet, pace: Pace, hung_says: &[&str]) {
     let deadline_ms: f64 = pace.deadline.parse::<f64>().expect("deadline") * 1000.0;
-    for (fault, says) in [
-        (Fault::Hung, hung_says),
+    let kinds = [
+        (Fault::Hung, HUNG_CAUSE, hung_says),
         (
             Fault::UntrustedTls,
+            TLS_CAUSE,
             &["tls", "handshake", "certificate"][..],
         ),
-    ] {
+    ];
+    for (fault, cause, says) in kinds {
         for name in fleet.with_fault(fault) {
             let row = run.node(name);
             assert_eq!(row["status"], "UNREACHABLE", "{name}: {row}");
             let found = problems(row, "agent.reachable");
             assert_eq!(found.len(), 1, "{name}: {row}");
-            assert_eq!(found[0]["cause"], "agent unreachable", "{name}: {row}");
+            assert_eq!(found[0]["cause"], cause, "{name}: {row}");
             let detail = text(&found[0]["detail"]).to_lowercase();
             assert!(
                 says.iter().any(|w| detail.contains(w)),
@@ -96,11 +115,19 @@ fn assert_unreachable(run: &FleetRun, fleet: &Fleet, pace: Pace, hung_says: &[&s
             }
         }
     }
-    let unreachable = set(fleet
-        .with_fault(Fault::Hung)
-        .into_iter()
-        .chain(fleet.with_fault(Fault::UntrustedTls)));
-    assert_eq!(group_nodes(run, "agent.reachable"), unreachable);
+    for (fault, cause, _) in kinds {
+        assert_eq!(
+            cause_group_nodes(run, "agent.reachable", Some(cause)),
+            set(fleet.with_fault(fault)),
+            "the {cause:?} group"
+        );
+    }
+    let reachable_groups = run
+        .groups()
+        .iter()
+        .filter(|g| g["check"] == "agent.reachable")
+        .count();
+    assert_eq!(reachable_groups, 2, "{:#?}", run.groups());
 }
 
 #[test]

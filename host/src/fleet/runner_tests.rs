@@ -1,0 +1,128 @@
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::time::Duration;
+
+use dpu_proto::Endpoint;
+
+use super::{
+    classify_chain, run_fleet, RunOptions, Unasked, HUNG_CAUSE, NOT_LISTENING_CAUSE, TLS_CAUSE,
+};
+use crate::fleet::ops;
+use crate::fleet::report::{FleetReport, NodeStatus};
+use crate::fleet::target::Target;
+
+fn target(name: &str, socket: &Path) -> Target {
+    Target::new(name.to_owned(), Endpoint::Unix(socket.to_owned()))
+}
+
+async fn health(targets: &[Target], deadline: Duration, call_timeout: Duration) -> FleetReport {
+    let options = RunOptions {
+        parallel: 4,
+        deadline,
+        call_timeout,
+    };
+    run_fleet(
+        "health",
+        targets,
+        &options,
+        std::future::pending(),
+        |s, _| ops::health(s),
+    )
+    .await
+}
+
+/// (cause, nodes) of every group.
+fn groups(report: &FleetReport) -> Vec<(&str, Vec<&str>)> {
+    report
+        .groups
+        .iter()
+        .inspect(|g| {
+            assert_eq!(g.check, super::REACHABLE, "{g:?}");
+            assert_eq!(g.status, NodeStatus::Unreachable, "{g:?}");
+        })
+        .map(|g| {
+            (
+                g.cause.as_str(),
+                g.nodes.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect()
+}
+
+fn detail<'a>(report: &'a FleetReport, node: &str) -> &'a str {
+    let row = report.nodes.iter().find(|n| n.name == node).expect("row");
+    &row.problems[0].detail
+}
+
+#[tokio::test]
+async fn a_hung_agent_and_one_that_is_not_there_are_told_apart() {
+    // Issue 35: both read "agent unreachable", one group. A hung agent accepts (the
+    // kernel's backlog of a listener that never accepts) and answers nothing; a missing
+    // socket and a stale one (its listener gone) are refused at once.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hung = dir.path().join("hung.sock");
+    let _listener = UnixListener::bind(&hung).expect("bind");
+    let stale = dir.path().join("stale.sock");
+    drop(UnixListener::bind(&stale).expect("bind"));
+    let targets = [
+        target("hung", &hung),
+        target("missing", &dir.path().join("nobody.sock")),
+        target("stale", &stale),
+    ];
+
+    // The deadline runs out first.
+    let report = health(
+        &targets,
+        Duration::from_millis(500),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(
+        groups(&report),
+        [
+            (NOT_LISTENING_CAUSE, vec!["missing", "stale"]),
+            (HUNG_CAUSE, vec!["hung"]),
+        ],
+        "{report:#?}"
+    );
+    assert!(detail(&report, "hung").contains("deadline"), "{report:#?}");
+
+    // The per-call --timeout runs out first: the same cause, its own detail.
+    let report = health(
+        &targets,
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+    )
+    .await;
+    assert_eq!(
+        groups(&report),
+        [
+            (NOT_LISTENING_CAUSE, vec!["missing", "stale"]),
+            (HUNG_CAUSE, vec!["hung"]),
+        ],
+        "{report:#?}"
+    );
+    assert!(detail(&report, "hung").contains("timeout"), "{report:#?}");
+}
+
+#[test]
+fn a_tls_failure_is_found_inside_the_io_error_that_carries_it() {
+    // tokio-rustls hands rustls's error up inside an io::Error, whose source() skips it:
+    // the classification looks inside.
+    let rustls_error = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+    let io = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls_error);
+    assert_eq!(classify_chain(&io), Unasked::Tls);
+    let alert = std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        rustls::Error::AlertReceived(rustls::AlertDescription::UnknownCA),
+    );
+    assert_eq!(classify_chain(&alert), Unasked::Tls);
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(classify_chain(&refused), Unasked::NotListening);
+    let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+    assert_eq!(classify_chain(&timed_out), Unasked::Hung);
+    assert_eq!(classify_chain(&tonic::TimeoutExpired(())), Unasked::Hung);
+    let other = std::io::Error::other("no route to host");
+    assert_eq!(classify_chain(&other), Unasked::Other);
+    assert_ne!(TLS_CAUSE, HUNG_CAUSE);
+}
