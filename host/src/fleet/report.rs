@@ -283,9 +283,11 @@ fn groups(nodes: &[NodeReport]) -> Vec<Group> {
         }
     }
     let mut groups: Vec<Group> = by_cause.into_values().collect();
+    // In the headline's order (FAIL before UNREACHABLE), then the most nodes first.
     groups.sort_by(|a, b| {
-        b.status
-            .cmp(&a.status)
+        a.status
+            .severity()
+            .cmp(&b.status.severity())
             .then(b.nodes.len().cmp(&a.nodes.len()))
             .then(a.check.cmp(&b.check))
     });

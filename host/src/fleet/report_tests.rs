@@ -74,9 +74,10 @@ fn problems_group_by_cause_and_healthy_nodes_are_in_no_group() {
         .collect();
     assert_eq!(
         groups,
+        // The headline's order: FAIL groups before UNREACHABLE ones.
         [
-            ("agent unreachable", NodeStatus::Unreachable, vec!["d"]),
             ("RDMA port not ACTIVE", NodeStatus::Fail, vec!["b", "c"]),
+            ("agent unreachable", NodeStatus::Unreachable, vec!["d"]),
             ("MTU differs", NodeStatus::Warn, vec!["c"]),
         ]
     );
