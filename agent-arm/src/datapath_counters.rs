@@ -9,7 +9,7 @@
 //! object: unknown, never zero.
 
 use dpu_ovs::datapath::DatapathStats;
-use dpu_probe::snapshot::{Sample, Source, Unit};
+use dpu_probe::snapshot::{Sample, Source, SourceErrorKind, Unit};
 
 use crate::ovs::OvsBackend;
 
@@ -20,6 +20,9 @@ pub(crate) struct DatapathReadError {
     pub(crate) object: String,
     /// What went wrong.
     pub(crate) message: String,
+    /// [`SourceErrorKind::NotFound`] for a datapath asked for by name that ovs-vswitchd
+    /// does not have; unreadable otherwise.
+    pub(crate) kind: SourceErrorKind,
 }
 
 /// The lookup counters of the requested datapaths (`None`: every datapath ovs-vswitchd
@@ -43,6 +46,7 @@ pub(crate) async fn read(
             vec![DatapathReadError {
                 object: "datapaths/".to_owned(),
                 message: format!("cannot read the datapaths (ovs-vswitchd dpctl/show): {message}"),
+                kind: SourceErrorKind::Unreadable,
             }],
         ),
     }
@@ -87,6 +91,7 @@ fn samples_of(
             Some(_) => errors.push(DatapathReadError {
                 object,
                 message: format!("datapath {name} printed no lookup statistics"),
+                kind: SourceErrorKind::Unreadable,
             }),
             None => errors.push(DatapathReadError {
                 object,
@@ -101,6 +106,7 @@ fn samples_of(
                             .join(", ")
                     }
                 ),
+                kind: SourceErrorKind::NotFound,
             }),
         }
     }
@@ -132,6 +138,7 @@ mod tests {
             errors[0].message.contains("no lookup statistics"),
             "{errors:?}"
         );
+        assert_eq!(errors[0].kind, SourceErrorKind::Unreadable, "it exists");
 
         let (samples, errors) = samples_of(&all, &[Some("dummy@nothere".to_owned())]);
         assert!(samples.is_empty());
@@ -140,6 +147,7 @@ mod tests {
                 && errors[0].message.contains("system@ovs-system"),
             "{errors:?}"
         );
+        assert_eq!(errors[0].kind, SourceErrorKind::NotFound);
         let (samples, errors) = samples_of(&all, &[Some("system@ovs-system".to_owned())]);
         assert_eq!((samples.len(), errors.len()), (3, 0));
     }

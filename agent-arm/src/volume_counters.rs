@@ -2,8 +2,9 @@
 //! counters: `Counters.Snapshot` and `/metrics`. One function, so both agree on which
 //! volumes "every volume" means and on the counters' names and units.
 
-use dpu_probe::snapshot::{Sample, Source, Unit};
+use dpu_probe::snapshot::{Sample, Source, SourceErrorKind, Unit};
 
+use crate::storage::backend::FailureKind;
 use crate::storage::StorageEngine;
 
 /// A volume whose counters could not be read, and why.
@@ -13,6 +14,10 @@ pub(crate) struct VolumeReadError {
     pub(crate) object: String,
     /// The backend's answer.
     pub(crate) message: String,
+    /// [`SourceErrorKind::NotFound`] only for a volume the backend does not have and the
+    /// agent does not manage (a typo); one the agent manages but cannot read now (its
+    /// remote controller reconnecting) is unreadable.
+    pub(crate) kind: SourceErrorKind,
 }
 
 /// The 64-bit I/O counters of the requested volumes (`None`: every volume the agent
@@ -47,6 +52,7 @@ pub(crate) async fn read(
             Err(e) => errors.push(VolumeReadError {
                 object: String::new(),
                 message: format!("cannot list the volumes: {}", e.describe()),
+                kind: SourceErrorKind::Unreadable,
             }),
         }
     }
@@ -69,8 +75,58 @@ pub(crate) async fn read(
             Err(e) => errors.push(VolumeReadError {
                 message: format!("volume {object}: {}", e.describe()),
                 object,
+                kind: error_kind(e.kind, managed(&id, &remotes, &backing)),
             }),
         }
     }
     (samples, errors)
+}
+
+/// Whether the agent manages volume `id`: it backs a live namespace, or belongs to a
+/// remote controller of the desired document (connected or not).
+fn managed<T>(
+    id: &str,
+    remotes: &std::collections::BTreeMap<String, T>,
+    backing: &[String],
+) -> bool {
+    backing.iter().any(|b| b == id)
+        || remotes
+            .keys()
+            .any(|remote| crate::storage::desired::belongs_to(id, remote))
+}
+
+/// What a failed volume read is: not found only when the backend has no such volume and
+/// the agent does not manage one by that id.
+fn error_kind(failure: FailureKind, managed: bool) -> SourceErrorKind {
+    if failure == FailureKind::NotFound && !managed {
+        SourceErrorKind::NotFound
+    } else {
+        SourceErrorKind::Unreadable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unmanaged_volume_the_backend_lacks_is_not_found() {
+        assert_eq!(
+            error_kind(FailureKind::NotFound, false),
+            SourceErrorKind::NotFound
+        );
+        assert_eq!(
+            error_kind(FailureKind::NotFound, true),
+            SourceErrorKind::Unreadable,
+            "a managed remote's volume while it reconnects"
+        );
+        assert_eq!(
+            error_kind(FailureKind::Unavailable, false),
+            SourceErrorKind::Unreadable
+        );
+        let remotes: std::collections::BTreeMap<String, ()> = [("r0".to_owned(), ())].into();
+        assert!(managed("r0n1", &remotes, &[]));
+        assert!(managed("Malloc0", &remotes, &["Malloc0".to_owned()]));
+        assert!(!managed("r9n1", &remotes, &[]));
+    }
 }

@@ -276,6 +276,9 @@ pub(crate) struct CountersArgs {
     /// What to read: rdma[:DEV[/PORT]], netdev[:IF], tc:IF, block[:DEV], volume[:ID] (the
     /// agent's storage volumes), datapath[:NAME] (OVS datapath lookups: hit, missed =
     /// upcalls, lost). Repeatable; none means every RDMA port, netdev and NVMe namespace.
+    /// A selector that names nothing on the DPU (netdev:pf0hfp) is a usage error (exit 2)
+    /// that lists what exists; one whose object exists but could not be read is a
+    /// `not read:` line.
     // The comment above is clap's help text as users read it, not rustdoc markdown: its
     // brackets are the selector grammar, not links.
     #[allow(rustdoc::broken_intra_doc_links)]

@@ -72,6 +72,25 @@ mod tests {
         }
     }
 
+    /// A `SourceError` from an agent that predates `kind` (fields 1 and 2 only) decodes
+    /// with `kind` UNSPECIFIED, which clients treat as "could not read", never "not found".
+    #[test]
+    fn an_old_agents_source_error_decodes_as_unspecified() {
+        // Field 2 (message), length 1, "x": what an old agent's encoder writes.
+        let old = v1::SourceError::decode(&[0x12, 0x01, b'x'][..]).expect("decodes");
+        assert_eq!(old.message, "x");
+        assert_eq!(old.kind, v1::SourceErrorKind::Unspecified as i32);
+        let new = v1::SourceError {
+            message: "x".to_owned(),
+            kind: v1::SourceErrorKind::NotFound as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            v1::SourceError::decode(new.encode_to_vec().as_slice()).expect("decodes"),
+            new
+        );
+    }
+
     /// A newer agent's enum value (one this build does not know) is written as its number,
     /// as the proto3 JSON mapping allows, instead of failing the whole document.
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dpu_probe::counters::Sampler;
-use dpu_probe::snapshot::wire::sample_to_wire;
+use dpu_probe::snapshot::wire::{error_kind_to_wire, sample_to_wire};
 use dpu_proto::v1::{self, counters_server::Counters};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -177,6 +177,7 @@ async fn volume_counters(
                 )),
             }),
             message: e.message,
+            kind: error_kind_to_wire(e.kind).into(),
         })
         .collect();
     (samples.iter().map(sample_to_wire).collect(), errors)
@@ -204,6 +205,7 @@ async fn datapath_counters(
                 )),
             }),
             message: e.message,
+            kind: error_kind_to_wire(e.kind).into(),
         })
         .collect();
     (samples.iter().map(sample_to_wire).collect(), errors)

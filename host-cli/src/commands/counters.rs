@@ -13,7 +13,9 @@ use super::env::{rpc_error, Env};
 use crate::cli::CountersArgs;
 use crate::outcome::Outcome;
 use crate::output;
-use dpu_host::snapshot_wire::{snapshot_from_wire, unit_name, AgentSelector};
+use dpu_host::snapshot_wire::{
+    names_nothing, object_names, snapshot_from_wire, unit_name, AgentSelector,
+};
 
 pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Outcome> {
     let selectors: Vec<v1::CounterSelector> =
@@ -24,17 +26,101 @@ pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Ou
     }
 }
 
+/// One `Counters.Snapshot`.
+async fn snapshot(
+    env: &Env<'_>,
+    selectors: Vec<v1::CounterSelector>,
+) -> anyhow::Result<v1::CounterSnapshot> {
+    Ok(CountersClient::new(env.channel().await?)
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
+        .snapshot(v1::SnapshotRequest { selectors })
+        .await
+        .map_err(rpc_error("Counters.Snapshot"))?
+        .into_inner())
+}
+
+/// Most object names one error line lists per source.
+const MAX_LISTED: usize = 20;
+
+/// Ends the run (exit 2, one error line, nothing on stdout) when a selector the user gave
+/// names nothing on the DPU, so a typo (`-s netdev:pf0hfp`) fails a script instead of
+/// passing it with an empty table, even beside selectors that matched. The line names
+/// every such selector as `-s` took it and, from one more snapshot of the source's
+/// catch-all selector, what exists. An object that exists but could not be read is not
+/// this: it stays a `not read:` line.
+async fn refuse_names_nothing(
+    env: &Env<'_>,
+    asked: &[AgentSelector],
+    errors: &[v1::SourceError],
+) -> anyhow::Result<()> {
+    let missing = names_nothing(asked, errors);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut groups: Vec<Missing> = Vec::new();
+    for selector in missing {
+        let all = selector.catch_all();
+        match groups.iter_mut().find(|g| g.catch_all == all) {
+            Some(group) => group.selectors.push(selector.to_string()),
+            None => groups.push(Missing {
+                catch_all: all,
+                selectors: vec![selector.to_string()],
+                existing: Err(String::new()),
+            }),
+        }
+    }
+    for group in &mut groups {
+        group.existing = snapshot(env, vec![group.catch_all.to_wire()])
+            .await
+            .map(|answer| object_names(&answer.samples))
+            .map_err(|e| dpu_probe::error_chain(e.as_ref()));
+    }
+    anyhow::bail!("{}", names_nothing_line(&groups))
+}
+
+/// Selectors of one source that named nothing, and what that source has.
+#[derive(Debug)]
+struct Missing {
+    /// The source's catch-all selector (`netdev`), which listed what exists.
+    catch_all: AgentSelector,
+    /// The selectors as `-s` took them (`netdev:pf0hfp`).
+    selectors: Vec<String>,
+    /// The objects the catch-all answered for, or why it could not be asked.
+    existing: Result<Vec<String>, String>,
+}
+
+/// "-s netdev:pf0hfp names nothing (netdev has: p0, pf0hpf, pf0vf0)", one clause per
+/// source, at most [`MAX_LISTED`] names each.
+fn names_nothing_line(groups: &[Missing]) -> String {
+    let clauses: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let flags: Vec<String> = g.selectors.iter().map(|s| format!("-s {s}")).collect();
+            let verb = if flags.len() == 1 { "names" } else { "name" };
+            let all = &g.catch_all;
+            let has = match &g.existing {
+                Ok(names) if names.is_empty() => format!("{all} has none"),
+                Ok(names) if names.len() > MAX_LISTED => format!(
+                    "{all} has: {}, and {} more",
+                    names[..MAX_LISTED].join(", "),
+                    names.len() - MAX_LISTED
+                ),
+                Ok(names) => format!("{all} has: {}", names.join(", ")),
+                Err(why) => format!("what {all} has could not be listed: {why}"),
+            };
+            format!("{} {verb} nothing on the DPU ({has})", flags.join(", "))
+        })
+        .collect();
+    clauses.join("; ")
+}
+
 async fn once(
     env: &Env<'_>,
     args: &CountersArgs,
     selectors: Vec<v1::CounterSelector>,
 ) -> anyhow::Result<Outcome> {
-    let wire = CountersClient::new(env.channel().await?)
-        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
-        .snapshot(v1::SnapshotRequest { selectors })
-        .await
-        .map_err(rpc_error("Counters.Snapshot"))?
-        .into_inner();
+    let wire = snapshot(env, selectors).await?;
+    refuse_names_nothing(env, &args.selectors, &wire.errors).await?;
     if env.json() {
         output::json(&wire)?;
         return Ok(Outcome::Success);
@@ -126,8 +212,16 @@ async fn watch(
         .into_inner();
     let mut previous: Option<Snapshot> = None;
     let mut discontinuities = false;
+    let mut first = true;
     while let Some(item) = stream.next().await {
         let wire = item.map_err(rpc_error("Counters.Watch"))?;
+        if first {
+            // Decided on the first snapshot, before anything is printed: a watch does not
+            // start over a typo. An object that goes away later is the watch's news
+            // (`not read:`), not a usage error.
+            first = false;
+            refuse_names_nothing(env, &args.selectors, &wire.errors).await?;
+        }
         if env.json() {
             // One snapshot per line: a stream scripts can read incrementally.
             let line = serde_json::to_string(&wire).context("cannot encode snapshot")?;
@@ -222,7 +316,55 @@ fn rate(delta: u64, secs: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::rate;
+    use super::{names_nothing_line, rate, Missing};
+    use dpu_host::snapshot_wire::AgentSelector;
+
+    fn missing(all: &str, selectors: &[&str], existing: Result<Vec<String>, String>) -> Missing {
+        Missing {
+            catch_all: all.parse::<AgentSelector>().expect("selector"),
+            selectors: selectors.iter().map(|s| (*s).to_owned()).collect(),
+            existing,
+        }
+    }
+
+    #[test]
+    fn the_error_line_names_each_selector_and_what_its_source_has() {
+        let names = |n: &[&str]| Ok(n.iter().map(|s| (*s).to_owned()).collect());
+        let line = names_nothing_line(&[
+            missing(
+                "netdev",
+                &["netdev:nosuch"],
+                names(&["p0", "pf0hpf", "pf0vf0"]),
+            ),
+            missing(
+                "rdma",
+                &["rdma:mlx5_9", "rdma:mlx5_0/9"],
+                names(&["mlx5_0", "mlx5_0/1"]),
+            ),
+            missing("block", &["block:nvme9n1"], names(&[])),
+            missing(
+                "volume",
+                &["volume:r9n1"],
+                Err("agent went away".to_owned()),
+            ),
+        ]);
+        assert_eq!(
+            line,
+            "-s netdev:nosuch names nothing on the DPU (netdev has: p0, pf0hpf, pf0vf0); \
+             -s rdma:mlx5_9, -s rdma:mlx5_0/9 name nothing on the DPU (rdma has: mlx5_0, \
+             mlx5_0/1); -s block:nvme9n1 names nothing on the DPU (block has none); \
+             -s volume:r9n1 names nothing on the DPU (what volume has could not be listed: \
+             agent went away)"
+        );
+    }
+
+    #[test]
+    fn a_long_list_is_cut_at_twenty_with_the_rest_counted() {
+        let many: Vec<String> = (0..25).map(|i| format!("pf0vf{i:02}")).collect();
+        let line = names_nothing_line(&[missing("netdev", &["netdev:x"], Ok(many))]);
+        assert!(line.contains("pf0vf19, and 5 more)"), "{line}");
+        assert!(!line.contains("pf0vf20"), "{line}");
+    }
 
     #[test]
     fn rates_are_grouped_with_one_decimal() {

@@ -286,7 +286,7 @@ mod tests {
     use std::fs;
 
     use super::*;
-    use crate::snapshot::{diff, Change, Source, Unit};
+    use crate::snapshot::{diff, Change, Source, SourceErrorKind, Unit};
 
     fn write(root: &std::path::Path, rel: &str, text: &str) {
         let path = root.join(rel);
@@ -397,6 +397,20 @@ mod tests {
             "{:?}",
             snap.errors
         );
+        assert_eq!(snap.errors[0].kind, SourceErrorKind::NotFound);
+        // A port the device does not have, and a netdev that is not there: missing too.
+        for (selector, object) in [
+            ("rdma:mlx5_0/9", "rdmaDevices/mlx5_0/ports/9"),
+            ("netdev:nosuch", "netdevs/nosuch"),
+        ] {
+            let snap = sampler.snapshot(&[selector.parse().expect("selector")]);
+            let errors: Vec<_> = snap
+                .errors
+                .iter()
+                .map(|e| (e.object.as_str(), e.kind))
+                .collect();
+            assert_eq!(errors, [(object, SourceErrorKind::NotFound)], "{selector}");
+        }
     }
 
     #[test]

@@ -494,19 +494,22 @@ fn netdev_netlink(netdevs: &mut NetdevReader, ifname: Option<&str>, out: &mut Co
     };
     let names = &netdevs.names;
     match ifname {
-        Some(want) => {
-            let reading = names
-                .ifindex(want)
-                .and_then(|index| readings.iter().find(|r| r.ifindex == index));
-            match reading {
+        Some(want) => match names.ifindex(want) {
+            None => out.not_found(
+                Source::Netdev,
+                netlink::netdev_object(want),
+                "no such interface",
+            ),
+            // The link exists but the dump did not answer for it: not read, not missing.
+            Some(index) => match readings.iter().find(|r| r.ifindex == index) {
                 Some(reading) => out.extend(netlink::reading_samples(want, reading)),
                 None => out.error(
                     Source::Netdev,
                     netlink::netdev_object(want),
-                    "no such interface",
+                    "the RTM_GETSTATS dump did not answer for this interface",
                 ),
-            }
-        }
+            },
+        },
         None => {
             // After `confirm` every answered ifindex is named, except a link deleted
             // between the dump and the refresh: it is gone, so it is left out.
@@ -523,7 +526,7 @@ fn tc(netdevs: &mut NetdevReader, ifname: &str, out: &mut Collector) {
     let object = netlink::netdev_object(ifname);
     let ifindex = match netdevs.ifindex(ifname) {
         Ok(Some(ifindex)) => ifindex,
-        Ok(None) => return out.error(Source::Tc, object, "no such interface"),
+        Ok(None) => return out.not_found(Source::Tc, object, "no such interface"),
         Err(e) => {
             out.record::<NetlinkError>(Source::Tc, &object, Err(e));
             return netdevs.forget_socket();
@@ -843,6 +846,25 @@ mod tests {
                 snap.errors[0].message.as_str()
             ),
             ("netdevs/eth9", "no such interface")
+        );
+        assert_eq!(
+            snap.errors[0].kind,
+            crate::snapshot::SourceErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn a_link_the_dump_does_not_answer_for_is_unreadable_not_missing() {
+        let (state, mut reader, dir) = setup();
+        state.lock().expect("state").links.push(link(4, "pf0hpf"));
+        let snap = snapshot(&mut reader, &dir, Some("pf0hpf"));
+        assert!(snap.samples.is_empty());
+        assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
+        assert_eq!(snap.errors[0].object, "netdevs/pf0hpf");
+        assert_eq!(
+            snap.errors[0].kind,
+            crate::snapshot::SourceErrorKind::Unreadable,
+            "the link exists: a typo it is not"
         );
     }
 

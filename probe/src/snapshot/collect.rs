@@ -2,9 +2,12 @@ use std::time::{Duration, SystemTime};
 
 use nix::time::{clock_gettime, ClockId};
 
-use super::model::{ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError};
+use super::model::{
+    ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError, SourceErrorKind,
+};
 use crate::error::error_chain;
 use crate::root::read_optional_attr;
+use crate::ProbeError;
 use crate::SysRoot;
 
 /// `CLOCK_MONOTONIC` as a duration since boot. `std::time::Instant` hides its epoch, and
@@ -19,6 +22,16 @@ pub fn monotonic_now() -> Duration {
 /// The kernel's boot id, which changes on every boot (and so invalidates every counter).
 pub fn read_boot_id(root: &SysRoot) -> Option<String> {
     read_optional_attr(&root.proc("sys/kernel/random/boot_id"))
+}
+
+/// What a reader's error says about its object: only [`ProbeError::NotFound`] means the
+/// object is not there. A file missing inside an object that exists (an `ENOENT` read
+/// error) is a failed read, not a missing object.
+fn error_kind(err: &(dyn std::error::Error + 'static)) -> SourceErrorKind {
+    match err.downcast_ref::<ProbeError>() {
+        Some(ProbeError::NotFound { .. }) => SourceErrorKind::NotFound,
+        _ => SourceErrorKind::Unreadable,
+    }
 }
 
 /// Builds one [`Snapshot`]: start it, feed it samples and errors from the readers, finish
@@ -81,17 +94,47 @@ impl Collector {
         self.snapshot.samples.extend(samples);
     }
 
-    /// Records that a family could not be read for an object.
+    /// Records that a family could not be read for an object that exists (or could not
+    /// be looked for): [`SourceErrorKind::Unreadable`].
     pub fn error(&mut self, source: Source, object: impl Into<String>, message: impl ToString) {
+        self.push_error(
+            source,
+            object.into(),
+            message.to_string(),
+            SourceErrorKind::Unreadable,
+        );
+    }
+
+    /// Records that the object a selector names does not exist:
+    /// [`SourceErrorKind::NotFound`], which a client may refuse as a typo.
+    pub fn not_found(&mut self, source: Source, object: impl Into<String>, message: impl ToString) {
+        self.push_error(
+            source,
+            object.into(),
+            message.to_string(),
+            SourceErrorKind::NotFound,
+        );
+    }
+
+    fn push_error(
+        &mut self,
+        source: Source,
+        object: String,
+        message: String,
+        kind: SourceErrorKind,
+    ) {
         self.snapshot.errors.push(SourceError {
             source,
-            object: object.into(),
-            message: message.to_string(),
+            object,
+            message,
+            kind,
         });
     }
 
-    /// Adds the samples of a reader's result, or its error.
-    pub fn record<E: std::error::Error>(
+    /// Adds the samples of a reader's result, or its error: [`SourceErrorKind::NotFound`]
+    /// when it is [`ProbeError::NotFound`] (the object is not there), otherwise
+    /// [`SourceErrorKind::Unreadable`].
+    pub fn record<E: std::error::Error + 'static>(
         &mut self,
         source: Source,
         object: &str,
@@ -99,7 +142,10 @@ impl Collector {
     ) {
         match result {
             Ok(samples) => self.extend(samples),
-            Err(e) => self.error(source, object, error_chain(&e)),
+            Err(e) => {
+                let kind = error_kind(&e);
+                self.push_error(source, object.to_owned(), error_chain(&e), kind);
+            }
         }
     }
 
@@ -149,6 +195,52 @@ mod tests {
         assert_eq!(snap.boot_id, None, "no proc in an empty root");
         assert_eq!(snap.read.attempts, 1);
         assert!(snap.read.windows.is_empty() && !snap.read.preempted);
+    }
+
+    #[test]
+    fn only_a_missing_object_is_not_found_and_a_missing_file_inside_one_is_unreadable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = Collector::start(&SysRoot::new(dir.path()));
+        c.record::<ProbeError>(
+            Source::Netdev,
+            "netdevs/nosuch",
+            Err(ProbeError::NotFound {
+                what: "netdev",
+                name: "nosuch".to_owned(),
+                root: dir.path().to_owned(),
+            }),
+        );
+        c.record::<ProbeError>(
+            Source::Netdev,
+            "netdevs/p0",
+            Err(ProbeError::read(
+                dir.path().join("statistics"),
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )),
+        );
+        c.record::<std::io::Error>(
+            Source::Rdma,
+            "rdmaDevices/mlx5_0",
+            Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        );
+        c.error(Source::Tc, "netdevs/p0", "not under a --sys-root");
+        c.not_found(Source::Netdev, "netdevs/eth9", "no such interface");
+        let kinds: Vec<_> = c
+            .finish()
+            .errors
+            .iter()
+            .map(|e| (e.object.clone(), e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("netdevs/nosuch".to_owned(), SourceErrorKind::NotFound),
+                ("netdevs/p0".to_owned(), SourceErrorKind::Unreadable),
+                ("rdmaDevices/mlx5_0".to_owned(), SourceErrorKind::Unreadable),
+                ("netdevs/p0".to_owned(), SourceErrorKind::Unreadable),
+                ("netdevs/eth9".to_owned(), SourceErrorKind::NotFound),
+            ]
+        );
     }
 
     #[test]

@@ -15,5 +15,6 @@ pub mod wire;
 pub use collect::{monotonic_now, read_boot_id, Collector};
 pub use diff::{diff, Change, CounterDelta, SnapshotDiff};
 pub use model::{
-    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError, Unit,
+    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError,
+    SourceErrorKind, Unit,
 };

@@ -203,6 +203,27 @@ pub struct SourceError {
     pub object: String,
     /// Why, with the file or call that failed.
     pub message: String,
+    /// Whether the object does not exist or could not be read: a client refuses a
+    /// selector that names nothing (a typo) but only reports a read that failed.
+    pub kind: SourceErrorKind,
+}
+
+/// What a [`SourceError`] is. Kept apart from the message because a client acts on it: a
+/// selector that names nothing is the caller's mistake (`dpuctl` exits 2), a counter that
+/// could not be read this time is evidence missing (reported, never a usage error).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SourceErrorKind {
+    /// Not said: an agent that predates the distinction. Treated like
+    /// [`Unreadable`](Self::Unreadable), so an old agent's errors never become usage
+    /// errors.
+    #[default]
+    Unspecified,
+    /// The object the selector names does not exist (no such interface, RDMA device or
+    /// port, block device, volume or datapath).
+    NotFound,
+    /// The object exists, or could not even be looked for, but its counters could not be
+    /// read (a file, a netlink dump or a backend failed).
+    Unreadable,
 }
 
 /// When one source's reads ran inside a snapshot, so a report shows where the window's

@@ -9,7 +9,8 @@ use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{self, counter_selector::Selector};
 
 use super::model::{
-    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError, Unit,
+    CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError,
+    SourceErrorKind, Unit,
 };
 use crate::counters::CounterSelector;
 
@@ -58,6 +59,33 @@ pub fn kind_from_wire(wire: i32) -> Kind {
     }
 }
 
+/// Every source error kind with its wire value: the one table both directions read.
+const ERROR_KINDS: [(SourceErrorKind, v1::SourceErrorKind); 3] = [
+    (
+        SourceErrorKind::Unspecified,
+        v1::SourceErrorKind::Unspecified,
+    ),
+    (SourceErrorKind::NotFound, v1::SourceErrorKind::NotFound),
+    (SourceErrorKind::Unreadable, v1::SourceErrorKind::Unreadable),
+];
+
+/// A source error's kind on the wire.
+pub fn error_kind_to_wire(kind: SourceErrorKind) -> v1::SourceErrorKind {
+    ERROR_KINDS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(v1::SourceErrorKind::Unspecified, |(_, w)| *w)
+}
+
+/// A wire source error kind in the model: an older agent's (0) and a newer agent's
+/// unknown value are both `Unspecified`, which no client may take for "not found".
+pub fn error_kind_from_wire(wire: i32) -> SourceErrorKind {
+    ERROR_KINDS
+        .iter()
+        .find(|(_, w)| *w as i32 == wire)
+        .map_or(SourceErrorKind::Unspecified, |(k, _)| *k)
+}
+
 /// One sample on the wire.
 pub fn sample_to_wire(s: &Sample) -> v1::CounterSample {
     v1::CounterSample {
@@ -95,7 +123,8 @@ pub fn selector_to_wire(selector: &CounterSelector) -> v1::CounterSelector {
 }
 
 /// The selector a source error is reported under, so a client can match it to its
-/// request.
+/// request: an RDMA port's error carries its port (`rdma:mlx5_0/9` comes back as
+/// device `mlx5_0`, port 9), a device's carries port 0.
 pub fn error_selector(source: Source, object: &str) -> v1::CounterSelector {
     let last = object.rsplit('/').next().unwrap_or(object).to_owned();
     let ifname = || {
@@ -106,14 +135,18 @@ pub fn error_selector(source: Source, object: &str) -> v1::CounterSelector {
             .to_owned()
     };
     let selector = match source {
-        Source::Rdma | Source::RdmaHw => Selector::Rdma(v1::RdmaSelector {
-            device: object
+        Source::Rdma | Source::RdmaHw => {
+            let mut parts = object
                 .strip_prefix("rdmaDevices/")
-                .and_then(|rest| rest.split('/').next())
                 .unwrap_or_default()
-                .to_owned(),
-            port: 0,
-        }),
+                .split('/');
+            let device = parts.next().unwrap_or_default().to_owned();
+            let port = match (parts.next(), parts.next()) {
+                (Some("ports"), Some(port)) => port.parse().unwrap_or(0),
+                _ => 0,
+            };
+            Selector::Rdma(v1::RdmaSelector { device, port })
+        }
         Source::Tc => Selector::Tc(v1::TcSelector { ifname: ifname() }),
         Source::Block => Selector::Block(v1::BlockSelector { device: last }),
         Source::Volume => Selector::Volumes(v1::VolumeSelector {
@@ -155,6 +188,7 @@ pub fn snapshot_to_wire(snapshot: &Snapshot) -> v1::CounterSnapshot {
             .map(|e| v1::SourceError {
                 selector: Some(error_selector(e.source, &e.object)),
                 message: format!("{} {}: {}", e.source, e.object, e.message),
+                kind: error_kind_to_wire(e.kind).into(),
             })
             .collect(),
         windows: snapshot
@@ -193,6 +227,7 @@ pub fn snapshot_from_wire(wire: &v1::CounterSnapshot) -> Snapshot {
                 source: Source::Netdev,
                 object: s.object.clone(),
                 message: format!("unknown counter source {:?} from the agent", s.source),
+                kind: SourceErrorKind::Unreadable,
             });
             continue;
         };
@@ -249,6 +284,58 @@ mod tests {
             assert_eq!(kind_from_wire(kind_to_wire(kind) as i32), kind);
         }
         assert_eq!(unit_from_wire(9999), Unit::Unspecified);
+    }
+
+    #[test]
+    fn every_error_kind_survives_the_round_trip_and_an_old_agent_is_unspecified() {
+        for (kind, _) in ERROR_KINDS {
+            assert_eq!(error_kind_from_wire(error_kind_to_wire(kind) as i32), kind);
+        }
+        // An agent that predates the field sends 0; a newer one may send a value this
+        // build does not know. Neither may read as "not found".
+        let old = v1::SourceError {
+            selector: None,
+            message: "netdev netdevs/x: no such interface".to_owned(),
+            ..Default::default()
+        };
+        assert_eq!(error_kind_from_wire(old.kind), SourceErrorKind::Unspecified);
+        assert_eq!(error_kind_from_wire(99), SourceErrorKind::Unspecified);
+    }
+
+    #[test]
+    fn an_error_is_reported_under_the_selector_that_names_its_object() {
+        let rdma = |device: &str, port: u32| {
+            Some(Selector::Rdma(v1::RdmaSelector {
+                device: device.to_owned(),
+                port,
+            }))
+        };
+        let cases = [
+            (
+                Source::Rdma,
+                "rdmaDevices/mlx5_0/ports/9",
+                rdma("mlx5_0", 9),
+            ),
+            (Source::RdmaHw, "rdmaDevices/mlx5_0", rdma("mlx5_0", 0)),
+            (Source::Rdma, "rdmaDevices", rdma("", 0)),
+            (
+                Source::Netdev,
+                "netdevs/pf0hpf",
+                Some(Selector::Netdev(v1::NetdevSelector {
+                    ifname: "pf0hpf".to_owned(),
+                })),
+            ),
+            (
+                Source::Block,
+                "blockDevices/nvme9n1",
+                Some(Selector::Block(v1::BlockSelector {
+                    device: "nvme9n1".to_owned(),
+                })),
+            ),
+        ];
+        for (source, object, want) in cases {
+            assert_eq!(error_selector(source, object).selector, want, "{object}");
+        }
     }
 
     #[test]

@@ -281,3 +281,159 @@ fn dpuctl_watch_flags_a_counter_reset_and_exits_inconclusive() {
         "a reset makes the watch inconclusive\n{text}"
     );
 }
+
+fn netdev(ifname: &str) -> v1::CounterSelector {
+    v1::CounterSelector {
+        selector: Some(Selector::Netdev(v1::NetdevSelector {
+            ifname: ifname.to_owned(),
+        })),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Issue 35: a selector that names nothing fails the run (exit 2) with one line that names
+/// it and what exists, alone, beside a good selector, with `-o json` and with `--watch`;
+/// the good selector alone is the control.
+#[test]
+fn dpuctl_a_selector_that_names_nothing_is_a_usage_error_that_lists_what_exists() {
+    let lab = Lab::start();
+    let agent = lab.agent.endpoint();
+    let counters = |extra: &[&str]| {
+        let mut args = vec!["--agent", agent.as_str()];
+        args.extend_from_slice(extra);
+        dpuctl(&args)
+    };
+
+    let out = counters(&["dpu", "counters", "-s", "netdev:nosuch"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("-s netdev:nosuch"), "{stderr}");
+    assert!(
+        stderr.contains("netdev has: ") && stderr.contains("pf0hpf") && stderr.contains("p0"),
+        "what exists is listed: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert!(stdout.is_empty(), "no empty table: {stdout}");
+
+    // A typo among good selectors still fails the script, and nothing else is printed.
+    let out = counters(&["dpu", "counters", "-s", "netdev:p0", "-s", "netdev:nosuch"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("-s netdev:nosuch"), "{stderr}");
+    assert!(!stderr.contains("-s netdev:p0"), "p0 matched: {stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+
+    // JSON: the same exit code, the error on stderr, stdout left empty.
+    let out = counters(&["-o", "json", "dpu", "counters", "-s", "netdev:nosuch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("-s netdev:nosuch"));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+
+    // A watch decides on its first snapshot, before it prints anything.
+    let watch = [
+        "dpu",
+        "counters",
+        "-s",
+        "rdma:mlx5_0/9",
+        "--watch",
+        "0.2",
+        "--count",
+        "3",
+    ];
+    let out = counters(&watch);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("-s rdma:mlx5_0/9") && stderr.contains("mlx5_0/1"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "no baseline printed: {stdout}");
+
+    // The control: the good selector alone is a table and exit 0.
+    let out = counters(&["dpu", "counters", "-s", "netdev:p0"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("netdevs/p0") && stdout.contains("rx_bytes"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("not read:"), "{stdout}");
+}
+
+/// An object that exists but whose counters cannot be read stays what it was: a
+/// `not read:` line and exit 0, never a usage error. The agent says which is which on the
+/// wire (`SourceError.kind`). The fixture's `statistics/` becomes a dangling link, so the
+/// read fails with ENOENT inside an interface that is there (chmod would not stop root).
+#[tokio::test]
+async fn an_object_whose_counters_cannot_be_read_is_not_read_not_a_usage_error() {
+    let lab = Lab::start();
+    let stats = lab.root.join("sys/class/net/pf0vf0/statistics");
+    std::fs::remove_dir_all(&stats).expect("remove statistics");
+    std::os::unix::fs::symlink(lab.root.join("gone"), &stats).expect("dangling link");
+
+    let snap = CountersClient::new(lab.agent.channel().await)
+        .snapshot(v1::SnapshotRequest {
+            selectors: vec![netdev("pf0vf0"), netdev("nosuch")],
+        })
+        .await
+        .expect("Snapshot")
+        .into_inner();
+    let kinds: Vec<(String, i32)> = snap
+        .errors
+        .iter()
+        .map(|e| (e.message.clone(), e.kind))
+        .collect();
+    assert_eq!(snap.errors.len(), 2, "{kinds:?}");
+    let kind_of = |ifname: &str| {
+        snap.errors
+            .iter()
+            .find(|e| e.selector == Some(netdev(ifname)))
+            .unwrap_or_else(|| panic!("no error for {ifname}: {kinds:?}"))
+            .kind
+    };
+    assert_eq!(
+        kind_of("pf0vf0"),
+        v1::SourceErrorKind::Unreadable as i32,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kind_of("nosuch"),
+        v1::SourceErrorKind::NotFound as i32,
+        "{kinds:?}"
+    );
+
+    let out = dpuctl(&[
+        "--agent",
+        &lab.agent.endpoint(),
+        "dpu",
+        "counters",
+        "-s",
+        "netdev:pf0vf0",
+        "-s",
+        "netdev:p0",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a failed read is not a usage error\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("not read:") && l.contains("pf0vf0")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("netdevs/p0"),
+        "the good one still read: {stdout}"
+    );
+}
