@@ -102,9 +102,17 @@ pub fn page(report: &FleetReport) -> String {
             .chain(node.skipped.iter().map(|s| escape(s)))
             .collect::<Vec<_>>()
             .join("<br>");
+        // The facts the fleet compares (model, firmware, DPU mode, versions): what a
+        // one-node `info` page is read for, and the values behind any drift below.
+        let facts = node
+            .compared
+            .iter()
+            .map(|(fact, value)| format!("{} <code>{}</code>", escape(fact), escape(value)))
+            .collect::<Vec<_>>()
+            .join("<br>");
         let _ = write!(
             rows,
-            "<tr id=\"n-{id}\"><td>{name}</td><td>{badge}</td><td class=\"n\">{ms:.0}</td><td><code>{agent}</code></td><td>{problems}</td></tr>",
+            "<tr id=\"n-{id}\"><td>{name}</td><td>{badge}</td><td class=\"n\">{ms:.0}</td><td><code>{agent}</code></td><td>{problems}</td><td>{facts}</td></tr>",
             id = escape(&node.name),
             name = escape(&node.name),
             badge = badge(node.status),
@@ -131,7 +139,7 @@ pub fn page(report: &FleetReport) -> String {
          <div>{grid}</div>\
          <h2>Failures by cause</h2>{no_groups}{groups_table}\
          <h2>Drift from the majority</h2>{no_drift}{drift_table}\
-         <h2>Nodes</h2><table><tr><th>node</th><th>result</th><th>ms</th><th>agent</th><th>problems</th></tr>{rows}</table>\
+         <h2>Nodes</h2><table><tr><th>node</th><th>result</th><th>ms</th><th>agent</th><th>problems</th><th>facts</th></tr>{rows}</table>\
          </body></html>\n",
         command = escape(&report.command),
         headline = report.headline(),
@@ -199,6 +207,35 @@ mod tests {
         assert!(
             !html.contains("src=") && !html.contains("http"),
             "self-contained"
+        );
+    }
+
+    /// A one-node `info` page has no drift and no problem to show: its node row carries
+    /// the facts the fleet compares, escaped.
+    #[test]
+    fn a_node_row_shows_the_compared_facts() {
+        let node = NodeReport {
+            name: "dpu-1".into(),
+            agent: "unix:/s".into(),
+            status: NodeStatus::Pass,
+            elapsed_ms: 3.0,
+            problems: Vec::new(),
+            facts: serde_json::Value::Null,
+            compared: [
+                ("firmware".to_owned(), "32.41.1000".to_owned()),
+                ("model".to_owned(), "BlueField-3 <x>".to_owned()),
+            ]
+            .into_iter()
+            .collect(),
+            skipped: None,
+        };
+        let html = page(&FleetReport::new("info", vec![node], 5.0, false));
+        assert!(html.contains("<th>facts</th>"), "{html}");
+        assert!(
+            html.contains(
+                "firmware <code>32.41.1000</code><br>model <code>BlueField-3 &lt;x&gt;</code>"
+            ),
+            "{html}"
         );
     }
 }
