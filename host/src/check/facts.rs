@@ -148,6 +148,24 @@ impl HostFacts {
         devices: &[String],
     ) -> Result<Vec<DataInterface>, String> {
         if !interfaces.is_empty() {
+            // The same rule as `--device`: a name the host does not have is bad input,
+            // not a failed check (whose fix would send someone to check a cable).
+            if let Ok(netdevs) = &self.netdevs {
+                if let Some(missing) = interfaces
+                    .iter()
+                    .find(|wanted| !netdevs.iter().any(|n| &n.ifname == *wanted))
+                {
+                    let names: Vec<&str> = netdevs.iter().map(|n| n.ifname.as_str()).collect();
+                    let known = if names.is_empty() {
+                        "this host has no network interface".to_owned()
+                    } else {
+                        format!("this host has {}", names.join(", "))
+                    };
+                    return Err(format!(
+                        "--interface {missing}: no such interface ({known})"
+                    ));
+                }
+            }
             return Ok(interfaces
                 .iter()
                 .map(|ifname| DataInterface {

@@ -111,7 +111,8 @@ pub async fn run_judged(session: &Session, args: &CheckParams) -> anyhow::Result
         host
     })
     .await?;
-    // A `--device` that names nothing is bad input: refused before the agent is asked.
+    // A `--device` or `--interface` that names nothing is bad input: refused before the
+    // agent is asked.
     host.data_interfaces(&args.interfaces, &args.devices)
         .map_err(anyhow::Error::msg)?;
     let agent = if args.no_agent {

@@ -163,6 +163,27 @@ fn a_down_rail_fails_under_its_own_name_while_the_other_passes() {
 }
 
 #[test]
+fn an_interface_the_host_does_not_have_is_refused_by_name_like_a_device() {
+    let h = gpu_server(3, true);
+    let rails = h
+        .data_interfaces(&["ens2f0np0".to_owned()], &[])
+        .expect("a netdev of the host");
+    assert_eq!(rails[0].chosen_because, "--interface");
+    let e = h
+        .data_interfaces(&["ens2f0np0".to_owned(), "eth9".to_owned()], &[])
+        .expect_err("eth9 is not there");
+    assert!(
+        e.starts_with("--interface eth9: no such interface (this host has ")
+            && e.contains("ens1f0np0"),
+        "{e}"
+    );
+    // Netdevs that cannot be listed: the checks say so, nothing is refused here.
+    let mut unlisted = gpu_server(3, true);
+    unlisted.netdevs = Err("cannot list".to_owned());
+    assert!(unlisted.data_interfaces(&["eth9".to_owned()], &[]).is_ok());
+}
+
+#[test]
 fn devices_select_rails_and_an_unknown_one_is_refused_by_name() {
     let h = gpu_server(3, true);
     let rails = h

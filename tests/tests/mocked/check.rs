@@ -251,3 +251,24 @@ fn skipped_checks_are_summed_up_by_reason_and_every_row_is_there_on_request() {
     );
     assert!(!all_text.contains("by reason"), "{all_text}");
 }
+
+/// `--interface` follows `--device`'s rule: a name the host does not have is a usage error
+/// (exit 2) naming it and what the host has, not a failed check whose fix is the cable.
+#[test]
+fn an_interface_the_host_does_not_have_is_a_usage_error_like_a_device() {
+    let (_dir, root) = fixture::bluefield3_host_tempdir();
+    let root = root.to_str().expect("utf-8 path");
+    for (flag, name, has) in [
+        ("--interface", "ens9f0np0", "ens1f0np0"),
+        ("--device", "mlx5_9", "mlx5_0"),
+    ] {
+        let out = dpuctl(&["--sys-root", root, "check", "--no-agent", flag, name]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag} {name}")) && stderr.contains(has),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "nothing judged");
+    }
+}
