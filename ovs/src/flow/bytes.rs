@@ -2,9 +2,9 @@
 //!
 //! A flow line is about 500 bytes with a bracket or a comma every few bytes, so a byte loop
 //! with a branch per byte is what bounded the parser. Testing eight bytes per step with
-//! plain integer arithmetic (SWAR) instead keeps the scan near memory speed with no `unsafe`
-//! and no per-architecture code: the same parser runs on x86-64 hosts and on the BlueField's
-//! Arm cores.
+//! plain integer arithmetic (SWAR) instead keeps the scan near memory speed in safe Rust
+//! with no per-architecture code: the same parser runs on x86-64 hosts and on the
+//! BlueField's Arm cores.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
