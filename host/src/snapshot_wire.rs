@@ -98,6 +98,18 @@ impl AgentSelector {
         }
     }
 
+    /// The wire sources (`CounterSample.source`) this selector's samples carry.
+    pub fn sources(&self) -> &'static [&'static str] {
+        match self {
+            Self::Probe(CounterSelector::Rdma { .. }) => &["rdma", "rdma_hw"],
+            Self::Probe(CounterSelector::Netdev { .. }) => &["netdev", "netdev_offload"],
+            Self::Probe(CounterSelector::Tc { .. }) => &["tc"],
+            Self::Probe(CounterSelector::Block { .. }) => &["block"],
+            Self::Volume(_) => &["volume"],
+            Self::Datapath(_) => &["ovs_datapath"],
+        }
+    }
+
     /// The selector for every object of the same kind, whose answer says what exists when
     /// this one names nothing: `netdev` for `netdev:X` and for `tc:X` (tc needs a
     /// netdev), `rdma` for `rdma:D[/P]`, `block`, `volume`, `datapath`.
@@ -145,9 +157,13 @@ pub fn names_nothing<'a>(
 /// The objects a snapshot's samples cover, by the short names `-s` takes after the
 /// colon (`pf0hpf`, `mlx5_0`, `mlx5_0/1`, `nvme0n1`, `r0n1`, `system@ovs-system`),
 /// sorted and each once: what a selector that named nothing could have named.
-pub fn object_names(samples: &[v1::CounterSample]) -> Vec<String> {
+/// Only samples of `of`'s own sources count: an answer may carry other sources too (an
+/// agent adds its default sources beside a datapath selector).
+pub fn object_names(samples: &[v1::CounterSample], of: &AgentSelector) -> Vec<String> {
+    let sources = of.sources();
     let mut names: Vec<String> = samples
         .iter()
+        .filter(|s| sources.contains(&s.source.as_str()))
         .map(|s| {
             let rest = s
                 .object
@@ -247,21 +263,25 @@ mod tests {
 
     #[test]
     fn objects_are_listed_by_the_names_a_selector_takes() {
-        let sample = |object: &str| v1::CounterSample {
+        let sample = |source: &str, object: &str| v1::CounterSample {
+            source: source.to_owned(),
             object: object.to_owned(),
             ..Default::default()
         };
         let samples = [
-            sample("netdevs/pf0hpf"),
-            sample("netdevs/p0"),
-            sample("netdevs/p0"),
-            sample("rdmaDevices/mlx5_0/ports/1"),
-            sample("rdmaDevices/mlx5_0"),
-            sample("datapaths/system@ovs-system"),
+            sample("netdev", "netdevs/pf0hpf"),
+            sample("netdev", "netdevs/p0"),
+            sample("netdev_offload", "netdevs/p0"),
+            sample("rdma", "rdmaDevices/mlx5_0/ports/1"),
+            sample("rdma_hw", "rdmaDevices/mlx5_0"),
+            sample("ovs_datapath", "datapaths/system@ovs-system"),
         ];
+        assert_eq!(object_names(&samples, &sel("netdev")), ["p0", "pf0hpf"]);
+        assert_eq!(object_names(&samples, &sel("rdma")), ["mlx5_0", "mlx5_0/1"]);
+        // An answer that carries other sources beside the datapaths lists only those.
         assert_eq!(
-            object_names(&samples),
-            ["mlx5_0", "mlx5_0/1", "p0", "pf0hpf", "system@ovs-system"]
+            object_names(&samples, &sel("datapath")),
+            ["system@ovs-system"]
         );
     }
 }

@@ -72,7 +72,7 @@ async fn refuse_names_nothing(
     for group in &mut groups {
         group.existing = snapshot(env, vec![group.catch_all.to_wire()])
             .await
-            .map(|answer| object_names(&answer.samples))
+            .map(|answer| object_names(&answer.samples, &group.catch_all))
             .map_err(|e| dpu_probe::error_chain(e.as_ref()));
     }
     anyhow::bail!("{}", names_nothing_line(&groups))

@@ -542,8 +542,10 @@ fn datapath_lookups_agree_with_ovs_appctl(agent: &Agent, daemons: &OvsDaemons) {
         String::from_utf8_lossy(&missing.stdout),
         String::from_utf8_lossy(&missing.stderr)
     );
+    assert_eq!(missing.status.code(), Some(2), "{text}");
     assert!(
-        text.contains("no datapath dummy@nothere") && text.contains(DATAPATH),
-        "a missing datapath is named with what exists: {text}"
+        text.contains("-s datapath:dummy@nothere names nothing")
+            && text.contains(&format!("(datapath has: {DATAPATH})")),
+        "a missing datapath is named with what exists, and only datapaths: {text}"
     );
 }

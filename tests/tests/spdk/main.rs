@@ -208,11 +208,16 @@ pub(crate) fn refused(out: &Output) -> (String, String) {
         "expected a refusal (exit 2)\nstdout: {}\nstderr: {stderr}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let rest = stderr
+    // `dpuctl: error: Service.Method failed: <message> (<Code>)`.
+    let line = stderr.lines().next().unwrap_or_default();
+    let rest = line
         .split_once(" failed: ")
         .map(|(_, rest)| rest.trim())
         .unwrap_or_else(|| panic!("not an RPC refusal: {stderr}"));
-    let (code, message) = rest.split_once(": ").unwrap_or((rest, ""));
+    let (message, code) = rest
+        .strip_suffix(')')
+        .and_then(|r| r.rsplit_once(" ("))
+        .unwrap_or_else(|| panic!("no status code at the end: {stderr}"));
     (code.to_owned(), message.to_owned())
 }
 
