@@ -76,6 +76,23 @@ pub fn bin_dir() -> &'static Path {
     })
 }
 
+/// The Python with grpcio, grpcio-reflection and protobuf the clients in Python use
+/// (`DPU_TEST_PYTHON`, else `python3`), or why there is none (for `skip!`).
+pub fn grpc_python() -> Result<String, String> {
+    let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    match Command::new(&python)
+        .args(["-c", "import grpc, grpc_reflection, google.protobuf"])
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(python),
+        Ok(out) => Err(format!(
+            "{python} lacks grpcio/grpcio-reflection/protobuf: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!("cannot run {python}: {e}")),
+    }
+}
+
 /// The `dpu-sim` binary beside the binaries under test ([`bin_dir`]).
 pub fn sim_bin() -> PathBuf {
     let bin = bin_dir().join("dpu-sim");

@@ -65,18 +65,10 @@ async fn both_reflection_versions_list_every_service() {
 /// unix_authority.rs).
 #[test]
 fn python_grpc_client_lists_and_calls_services_through_reflection() {
-    let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let probe = Command::new(&python)
-        .args(["-c", "import grpc, grpc_reflection, google.protobuf"])
-        .output();
-    match probe {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => dpu_tests::skip!(
-            "{python} lacks grpcio/grpcio-reflection/protobuf: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(e) => dpu_tests::skip!("cannot run {python}: {e}"),
-    }
+    let python = match dpu_tests::harness::grpc_python() {
+        Ok(python) => python,
+        Err(why) => dpu_tests::skip!("{why}"),
+    };
     let port = dpu_tests::harness::free_tcp_port();
     let tcp = format!("tcp:127.0.0.1:{port}");
     let lab = Lab::start_with(|o| o.extra_listen.push(tcp.clone()));

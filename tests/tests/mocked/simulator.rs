@@ -178,18 +178,10 @@ fn a_simulated_bluefield_is_healthy_moves_its_counters_breaks_on_demand_and_stop
 /// interface does not exist.
 #[test]
 fn the_python_example_tells_a_live_link_from_a_stalled_one_and_a_reset_from_both() {
-    let python = std::env::var("DPU_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let probe = Command::new(&python)
-        .args(["-c", "import grpc, grpc_reflection, google.protobuf"])
-        .output();
-    match probe {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => dpu_tests::skip!(
-            "{python} lacks grpcio/grpcio-reflection/protobuf: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(e) => dpu_tests::skip!("cannot run {python}: {e}"),
-    }
+    let python = match dpu_tests::harness::grpc_python() {
+        Ok(python) => python,
+        Err(why) => dpu_tests::skip!("{why}"),
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path().join("sim");
     let up = sim(&dir, &["up", "--detach"]);
