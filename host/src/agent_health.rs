@@ -25,6 +25,22 @@ pub struct HealthRow {
     pub detail: String,
 }
 
+impl HealthRow {
+    /// The backend's name when this row is one (`backend snap` → `snap`).
+    pub fn backend(&self) -> Option<&str> {
+        self.component.strip_prefix("backend ")
+    }
+
+    /// One line for a problem's detail: `backend snap is unavailable (unix:/x  refused)`.
+    pub fn describe(&self) -> String {
+        if self.detail.is_empty() {
+            format!("{} is {}", self.component, self.state)
+        } else {
+            format!("{} is {} ({})", self.component, self.state, self.detail)
+        }
+    }
+}
+
 /// The agent's health and the system it runs on.
 #[derive(Debug, Clone)]
 pub struct AgentHealth {
@@ -41,15 +57,57 @@ impl AgentHealth {
     }
 }
 
-const SERVICE_BACKENDS: &[(&str, &[&str])] = &[
-    ("dpu.v1.Switch", &["ovsdb", "ovs-vswitchd"]),
-    ("dpu.v1.Storage", &["snap", "kernel-nvmeof"]),
+/// The backends one area of the agent needs, and the services that stop serving when they
+/// are down: the agent's health (`agent-arm/src/health.rs`) follows exactly these.
+///
+/// Why a table: one judgement serves both "disabled on purpose is not a fault" and the fleet's
+/// folding of a down backend's consequences into one cause (`fleet health`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendGroup {
+    /// What the operator calls the area (`storage`, `switch`): the first word of a cause.
+    pub area: &'static str,
+    /// What the operator calls the backend (`snap`, `ovs`).
+    pub label: &'static str,
+    /// The backends' names as `GetSystem.backends` gives them.
+    pub backends: &'static [&'static str],
+    /// The gRPC services that are NOT_SERVING while one of these backends is down.
+    pub services: &'static [&'static str],
+}
+
+/// Every backend the agent reports, grouped by what an operator would fix.
+pub const BACKEND_GROUPS: &[BackendGroup] = &[
+    BackendGroup {
+        area: "storage",
+        label: "snap",
+        backends: &["snap"],
+        services: &["dpu.v1.Storage"],
+    },
+    BackendGroup {
+        area: "storage",
+        label: "kernel-nvmeof",
+        backends: &["kernel-nvmeof"],
+        services: &["dpu.v1.Storage"],
+    },
+    BackendGroup {
+        area: "switch",
+        label: "ovs",
+        backends: &["ovsdb", "ovs-vswitchd"],
+        services: &["dpu.v1.Switch"],
+    },
+    BackendGroup {
+        area: "inventory and counters",
+        label: "sysfs",
+        backends: &["sysfs"],
+        services: &["dpu.v1.Inventory", "dpu.v1.Counters"],
+    },
 ];
 
 fn disabled_on_purpose(service: &str, backends: &[v1::BackendStatus]) -> bool {
-    let Some((_, needs)) = SERVICE_BACKENDS.iter().find(|(s, _)| *s == service) else {
-        return false;
-    };
+    let needs: Vec<&str> = BACKEND_GROUPS
+        .iter()
+        .filter(|g| g.services.contains(&service))
+        .flat_map(|g| g.backends.iter().copied())
+        .collect();
     let mut needed = backends
         .iter()
         .filter(|b| needs.contains(&b.backend.as_str()))
