@@ -87,6 +87,39 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+impl Cli {
+    /// The command tree as dpuctl parses, completes and documents it: [`finish`] applied to
+    /// the derived definition.
+    pub(crate) fn tree() -> clap::Command {
+        finish(<Self as clap::CommandFactory>::command())
+    }
+
+    /// Parses the process's arguments against [`Cli::tree`] (not the bare derived tree, so
+    /// what `--help` shows is what is parsed), exiting with clap's message on bad input.
+    pub(crate) fn parse_argv() -> Self {
+        let matches = Self::tree().get_matches();
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+            .unwrap_or_else(|e| e.format(&mut Self::tree()).exit())
+    }
+}
+
+/// Hides the global flags where they mean nothing: `completions` only prints a script, so
+/// `--agent`, TLS, `--output`, `--sys-root` and the timeouts would only be noise in its
+/// `--help` and in the completions offered after it. They are still accepted there, as
+/// everywhere.
+///
+/// How: clap copies each global flag into every subcommand that has none of that name when
+/// it builds the tree, so `completions` is given hidden copies first. (Changing the copies
+/// after the build is not possible: clap's index of flags is made by the build.)
+pub(crate) fn finish(cmd: clap::Command) -> clap::Command {
+    let hidden: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    cmd.mut_subcommand("completions", |sub| sub.args(hidden))
+}
+
 /// How data is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OutputFormat {
@@ -990,7 +1023,7 @@ mod tests {
         let mut argv = vec!["dpuctl"];
         argv.extend(args);
         argv.push("--help");
-        match Cli::try_parse_from(argv) {
+        match Cli::tree().try_get_matches_from(argv) {
             Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.to_string(),
             other => panic!("{args:?} --help did not print help: {other:?}"),
         }
@@ -1024,5 +1057,47 @@ mod tests {
         let text = help(&["check"]);
         let own = text.find("\nOptions:\n").expect("own options");
         assert!(text[own..].contains("--interface"), "{text}");
+    }
+    #[test]
+    fn completions_help_shows_only_what_applies_to_it() {
+        let text = help(&["completions"]);
+        for flag in [
+            "--agent",
+            "--output",
+            "--sys-root",
+            "--timeout",
+            "--ca",
+            "--tls-name",
+            "--verbose",
+        ] {
+            assert!(
+                !text.contains(flag),
+                "completions --help shows {flag}:\n{text}"
+            );
+        }
+        assert!(!text.contains("Global options"), "{text}");
+        assert!(text.contains("<SHELL>") && text.contains("bash"), "{text}");
+        // The other subcommands keep the globals.
+        assert!(help(&["check"]).contains("--agent"));
+        assert!(help(&["dpu", "info"]).contains("--agent"));
+        // Hidden is not refused: a global before or after `completions` still parses.
+        let cli = Cli::parse_from_tree(&["dpuctl", "-v", "completions", "bash"]);
+        assert_eq!(cli.verbose, 1);
+        assert!(matches!(cli.command, Command::Completions(_)));
+        Cli::parse_from_tree(&["dpuctl", "completions", "--agent", "unix:/x", "bash"]);
+    }
+
+    #[test]
+    fn the_finished_tree_passes_clap_s_own_checks() {
+        Cli::tree().debug_assert();
+    }
+
+    impl Cli {
+        fn parse_from_tree(argv: &[&str]) -> Self {
+            let matches = Cli::tree()
+                .try_get_matches_from(argv)
+                .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            <Cli as clap::FromArgMatches>::from_arg_matches(&matches).expect("matches")
+        }
     }
 }

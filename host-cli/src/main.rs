@@ -19,12 +19,11 @@ mod report;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use clap::Parser;
 use outcome::Outcome;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_argv();
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

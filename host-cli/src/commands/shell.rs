@@ -13,7 +13,7 @@ use crate::outcome::Outcome;
 /// Prints the completion script for one shell.
 pub(crate) fn completions(args: &CompletionsArgs) -> anyhow::Result<Outcome> {
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "dpuctl", &mut out);
+    clap_complete::generate(args.shell, &mut Cli::tree(), "dpuctl", &mut out);
     write_stdout(&out)?;
     Ok(Outcome::Success)
 }
@@ -30,7 +30,7 @@ pub(crate) fn man(args: &ManArgs) -> anyhow::Result<Outcome> {
 
 /// The command tree as the man pages show it: `help` is not a command of its own there.
 fn man_command() -> clap::Command {
-    Cli::command().disable_help_subcommand(true)
+    crate::cli::finish(Cli::command().disable_help_subcommand(true))
 }
 
 /// The roff page of dpuctl (no words) or of the subcommand the words name.
@@ -110,7 +110,7 @@ mod tests {
         let mut out = Vec::new();
         clap_complete::generate(
             clap_complete::Shell::Bash,
-            &mut Cli::command(),
+            &mut Cli::tree(),
             "dpuctl",
             &mut out,
         );

@@ -28,6 +28,19 @@ fn completions_list_the_subcommands_and_an_unknown_shell_is_a_usage_error() {
             assert!(script.contains(word), "{shell}: {word} missing");
         }
     }
+    // Its help shows only what applies to it; other subcommands keep the global flags.
+    let out = dpuctl(&["completions", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("bash"), "{text}");
+    for flag in ["--agent", "--output", "--sys-root", "--timeout", "--cert"] {
+        assert!(
+            !text.contains(flag),
+            "completions --help shows {flag}:\n{text}"
+        );
+    }
+    let out = dpuctl(&["check", "--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--agent"));
     let out = dpuctl(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("possible values"));
