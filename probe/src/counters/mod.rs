@@ -402,6 +402,8 @@ mod tests {
         for (selector, object) in [
             ("rdma:mlx5_0/9", "rdmaDevices/mlx5_0/ports/9"),
             ("netdev:nosuch", "netdevs/nosuch"),
+            // tc under a sys root cannot be read at all, but a name it lacks is a typo.
+            ("tc:nosuch", "netdevs/nosuch"),
         ] {
             let snap = sampler.snapshot(&[selector.parse().expect("selector")]);
             let errors: Vec<_> = snap
@@ -411,6 +413,30 @@ mod tests {
                 .collect();
             assert_eq!(errors, [(object, SourceErrorKind::NotFound)], "{selector}");
         }
+    }
+
+    #[test]
+    fn tc_on_an_interface_the_sys_root_has_is_unreadable_not_missing() {
+        let dir = fixture();
+        write(dir.path(), "sys/class/net/pf0hpf/mtu", "1500\n");
+        let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+        let snap = sampler.snapshot(&["tc:pf0hpf".parse().expect("selector")]);
+        assert!(snap.samples.is_empty());
+        assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
+        assert_eq!(snap.errors[0].object, "netdevs/pf0hpf");
+        assert_eq!(snap.errors[0].kind, SourceErrorKind::Unreadable);
+        assert!(
+            snap.errors[0].message.contains("netlink"),
+            "{:?}",
+            snap.errors
+        );
+        let snap = sampler.snapshot(&["tc:pf0hpg".parse().expect("selector")]);
+        assert_eq!(snap.errors[0].kind, SourceErrorKind::NotFound);
+        assert!(
+            snap.errors[0].message.contains("no such interface under"),
+            "{:?}",
+            snap.errors
+        );
     }
 
     #[test]

@@ -180,11 +180,7 @@ pub(super) fn collect(
             NetdevSource::Netlink => netdev_netlink(netdevs, ifname.as_deref(), out),
         },
         CounterSelector::Tc { ifname } => match netdevs.source {
-            NetdevSource::Sysfs => out.error(
-                Source::Tc,
-                netlink::netdev_object(ifname),
-                "tc filters are only visible through netlink on a live system, not under a --sys-root",
-            ),
+            NetdevSource::Sysfs => tc_sysfs(root, ifname, out),
             NetdevSource::Netlink => tc(netdevs, ifname, out),
         },
     }
@@ -519,6 +515,26 @@ fn netdev_netlink(netdevs: &mut NetdevReader, ifname: Option<&str>, out: &mut Co
             out.extend(netlink::device_samples(named));
         }
     }
+}
+
+/// tc under a sys root: filters are only visible through netlink, so an interface the
+/// root has is UNREADABLE, while one it does not have is NOT_FOUND, as `netdev:X` and the
+/// netlink path say: `tc:typo` is a typo wherever it is read (a client refuses it, exit 2).
+fn tc_sysfs(root: &SysRoot, ifname: &str, out: &mut Collector) {
+    let object = netlink::netdev_object(ifname);
+    let class = root.sys("class/net");
+    if ifname.is_empty() || ifname.contains('/') || !class.join(ifname).is_dir() {
+        return out.not_found(
+            Source::Tc,
+            object,
+            format!("no such interface under {}", class.display()),
+        );
+    }
+    out.error(
+        Source::Tc,
+        object,
+        "tc filters are only visible through netlink on a live system, not under a --sys-root",
+    );
 }
 
 /// Filters on the ingress and egress hooks of one device.

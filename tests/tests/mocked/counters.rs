@@ -318,6 +318,23 @@ fn dpuctl_a_selector_that_names_nothing_is_a_usage_error_that_lists_what_exists(
     assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
     assert!(stdout.is_empty(), "no empty table: {stdout}");
 
+    // tc under the agent's sys root: an interface that is not there is the same typo,
+    // while one that is there is only unreadable (tc needs netlink): `not read:`, exit 0.
+    let out = counters(&["dpu", "counters", "-s", "tc:nosuch"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("-s tc:nosuch names nothing") && stderr.contains("pf0hpf"),
+        "{stderr}"
+    );
+    let out = counters(&["dpu", "counters", "-s", "tc:pf0hpf"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("not read:"),
+        "{stdout}\n{stderr}"
+    );
+
     // A typo among good selectors still fails the script, and nothing else is printed.
     let out = counters(&["dpu", "counters", "-s", "netdev:p0", "-s", "netdev:nosuch"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
