@@ -8,6 +8,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::host_disk::HostPath;
+
 /// One fault, or the end of one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -31,6 +33,10 @@ pub enum Fault {
     AgentStop,
     /// The agent runs again (SIGCONT).
     AgentResume,
+    /// The host's reads of its disk take this path from now on (a node started with a
+    /// host disk): through the emulation, over the host's own RDMA port to the target,
+    /// or to a disk that is not the volume.
+    HostPath(HostPath),
 }
 
 /// What is wrong with a fault request or its application.
@@ -52,6 +58,12 @@ pub enum FaultError {
         /// The interfaces the machine has.
         have: Vec<String>,
     },
+    /// `host-path` without one of the paths.
+    #[error("host-path needs one of {}, got {given:?}", HostPath::ALL.map(|(name, _)| name).join(", "))]
+    NoSuchHostPath {
+        /// What was given (empty when nothing was).
+        given: String,
+    },
     /// A file of the tree could not be changed.
     #[error("cannot change {}", path.display())]
     Write {
@@ -65,7 +77,7 @@ pub enum FaultError {
 
 impl Fault {
     /// Every fault as it is written on the command line.
-    pub const USAGE: [&'static str; 10] = [
+    pub const USAGE: [&'static str; 11] = [
         "link-down IFNAME",
         "link-up IFNAME",
         "pcie-degrade",
@@ -76,6 +88,7 @@ impl Fault {
         "snap-restart",
         "agent-stop",
         "agent-resume",
+        "host-path emulated|host-rdma|local",
     ];
 
     /// The fault `words` name (`["link-down", "p0"]`), checked against the machine under
@@ -122,6 +135,16 @@ impl Fault {
             "snap-restart" => plain(Fault::SnapRestart),
             "agent-stop" => plain(Fault::AgentStop),
             "agent-resume" => plain(Fault::AgentResume),
+            "host-path" => match rest {
+                [word] => HostPath::parse(word).map(Fault::HostPath).ok_or_else(|| {
+                    FaultError::NoSuchHostPath {
+                        given: word.clone(),
+                    }
+                }),
+                _ => Err(FaultError::NoSuchHostPath {
+                    given: rest.join(" "),
+                }),
+            },
             _ => Err(FaultError::Unknown {
                 given: words.join(" "),
             }),
@@ -142,6 +165,7 @@ impl Fault {
             Self::SnapRestart => word("snap-restart"),
             Self::AgentStop => word("agent-stop"),
             Self::AgentResume => word("agent-resume"),
+            Self::HostPath(path) => vec!["host-path".to_owned(), path.name().to_owned()],
         }
     }
 
@@ -305,7 +329,9 @@ mod tests {
     fn faults_parse_back_from_their_words_and_bad_ones_name_the_choices() {
         let (_dir, root) = fixture::bluefield3_tempdir();
         for usage in Fault::USAGE {
-            let text = usage.replace("IFNAME", "p0");
+            let text = usage
+                .replace("IFNAME", "p0")
+                .replace("emulated|host-rdma|local", "host-rdma");
             let fault = Fault::parse(&words(&text), &root).expect(&text);
             assert_eq!(fault.words(), words(&text));
         }
@@ -318,6 +344,14 @@ mod tests {
         assert!(err.to_string().contains("needs an interface"), "{err}");
         let err = Fault::parse(&words("melt"), &root).expect_err("unknown");
         assert!(err.to_string().contains("snap-restart"), "{err}");
+        let err = Fault::parse(&words("host-path fabric"), &root).expect_err("no such path");
+        assert!(
+            err.to_string().contains("emulated, host-rdma, local")
+                && err.to_string().contains("\"fabric\""),
+            "{err}"
+        );
+        let err = Fault::parse(&words("host-path"), &root).expect_err("no path");
+        assert!(err.to_string().contains("host-path needs one of"), "{err}");
         let err = Fault::parse(&words("snap-hang now"), &root).expect_err("extra word");
         assert!(err.to_string().contains("unknown fault"), "{err}");
     }

@@ -3,19 +3,22 @@
 //!
 //! Only the machine beneath the agent is simulated: its sys tree ([`fixture`]), SNAP's
 //! JSON-RPC socket ([`fake_snap`], held to SPDK v24.01's observable behaviour by the spdk
-//! tier), counters that move ([`traffic`]) and faults on demand ([`fault`]). The code under
+//! tier), counters that move ([`traffic`]), faults on demand ([`fault`]) and, for proofs, a
+//! host with a real disk whose reads the volume counts ([`host_disk`]). The code under
 //! test is always the real agent binary, started by [`Simulation::start`].
 //!
 //! Owns: building simulated machines, running them and breaking them on purpose. Must not
 //! touch: the agent's or `dpuctl`'s code (it runs their binaries), or anything outside the
-//! directory it is given.
+//! directory it is given but the loop device a host disk attaches (and detaches).
 
 pub mod fake_snap;
 pub mod fault;
 pub mod fixture;
+pub mod host_disk;
 mod profile;
 mod simulation;
 pub mod traffic;
 
+pub use host_disk::{HostDisk, HostDiskError, HostPath};
 pub use profile::{Profile, UnknownProfile};
 pub use simulation::{Node, SimError, Simulation, SimulationOptions, SIMULATED_TARGET};

@@ -23,6 +23,9 @@ Examples:
   dpu-sim fault sim-1 link-down p0
   dpu-sim down
 
+  # A proof against the simulator (root: the host's disk is a loop device)
+  sudo dpu-sim up --detach --read-rate 0 --host-disk 64M --dir /tmp/prove
+  # ... storage expose, then the `prove` line `up` printed
   # Eight nodes for fleet automation
   dpu-sim up --detach --count 8 --dir /tmp/fleet
   dpuctl fleet --inventory /tmp/fleet/inventory.toml health
@@ -54,7 +57,7 @@ enum Command {
         node: String,
         /// link-down IFNAME | link-up IFNAME | pcie-degrade | pcie-restore |
         /// counter-reset | snap-hang | snap-resume | snap-restart | agent-stop |
-        /// agent-resume
+        /// agent-resume | host-path emulated|host-rdma|local
         #[arg(required = true, num_args = 1..)]
         fault: Vec<String>,
     },
@@ -78,6 +81,10 @@ struct UpArgs {
     /// Bytes per second read through each volume.
     #[arg(long, value_name = "BYTES", default_value_t = 256_000)]
     read_rate: u64,
+    /// Give each node a host with a real disk of this size (a loop device: root only;
+    /// e.g. 64M) that shows as the namespace the node exposes, for `dpuctl prove storage`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    host_disk: Option<u64>,
     /// Run in the background; `dpu-sim down` stops it.
     #[arg(long)]
     detach: bool,
@@ -156,6 +163,7 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
     options.count = args.count;
     options.link_bytes_per_sec = args.link_rate;
     options.volume_read_bytes_per_sec = args.read_rate;
+    options.host_disk_bytes = args.host_disk;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let started = Instant::now();
     let mut simulation = Simulation::start(&options)?;
@@ -179,6 +187,14 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
             node.socket().display(),
             node.metrics_socket().display()
         ))?;
+        if let Some(host) = node.host() {
+            say(&format!(
+                "{}  host --sys-root {}  disk {}",
+                node.name(),
+                host.root().display(),
+                host.device().display()
+            ))?;
+        }
     }
     let (traddr, trsvcid, subnqn) = SIMULATED_TARGET;
     say(&format!(
@@ -198,7 +214,7 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
 /// Moves the counters and applies requested faults until SIGINT or SIGTERM.
 fn serve(dir: &Path, simulation: &mut Simulation) -> anyhow::Result<()> {
     while !STOP.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(simulation.tick_interval());
         simulation.tick()?;
         control::serve_requests(dir, simulation);
     }
@@ -263,6 +279,25 @@ fn down(dir: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A size in bytes: a number with an optional binary suffix (`K`, `M`, `G`, with or
+/// without `iB`): `64M` is 64 MiB.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit: u64 = match &text[digits.len()..] {
+        "" => 1,
+        "K" | "KiB" | "k" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?} (use K, M or G)")),
+    };
+    let count: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (a number with K, M or G)"))?;
+    count
+        .checked_mul(unit)
+        .ok_or_else(|| format!("{text} is too large"))
+}
+
 /// `dpu-agent` next to this binary (a cargo target directory, a package's bin), else on
 /// PATH.
 fn find_agent() -> anyhow::Result<PathBuf> {
@@ -281,4 +316,23 @@ fn find_agent() -> anyhow::Result<PathBuf> {
             "cannot find dpu-agent next to dpu-sim or on PATH: build it (cargo build -p \
              dpu-agent) or pass --agent-bin",
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_read_with_binary_units_and_bad_ones_are_named() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("64X").expect_err("unit").contains("\"X\""));
+        assert!(parse_size("M")
+            .expect_err("no number")
+            .contains("not a size"));
+        assert!(parse_size("99999999999G")
+            .expect_err("overflow")
+            .contains("too large"));
+    }
 }

@@ -87,18 +87,27 @@ pub fn read_volumes(
             read.push(volume);
         }
     }
+    arrive_on_port(root, (device, port), bytes * read.len() as u64)?;
+    Ok(read)
+}
+
+/// `bytes` arrive on RDMA port `port` of `device` under `root` (its received data and
+/// packets), when the port is active: what an NVMe-oF read over RDMA moves on the side
+/// that receives the data. False when the port is not active (nothing moved).
+pub fn arrive_on_port(root: &Path, (device, port): (&str, u32), bytes: u64) -> io::Result<bool> {
     let dir = root
         .join("sys/class/infiniband")
         .join(device)
         .join("ports")
         .join(port.to_string());
     let active = read_trimmed(&dir.join("state")).is_some_and(|s| s.ends_with("ACTIVE"));
-    if active && !read.is_empty() {
-        let total = bytes * read.len() as u64;
-        bump_port(&dir, "port_rcv_data", total / 4)?;
-        bump_port(&dir, "port_rcv_packets", total.div_ceil(FRAME_BYTES))?;
+    if !active || bytes == 0 {
+        return Ok(false);
     }
-    Ok(read)
+    // `port_*_data` counts 4-byte words (the PMA's unit).
+    bump_port(&dir, "port_rcv_data", bytes / 4)?;
+    bump_port(&dir, "port_rcv_packets", bytes.div_ceil(FRAME_BYTES))?;
+    Ok(true)
 }
 
 /// A port counter: `hw_counters/NAME` where the driver has it there, else `counters/NAME`.

@@ -319,6 +319,18 @@ impl FakeSnap {
         true
     }
 
+    /// Counts `reads` read operations of `bytes` in all on `bdev` (the host's reads of its
+    /// disk, as the block layer counted them); false if no such bdev.
+    pub fn record_reads(&self, bdev: &str, bytes: u64, reads: u64) -> bool {
+        let mut state = lock(&self.shared.state);
+        let Some(b) = state.bdevs.get_mut(bdev) else {
+            return false;
+        };
+        b.bytes_read += bytes;
+        b.num_read_ops += reads;
+        true
+    }
+
     /// From now on, `bytes` more are read on `bdev` every time `bdev_get_iostat` is
     /// answered: the host reading through the disk between two polls, deterministically
     /// (`None` stops it).

@@ -216,15 +216,7 @@ pub(crate) fn emulated_loop(
 /// Shows disk `name` under `host_root` as the host's sysfs shows an emulated namespace: its
 /// controller's device is PCI function `function` (`0000:bb:dd.f`).
 pub(crate) fn place_on_function(host_root: &Path, name: &str, function: &str) {
-    let controller = host_root.join(format!("sys/devices/pci0000:00/{function}/nvme/nvme7"));
-    std::fs::create_dir_all(&controller).expect("controller");
-    std::os::unix::fs::symlink(format!("../../../{function}"), controller.join("device"))
-        .expect("device link");
-    std::os::unix::fs::symlink(
-        &controller,
-        host_root.join("sys/block").join(name).join("device"),
-    )
-    .expect("disk link");
+    fixture::place_disk_on_function(host_root, name, function).expect("place the disk");
 }
 
 /// The report's lines on `side`, as (source, object) pairs.

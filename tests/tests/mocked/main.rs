@@ -32,6 +32,7 @@ mod runnable_docs;
 mod security;
 mod shell_assets;
 mod simulator;
+mod simulator_proof;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;
