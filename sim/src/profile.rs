@@ -16,6 +16,11 @@ pub enum Profile {
     /// `pf0hpf`, VF representor `pf0vf0`, RDMA `mlx5_0`, NVMe `nvme0n1`.
     #[default]
     Bluefield3,
+    /// The Arm side of a BlueField-2 in DPU mode: uplinks `p0` and `p1`, host-PF
+    /// representors `pf0hpf` and `pf1hpf`, RDMA `mlx5_0` and `mlx5_1` (a ConnectX-6 Dx,
+    /// `15b3:a2d6`), NVMe `nvme0n1`: for automation that must handle the older card's two
+    /// ports and its model name.
+    Bluefield2,
     /// The x86 GPU server a BlueField-3 sits in (host side): PFs `ens1f0np0` and
     /// `ens1f1np1`, RDMA `mlx5_0` (active) and `mlx5_1` (down), a ConnectX-7, the SNAP
     /// NVMe function.
@@ -24,8 +29,9 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, by the name `--profile` takes.
-    pub const ALL: [(&'static str, Profile); 2] = [
+    pub const ALL: [(&'static str, Profile); 3] = [
         ("bluefield3", Profile::Bluefield3),
+        ("bluefield2", Profile::Bluefield2),
         ("gpu-server", Profile::GpuServer),
     ];
 
@@ -33,6 +39,7 @@ impl Profile {
     pub fn name(self) -> &'static str {
         match self {
             Self::Bluefield3 => "bluefield3",
+            Self::Bluefield2 => "bluefield2",
             Self::GpuServer => "gpu-server",
         }
     }
@@ -41,12 +48,14 @@ impl Profile {
     pub fn build(self, root: &Path) -> io::Result<()> {
         match self {
             Self::Bluefield3 => fixture::bluefield3_dpu(root),
+            Self::Bluefield2 => fixture::bluefield2_dpu(root),
             Self::GpuServer => fixture::bluefield3_host(root),
         }
     }
 
     /// The RDMA port whose counters a read through a simulated volume moves (NVMe-oF
-    /// reads arrive on it): device and port.
+    /// reads arrive on it): device and port. On every profile the first port of the first
+    /// device (a BlueField-2's `mlx5_1` is the second uplink, not storage's).
     pub(crate) fn storage_port(self) -> (&'static str, u32) {
         ("mlx5_0", 1)
     }
@@ -98,10 +107,10 @@ mod tests {
             assert_eq!(name.parse::<Profile>(), Ok(profile));
             assert_eq!(profile.to_string(), name);
         }
-        let err = "bluefield2".parse::<Profile>().expect_err("not simulated");
+        let err = "bluefield4".parse::<Profile>().expect_err("not simulated");
         assert_eq!(
             err.to_string(),
-            "no simulated machine is called \"bluefield2\"; one of: bluefield3, gpu-server"
+            "no simulated machine is called \"bluefield4\"; one of: bluefield3, bluefield2, gpu-server"
         );
     }
 }
