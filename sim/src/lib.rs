@@ -15,10 +15,14 @@ pub mod fake_snap;
 pub mod fault;
 pub mod fixture;
 pub mod host_disk;
+pub mod netns;
+pub mod ovs_daemons;
 mod profile;
 mod simulation;
+pub mod tool;
 pub mod traffic;
 
 pub use host_disk::{HostDisk, HostDiskError, HostPath};
+pub use ovs_daemons::{OvsDaemons, OvsError};
 pub use profile::{Profile, UnknownProfile};
 pub use simulation::{Node, SimError, Simulation, SimulationOptions, SIMULATED_TARGET};

@@ -2,36 +2,26 @@
 //! argument vector, never a shell string, and with errors that carry the command line
 //! and its stderr.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::error::Error as _;
+use std::process::Output;
 
 /// A program on `PATH`, or in `/usr/sbin` or `/sbin` (where Debian puts daemons and `ip`)
-/// when `PATH` lacks them.
-pub fn program_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
+/// when `PATH` lacks them; the simulator's own lookup, so tests and simulator agree.
+pub use dpu_sim::tool::program_path;
 
-/// Runs a program and returns its stdout, or an error with the command line and stderr.
+/// Runs a program and returns its stdout, or an error with the command line and stderr
+/// (the simulator's runner, its error as one line with its causes, for tests that
+/// collect errors as text).
 pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let exe = program_path(program).ok_or_else(|| format!("{program} not found"))?;
-    let output = Command::new(exe)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{program} {}: {e}", args.join(" ")))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{program} {} failed ({}): {}",
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
+    dpu_sim::tool::run(program, args).map_err(|e| {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
+    })
 }
 
 /// A finished process as one readable block (exit code, stdout, stderr), for assertion
