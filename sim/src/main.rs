@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
-use dpu_sim::{Profile, Simulation, SimulationOptions, SIMULATED_TARGET};
+use dpu_sim::{OvsChoice, Profile, Simulation, SimulationOptions, SIMULATED_TARGET};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -26,8 +26,9 @@ Examples:
   # A proof against the simulator (root: the host's disk is a loop device)
   sudo dpu-sim up --detach --read-rate 0 --host-disk 64M --dir /tmp/prove
   # ... storage expose, then the `prove` line `up` printed
-  # Eight nodes for fleet automation
-  dpu-sim up --detach --count 8 --dir /tmp/fleet
+  # Eight nodes for fleet automation, without OVS daemons (as root they get OVS
+  # unless --no-ovs; above 8 nodes only with --ovs)
+  dpu-sim up --detach --count 8 --no-ovs --dir /tmp/fleet
   dpuctl fleet --inventory /tmp/fleet/inventory.toml health
 ";
 
@@ -88,6 +89,15 @@ struct UpArgs {
     /// Run in the background; `dpu-sim down` stops it.
     #[arg(long)]
     detach: bool,
+    /// No OVS daemons: every node's Switch service is DISABLED. By default each node gets
+    /// private OVS daemons where the machine can run them (root, openvswitch-switch) and
+    /// there are at most 8 nodes.
+    #[arg(long, conflicts_with = "ovs")]
+    no_ovs: bool,
+    /// OVS daemons for every node, however many; refused where the machine cannot run
+    /// them.
+    #[arg(long)]
+    ovs: bool,
 }
 
 /// Set by SIGINT and SIGTERM: the foreground loop stops the simulation and exits.
@@ -164,6 +174,11 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
     options.link_bytes_per_sec = args.link_rate;
     options.volume_read_bytes_per_sec = args.read_rate;
     options.host_disk_bytes = args.host_disk;
+    options.ovs = match (args.ovs, args.no_ovs) {
+        (true, _) => OvsChoice::Always,
+        (_, true) => OvsChoice::Never,
+        _ => OvsChoice::Auto,
+    };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let started = Instant::now();
     let mut simulation = Simulation::start(&options)?;
@@ -179,6 +194,9 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
         .context("cannot handle SIGINT/SIGTERM")?;
     }
     control::claim(dir)?;
+    if let Some(off) = simulation.switch_off() {
+        say(&format!("switch: disabled ({off})"))?;
+    }
     for node in simulation.nodes() {
         say(&format!(
             "{}  {}  agent unix:{}  metrics unix:{}",
@@ -187,6 +205,15 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
             node.socket().display(),
             node.metrics_socket().display()
         ))?;
+        match node.ovs() {
+            Some(ovs) => say(&format!(
+                "{}  switch ovs  --db={}  netns {}",
+                node.name(),
+                ovs.db_address(),
+                ovs.netns().name()
+            ))?,
+            None => say(&format!("{}  switch disabled", node.name()))?,
+        }
         if let Some(host) = node.host() {
             say(&format!(
                 "{}  host --sys-root {}  disk {}",

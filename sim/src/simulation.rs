@@ -1,6 +1,7 @@
 //! A running simulation: for each node, a machine's sys tree, a fake SNAP on its own
-//! socket and the real `dpu-agent` serving on a Unix socket, plus the inventory file that
-//! lists them for `dpuctl fleet`. Everything lives under the directory it is given;
+//! socket, private OVS daemons where the machine can run them ([`crate::switch`]) and the
+//! real `dpu-agent` serving on a Unix socket, plus the inventory file that lists them for
+//! `dpuctl fleet`. Everything lives under the directory it is given;
 //! stopping it (or dropping it) stops exactly what it started.
 
 use std::fs;
@@ -16,7 +17,9 @@ use nix::unistd::Pid;
 use crate::fake_snap::FakeSnap;
 use crate::fault::{Fault, FaultError};
 use crate::host_disk::{HostDisk, HostDiskError};
+use crate::ovs_daemons::{OvsDaemons, OvsError};
 use crate::profile::Profile;
+use crate::switch::{self, OvsChoice, SwitchOff};
 use crate::traffic;
 
 /// The remote NVMe-oF target every simulated SNAP serves: address (TEST-NET-1, never a
@@ -51,11 +54,13 @@ pub struct SimulationOptions {
     /// root only) that shows as the namespace the node's SNAP exposes, so `dpuctl prove
     /// storage` can run against the node. `None`: no host side.
     pub host_disk_bytes: Option<u64>,
+    /// Which nodes get private OVS daemons (and with them a Switch service that serves).
+    pub ovs: OvsChoice,
 }
 
 impl SimulationOptions {
     /// One BlueField-3 under `dir`, run by `agent_bin`, with traffic at 1 MB/s per link
-    /// and 256 KB/s per volume.
+    /// and 256 KB/s per volume, and OVS where the machine can run it.
     pub fn new(dir: impl Into<PathBuf>, agent_bin: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
@@ -65,6 +70,7 @@ impl SimulationOptions {
             link_bytes_per_sec: 1_000_000,
             volume_read_bytes_per_sec: 256_000,
             host_disk_bytes: None,
+            ovs: OvsChoice::Auto,
         }
     }
 }
@@ -151,6 +157,21 @@ pub enum SimError {
         #[source]
         source: HostDiskError,
     },
+    /// `--ovs` on a machine that cannot run the OVS daemons.
+    #[error("--ovs: {reason}; leave --ovs out to run without OVS")]
+    OvsUnavailable {
+        /// What the machine lacks.
+        reason: String,
+    },
+    /// A node's OVS daemons did not start.
+    #[error("node {node}: its OVS daemons did not start (--no-ovs runs without them)")]
+    Ovs {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: OvsError,
+    },
     /// A `host-path` fault on a node started without a host disk.
     #[error("{node} has no host disk: start the simulation with --host-disk SIZE (as root)")]
     NoHostDisk {
@@ -179,6 +200,7 @@ pub struct Node {
     agent: Child,
     snap: FakeSnap,
     host: Option<HostDisk>,
+    ovs: Option<OvsDaemons>,
     stopped: bool,
 }
 
@@ -227,6 +249,12 @@ impl Node {
     pub fn host(&self) -> Option<&HostDisk> {
         self.host.as_ref()
     }
+
+    /// The node's OVS daemons (in `sim-N/ovs/`), when its switch is real OVS; `None`
+    /// when its Switch service is disabled ([`Simulation::switch_off`] says why).
+    pub fn ovs(&self) -> Option<&OvsDaemons> {
+        self.ovs.as_ref()
+    }
 }
 
 /// A running simulation; dropping it stops every agent and SNAP it started.
@@ -236,14 +264,16 @@ pub struct Simulation {
     nodes: Vec<Node>,
     inventory: PathBuf,
     last_tick: Instant,
+    switch_off: Option<SwitchOff>,
 }
 
 /// The most nodes one simulation starts (each is an agent process with its threads).
 pub(crate) const MAX_NODES: usize = 64;
 
 impl Simulation {
-    /// Builds every node's tree, starts its SNAP and its agent, waits until every agent
-    /// listens, and writes `inventory.toml`. On any failure, what was started is stopped.
+    /// Builds every node's tree, starts its SNAP, its OVS daemons (see
+    /// [`SimulationOptions::ovs`]) and its agent, waits until every agent listens, and
+    /// writes `inventory.toml`. On any failure, what was started is stopped.
     pub fn start(options: &SimulationOptions) -> Result<Self, SimError> {
         if options.count == 0 || options.count > MAX_NODES {
             return Err(SimError::Count {
@@ -255,14 +285,22 @@ impl Simulation {
         if inventory.exists() {
             return Err(SimError::Occupied(options.dir.clone()));
         }
+        let switch_off = switch::decide(options.ovs, options.count);
+        if let (OvsChoice::Always, Some(off)) = (options.ovs, &switch_off) {
+            return Err(SimError::OvsUnavailable {
+                reason: off.to_string(),
+            });
+        }
+        let with_ovs = switch_off.is_none();
         let mut simulation = Self {
             options: options.clone(),
             nodes: Vec::with_capacity(options.count),
             inventory,
             last_tick: Instant::now(),
+            switch_off,
         };
         for index in 1..=options.count {
-            let node = start_node(options, index)?;
+            let node = start_node(options, index, with_ovs)?;
             simulation.nodes.push(node);
         }
         for node in &mut simulation.nodes {
@@ -285,6 +323,12 @@ impl Simulation {
     /// The inventory file listing every node, for `dpuctl fleet --inventory`.
     pub fn inventory(&self) -> &Path {
         &self.inventory
+    }
+
+    /// Why no node has OVS (each node's Switch service is DISABLED); `None` when every
+    /// node's switch is real OVS.
+    pub fn switch_off(&self) -> Option<&SwitchOff> {
+        self.switch_off.as_ref()
     }
 
     /// How often [`Simulation::tick`] should be called: every 200 ms, or every 25 ms when
@@ -378,8 +422,9 @@ impl Simulation {
         Ok(())
     }
 
-    /// Stops every agent (SIGTERM, then SIGKILL past a deadline) and SNAP, and removes
-    /// the inventory; the nodes' directories (trees, logs, state) stay for inspection.
+    /// Stops every agent (SIGTERM, then SIGKILL past a deadline), then its SNAP and OVS
+    /// daemons (and their network namespace), and removes the inventory; the nodes'
+    /// directories (trees, logs, state) stay for inspection.
     pub fn stop(mut self) {
         self.stop_all();
     }
@@ -388,6 +433,7 @@ impl Simulation {
         for node in &mut self.nodes {
             stop_agent(node);
         }
+        // Dropping a node stops its SNAP, host disk and OVS daemons, after its agent.
         self.nodes.clear();
         let _ = fs::remove_file(&self.inventory);
     }
@@ -411,8 +457,9 @@ fn signal_agent(node: &mut Node, signal: Signal) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Builds node `index`'s directory, tree and config, and starts its SNAP and agent.
-fn start_node(options: &SimulationOptions, index: usize) -> Result<Node, SimError> {
+/// Builds node `index`'s directory, tree and config, and starts its SNAP, its OVS daemons
+/// (`with_ovs`) and its agent.
+fn start_node(options: &SimulationOptions, index: usize, with_ovs: bool) -> Result<Node, SimError> {
     let name = format!("sim-{index}");
     let dir = options.dir.join(&name);
     let prepare = |path: &Path| {
@@ -443,8 +490,18 @@ fn start_node(options: &SimulationOptions, index: usize) -> Result<Node, SimErro
         ),
         None => None,
     };
+    let ovs = if with_ovs {
+        let ovs =
+            OvsDaemons::start_in(&dir.join("ovs"), &name).map_err(|source| SimError::Ovs {
+                node: name.clone(),
+                source,
+            })?;
+        Some(ovs)
+    } else {
+        None
+    };
     let config = dir.join("agent.toml");
-    fs::write(&config, agent_config(&dir)).map_err(prepare(&config))?;
+    fs::write(&config, agent_config(&dir, ovs.as_ref())).map_err(prepare(&config))?;
     let log_path = dir.join("agent.log");
     let log = fs::File::create(&log_path).map_err(prepare(&log_path))?;
     let log_err = log.try_clone().map_err(prepare(&log_path))?;
@@ -467,13 +524,15 @@ fn start_node(options: &SimulationOptions, index: usize) -> Result<Node, SimErro
         agent,
         snap,
         host,
+        ovs,
         stopped: false,
     })
 }
 
-/// The agent's config for a node in `dir`: its own socket, tree, state and SNAP; no OVS
-/// (a simulated node has no switch daemons); `/metrics` on a Unix socket.
-fn agent_config(dir: &Path) -> String {
+/// The agent's config for a node in `dir`: its own socket, tree, state and SNAP; its own
+/// OVS daemons' database socket and run directory, or OVS disabled without them;
+/// `/metrics` on a Unix socket.
+fn agent_config(dir: &Path, ovs: Option<&OvsDaemons>) -> String {
     let mut config = toml::Table::new();
     let path = |rel: &str| toml::Value::from(dir.join(rel).display().to_string());
     let endpoint = |rel: &str| toml::Value::from(format!("unix:{}", dir.join(rel).display()));
@@ -487,7 +546,15 @@ fn agent_config(dir: &Path) -> String {
         "snap".to_owned(),
         table(vec![("socket", path("snap.sock"))]),
     );
-    config.insert("ovs".to_owned(), table(vec![("enabled", false.into())]));
+    let ovs = match ovs {
+        Some(ovs) => table(vec![
+            ("enabled", true.into()),
+            ("ovsdb", ovs.db_address().into()),
+            ("rundir", ovs.rundir().display().to_string().into()),
+        ]),
+        None => table(vec![("enabled", false.into())]),
+    };
+    config.insert("ovs".to_owned(), ovs);
     config.insert(
         "metrics".to_owned(),
         table(vec![("listen", endpoint("metrics.sock"))]),

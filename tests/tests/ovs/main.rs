@@ -5,13 +5,15 @@
 //! `ovs-vsctl`, and what ovs-vsctl writes behind our back must show up in our cache.
 //!
 //! Needs root and `openvswitch-switch`, `iproute2`, `iputils-ping`; without them each test
-//! is skipped with the reason (a failure under `DPU_TESTS_STRICT=1`).
+//! is skipped with the reason (a failure under `DPU_TESTS_STRICT=1`). `simulator.rs` runs
+//! `dpu-sim`, whose nodes get the same private daemons.
 
 mod agent;
 mod bridges;
 mod config;
 mod metrics;
 mod monitor;
+mod simulator;
 mod unixctl;
 
 use std::time::Duration;
