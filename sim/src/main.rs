@@ -66,8 +66,8 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct UpArgs {
-    /// The machine each node is: bluefield3 (the DPU's Arm side) or gpu-server (the host
-    /// a BlueField-3 sits in).
+    /// The machine each node is: bluefield3 or bluefield2 (a DPU's Arm side), or
+    /// gpu-server (the host a BlueField-3 sits in).
     #[arg(long, default_value = "bluefield3")]
     profile: Profile,
     /// How many nodes.
@@ -84,6 +84,7 @@ struct UpArgs {
     read_rate: u64,
     /// Give each node a host with a real disk of this size (a loop device: root only;
     /// e.g. 64M) that shows as the namespace the node exposes, for `dpuctl prove storage`.
+    /// The host is the gpu-server machine whatever the profile.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     host_disk: Option<u64>,
     /// Run in the background; `dpu-sim down` stops it.

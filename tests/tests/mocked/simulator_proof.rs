@@ -128,9 +128,18 @@ fn a_proof_against_the_simulator_is_proven_by_the_hosts_read_and_by_nothing_else
     }
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("sim");
-    // A quiet machine, as a proof asks for: no background traffic on links or volumes.
+    // A quiet machine, as a proof asks for: no background traffic on links or volumes
+    // (and no switch: the proof does not read it).
     let up = Command::new(sim_bin())
-        .args(["up", "--detach", "--read-rate", "0", "--link-rate", "0"])
+        .args([
+            "up",
+            "--detach",
+            "--no-ovs",
+            "--read-rate",
+            "0",
+            "--link-rate",
+            "0",
+        ])
         .args(["--host-disk", "64M", "--dir"])
         .arg(&dir)
         .arg("--agent-bin")
