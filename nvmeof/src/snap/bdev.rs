@@ -144,6 +144,10 @@ pub struct BdevInfo {
     /// Whether a module (e.g. a SNAP namespace) claimed it.
     #[serde(default)]
     pub claimed: bool,
+    /// The QoS limits in force (storage.md §7.3: all four keys, 0 = unlimited, bandwidth
+    /// in MiB/s); `None` when the peer does not report them.
+    #[serde(default)]
+    pub assigned_rate_limits: Option<super::QosLimits>,
 }
 
 /// `bdev_get_iostat`'s answer.

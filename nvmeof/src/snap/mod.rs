@@ -5,7 +5,7 @@
 //! so the agent asks `rpc_get_methods` which dialect it is talking to before it acts.
 //!
 //! Every typed operation is a method on [`SnapClient`] returning a [`SnapCall`] (set a
-//! `timeout`, then `execute`): standard SPDK bdev methods in `bdev.rs`, DOCA SNAP `nvme_*` in
+//! `timeout`, then `execute`): standard SPDK bdev methods in `bdev.rs` (QoS limits in `qos.rs`), DOCA SNAP `nvme_*` in
 //! `snap4.rs`, mlnx_snap `subsystem_nvme_*`/`controller_nvme_*` in `snap3.rs`, and
 //! [`NvmeEmulation`] dispatching between the two. Keys the reference marks UNVERIFIED live in
 //! [`unverified`]. Errors keep SNAP's code and message ([`SnapError::kind`] classifies them).
@@ -18,6 +18,7 @@ mod emulation;
 mod error;
 mod iostat;
 mod iostat_form;
+mod qos;
 mod snap3;
 mod snap4;
 pub mod unverified;
@@ -37,6 +38,7 @@ pub use emulation::{
 pub use error::{SnapError, SnapErrorKind};
 pub use iostat::IostatCall;
 pub use iostat_form::IostatForm;
+pub use qos::{QosLimitError, QosLimits, SetQosLimit, QOS_MAX_MBYTES_PER_SEC, QOS_MIN_IOS_PER_SEC};
 pub use snap3::{
     Snap3ControllerCreate, Snap3ControllerCreated, Snap3ControllerInfo, Snap3EmulationManager,
     Snap3NamespaceAttach, Snap3Subsystem, Snap3SubsystemInfo,
