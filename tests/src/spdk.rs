@@ -982,6 +982,194 @@ pub const OBSERVED_V24_01: &[RawObservation] = &[
     },
 ];
 
+/// One `bdev_set_qos_limit` request on bdev `r0n1` (or naming another) and what SPDK
+/// v24.01 answered, with the `assigned_rate_limits` its `bdev_get_bdevs` reported for `r0n1`
+/// right after (docs/reference/storage.md §7).
+#[derive(Debug, Clone, Copy)]
+pub struct QosObservation {
+    /// Short name of the case.
+    pub case: &'static str,
+    /// The bytes sent.
+    pub request: &'static str,
+    /// What came back.
+    pub reply: ObservedReply,
+    /// `rw_ios_per_sec`, `rw_mbytes_per_sec`, `r_mbytes_per_sec`, `w_mbytes_per_sec` of
+    /// `r0n1` afterwards.
+    pub limits_after: [u64; 4],
+}
+
+/// `SPDK_BDEV_QOS_MAX_MBYTES_PER_SEC`: `UINT64_MAX / (1024 * 1024)`.
+const QOS_MAX_MB: u64 = u64::MAX / (1024 * 1024);
+
+/// SPDK v24.01's `bdev_set_qos_limit`, in the order sent: context `r0n1` exists (an NVMe-oF
+/// bdev) with no limits. Both the `spdk` tier (real `spdk_tgt`) and the fake's conformance
+/// test send these and check every reply and every limit after it ([`qos_differences`]).
+pub const QOS_V24_01: &[QosObservation] = &[
+    QosObservation {
+        case: "unknown key",
+        request: r#"{"jsonrpc":"2.0","id":1,"method":"bdev_set_qos_limit","params":{"name":"r0n1","iops":1000}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "negative IOPS",
+        request: r#"{"jsonrpc":"2.0","id":2,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":-1000}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "IOPS as a string",
+        request: r#"{"jsonrpc":"2.0","id":3,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":"1000"}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "fractional MiB/s",
+        request: r#"{"jsonrpc":"2.0","id":4,"method":"bdev_set_qos_limit","params":{"name":"r0n1","r_mbytes_per_sec":1.5}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "no name",
+        request: r#"{"jsonrpc":"2.0","id":5,"method":"bdev_set_qos_limit","params":{"rw_ios_per_sec":1000}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "unknown bdev",
+        request: r#"{"jsonrpc":"2.0","id":6,"method":"bdev_set_qos_limit","params":{"name":"nope","rw_ios_per_sec":1000}}"#,
+        reply: error(-19, "No such device"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "unknown bdev and no limits (the bdev is opened first)",
+        request: r#"{"jsonrpc":"2.0","id":7,"method":"bdev_set_qos_limit","params":{"name":"nope"}}"#,
+        reply: error(-19, "No such device"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "no limits",
+        request: r#"{"jsonrpc":"2.0","id":8,"method":"bdev_set_qos_limit","params":{"name":"r0n1"}}"#,
+        reply: error(-22, "No rate limits specified"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "every key UINT64_MAX (SPDK's \"not given\")",
+        request: r#"{"jsonrpc":"2.0","id":9,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":18446744073709551615,"rw_mbytes_per_sec":18446744073709551615,"r_mbytes_per_sec":18446744073709551615,"w_mbytes_per_sec":18446744073709551615}}"#,
+        reply: error(-22, "No rate limits specified"),
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "2000 IOPS",
+        request: r#"{"jsonrpc":"2.0","id":10,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":2000}}"#,
+        reply: RESULT,
+        limits_after: [2000, 0, 0, 0],
+    },
+    QosObservation {
+        case: "a read limit alone keeps the IOPS limit (a partial update)",
+        request: r#"{"jsonrpc":"2.0","id":11,"method":"bdev_set_qos_limit","params":{"name":"r0n1","r_mbytes_per_sec":10}}"#,
+        reply: RESULT,
+        limits_after: [2000, 0, 10, 0],
+    },
+    QosObservation {
+        case: "2500 IOPS: accepted and rounded up to 3000",
+        request: r#"{"jsonrpc":"2.0","id":12,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":2500}}"#,
+        reply: RESULT,
+        limits_after: [3000, 0, 10, 0],
+    },
+    QosObservation {
+        case: "1 IOPS: rounded up to 1000",
+        request: r#"{"jsonrpc":"2.0","id":13,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":1}}"#,
+        reply: RESULT,
+        limits_after: [1000, 0, 10, 0],
+    },
+    QosObservation {
+        case: "a write limit above UINT64_MAX / 1 MiB: clamped",
+        request: r#"{"jsonrpc":"2.0","id":14,"method":"bdev_set_qos_limit","params":{"name":"r0n1","w_mbytes_per_sec":18446744073709551614}}"#,
+        reply: RESULT,
+        limits_after: [1000, 0, 10, QOS_MAX_MB],
+    },
+    QosObservation {
+        case: "IOPS 18446744073709551614: the round-up wraps to 384",
+        request: r#"{"jsonrpc":"2.0","id":15,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":18446744073709551614}}"#,
+        reply: RESULT,
+        limits_after: [384, 0, 10, QOS_MAX_MB],
+    },
+    QosObservation {
+        case: "all four at once, IOPS lifted",
+        request: r#"{"jsonrpc":"2.0","id":16,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":0,"rw_mbytes_per_sec":5,"r_mbytes_per_sec":10,"w_mbytes_per_sec":1}}"#,
+        reply: RESULT,
+        limits_after: [0, 5, 10, 1],
+    },
+    QosObservation {
+        case: "all four 0: QoS off",
+        request: r#"{"jsonrpc":"2.0","id":17,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":0,"rw_mbytes_per_sec":0,"r_mbytes_per_sec":0,"w_mbytes_per_sec":0}}"#,
+        reply: RESULT,
+        limits_after: [0, 0, 0, 0],
+    },
+    QosObservation {
+        case: "all four 0 again",
+        request: r#"{"jsonrpc":"2.0","id":18,"method":"bdev_set_qos_limit","params":{"name":"r0n1","rw_ios_per_sec":0,"rw_mbytes_per_sec":0,"r_mbytes_per_sec":0,"w_mbytes_per_sec":0}}"#,
+        reply: RESULT,
+        limits_after: [0, 0, 0, 0],
+    },
+];
+
+/// The `assigned_rate_limits` `bdev_get_bdevs` reports for `bdev` on `socket`, in
+/// [`QosObservation::limits_after`] order.
+pub fn qos_limits_of(socket: &Path, bdev: &str) -> Result<[u64; 4], String> {
+    let request = serde_json::json!({"jsonrpc":"2.0","id":99,"method":"bdev_get_bdevs",
+        "params":{"name": bdev}});
+    let reply = exchange(socket, request.to_string().as_bytes(), RAW_TIMEOUT)?;
+    let RawExchange::Reply(reply) = reply else {
+        return Err(format!("bdev_get_bdevs {bdev}: {reply:?}"));
+    };
+    let limits = &reply["result"][0]["assigned_rate_limits"];
+    let keys = [
+        "rw_ios_per_sec",
+        "rw_mbytes_per_sec",
+        "r_mbytes_per_sec",
+        "w_mbytes_per_sec",
+    ];
+    let mut out = [0; 4];
+    for (slot, key) in out.iter_mut().zip(keys) {
+        *slot = limits[key]
+            .as_u64()
+            .ok_or_else(|| format!("bdev_get_bdevs {bdev}: no {key} in {reply}"))?;
+    }
+    Ok(out)
+}
+
+/// Sends [`QOS_V24_01`] to the peer on `socket` (bdev `r0n1` there without limits) and
+/// returns every way it answered otherwise: a reply, or the limits read back after it.
+pub fn qos_differences(socket: &Path) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for row in QOS_V24_01 {
+        let got = match exchange(socket, row.request.as_bytes(), RAW_TIMEOUT) {
+            Ok(reply) => classify_reply(&reply),
+            Err(e) => {
+                wrong.push(format!("{}: {e}", row.case));
+                continue;
+            }
+        };
+        if got != row.reply {
+            wrong.push(format!(
+                "{}: expected {:?}, got {got:?}",
+                row.case, row.reply
+            ));
+        }
+        match qos_limits_of(socket, "r0n1") {
+            Ok(limits) if limits == row.limits_after => {}
+            Ok(limits) => wrong.push(format!(
+                "{}: limits after expected {:?}, got {limits:?}",
+                row.case, row.limits_after
+            )),
+            Err(e) => wrong.push(format!("{}: {e}", row.case)),
+        }
+    }
+    wrong
+}
+
 /// Classifies a raw exchange the way [`OBSERVED_V24_01`] records it; texts are leaked into
 /// `'static` (a test process records a few dozen).
 pub fn classify_reply(exchange: &RawExchange) -> ObservedReply {

@@ -177,6 +177,9 @@ pub struct FakeBdev {
     pub bytes_written: u64,
     /// Write ops so far.
     pub num_write_ops: u64,
+    /// The QoS limits in force, as `assigned_rate_limits` reports them (IOPS, then MiB/s
+    /// read+write, read, write; 0 = unlimited), set by `bdev_set_qos_limit`.
+    pub qos: [u64; 4],
 }
 
 /// One NVMe-oF transport id (`struct spdk_nvme_transport_id`), as SPDK keeps it.
@@ -501,6 +504,7 @@ impl FakeSnapState {
             (_, "bdev_nvme_get_controllers") => self.get_controllers(p),
             (_, "bdev_get_bdevs") => self.get_bdevs(p),
             (_, "bdev_get_iostat") => self.iostat(&config.version, p),
+            (_, "bdev_set_qos_limit") => self.set_qos_limit(p),
             (Snap4, "nvme_subsystem_create") => self.subsystem_create(p),
             (Snap4, "nvme_subsystem_destroy") => self.subsystem_destroy(p),
             (Snap4, "nvme_subsystem_list") => self.subsystem_list(config, p),

@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use dpu_tests::fake_snap::{FakeDialect, FakeSnap};
-use dpu_tests::spdk::{classify_reply, exchange, ObservedReply, OBSERVED_V24_01, REMOTE_NQN};
+use dpu_tests::spdk::{
+    classify_reply, exchange, qos_differences, ObservedReply, OBSERVED_V24_01, REMOTE_NQN,
+};
 
 const NQN2: &str = "nqn.2016-06.io.spdk:cnode2";
 const PORT: &str = "4420";
@@ -64,5 +66,13 @@ fn the_fake_answers_every_request_recorded_from_spdk_v24_01_alike() {
         differences.is_empty(),
         "the fake disagrees with SPDK:\n{}",
         differences.join("\n")
+    );
+    // bdev_set_qos_limit as SPDK v24.01 answered it, with the limits read back after
+    // each request (r0n1 has none yet: nothing above sets any).
+    let qos = qos_differences(&path);
+    assert!(
+        qos.is_empty(),
+        "the fake's bdev_set_qos_limit disagrees with SPDK:\n{}",
+        qos.join("\n")
     );
 }

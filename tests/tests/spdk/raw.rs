@@ -1,11 +1,13 @@
 //! What real SPDK v24.01 answers on the wire, request by request, for the fake's owner to
 //! hold the fake to: the table is [`dpu_tests::spdk::OBSERVED_V24_01`], and this test
 //! fails when the real server answers differently. With `$DPU_SPDK_OBSERVED` set, the
-//! observed answers are also written there as a Markdown table.
+//! observed answers are also written there as a Markdown table. The `bdev_set_qos_limit`
+//! rows ([`dpu_tests::spdk::QOS_V24_01`]) are checked with the limits read back after each.
 
 use dpu_tests::harness::free_tcp_port;
 use dpu_tests::spdk::{
-    classify_reply, ObservedReply, RemoteTarget, SpdkTgt, OBSERVED_V24_01, REMOTE_NQN,
+    classify_reply, qos_differences, ObservedReply, RemoteTarget, SpdkTgt, OBSERVED_V24_01,
+    REMOTE_NQN,
 };
 
 /// The second subsystem `{NQN2}`.
@@ -127,6 +129,13 @@ fn raw_protocol_observations_of_spdk_v24_01() {
         std::fs::write(&path, text).expect("write $DPU_SPDK_OBSERVED");
     }
     assert!(wrong.is_empty(), "{}\n\n{table}", wrong.join("\n"));
+    // bdev_set_qos_limit: every reply and the assigned_rate_limits after it.
+    let qos = qos_differences(dpu.socket());
+    assert!(
+        qos.is_empty(),
+        "SPDK answered bdev_set_qos_limit otherwise:\n{}",
+        qos.join("\n")
+    );
     let ctrlrs = paths[0]["ctrlrs"].as_array().expect("ctrlrs");
     assert_eq!(ctrlrs.len(), 1, "{paths}");
     assert_eq!(ctrlrs[0]["alternate_trids"][0]["trsvcid"], port2, "{paths}");

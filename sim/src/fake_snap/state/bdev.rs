@@ -467,8 +467,9 @@ impl FakeSnapState {
         json!({
             "name": name, "aliases": [], "product_name": "NVMe disk", "block_size": 512,
             "num_blocks": 2_097_152_u64, "uuid": uuid_of(name),
-            "assigned_rate_limits": {"rw_ios_per_sec": 0, "rw_mbytes_per_sec": 0,
-                                     "r_mbytes_per_sec": 0, "w_mbytes_per_sec": 0},
+            "assigned_rate_limits": {"rw_ios_per_sec": bdev.qos[0],
+                "rw_mbytes_per_sec": bdev.qos[1], "r_mbytes_per_sec": bdev.qos[2],
+                "w_mbytes_per_sec": bdev.qos[3]},
             "claimed": false, "zoned": false,
             "supported_io_types": {"read": true, "write": true, "unmap": true,
                 "write_zeroes": true, "flush": true, "reset": true, "compare": true,
@@ -493,6 +494,52 @@ impl FakeSnapState {
                     .collect(),
             )),
         }
+    }
+
+    /// `bdev_set_qos_limit {name, rw_ios_per_sec?, rw_mbytes_per_sec?, r_mbytes_per_sec?,
+    /// w_mbytes_per_sec?}` as SPDK v24.01 answers it (docs/reference/storage.md §7): decode
+    /// (all `uint64`; a failure is -32603), open the bdev (unknown: -19 "No such device"),
+    /// at least one key other than `UINT64_MAX` ("not given"; none: -22 "No rate limits
+    /// specified"); then a given key replaces that limit and the others stay. An IOPS value
+    /// is rounded up to a multiple of 1000 (in wrapping `uint64_t` arithmetic, as SPDK
+    /// adds), a MiB/s value above `UINT64_MAX / 1 MiB` is clamped; 0 lifts the limit.
+    pub(super) fn set_qos_limit(&mut self, p: Option<&Value>) -> Result<Value, RpcError> {
+        const KEYS: [&str; 4] = [
+            "rw_ios_per_sec",
+            "rw_mbytes_per_sec",
+            "r_mbytes_per_sec",
+            "w_mbytes_per_sec",
+        ];
+        const MAX_MBYTES: u64 = u64::MAX / (1024 * 1024);
+        let a = spdk_decode(
+            p,
+            &[
+                req("name", Ty::Str),
+                opt(KEYS[0], Ty::U64),
+                opt(KEYS[1], Ty::U64),
+                opt(KEYS[2], Ty::U64),
+                opt(KEYS[3], Ty::U64),
+            ],
+        )?;
+        let Some(bdev) = self.bdevs.get_mut(a.str("name").unwrap_or_default()) else {
+            return errno(ENODEV);
+        };
+        let given = KEYS.map(|key| a.u64(key).filter(|v| *v != u64::MAX));
+        if given.iter().all(Option::is_none) {
+            return err(EINVAL, "No rate limits specified");
+        }
+        for (i, value) in given.into_iter().enumerate() {
+            let Some(value) = value else { continue };
+            bdev.qos[i] = if i == 0 {
+                match value % 1000 {
+                    0 => value,
+                    rest => value.wrapping_add(1000 - rest),
+                }
+            } else {
+                value.min(MAX_MBYTES)
+            };
+        }
+        Ok(Value::Bool(true))
     }
 
     /// `bdev_get_iostat`. The accepted keys follow the release: `name` and `per_channel`
