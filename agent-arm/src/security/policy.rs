@@ -64,6 +64,7 @@ const POLICY: &[(&str, Role)] = &[
     ("/dpu.v1.Storage/GetExposure", Viewer),
     ("/dpu.v1.Storage/ListExposures", Viewer),
     ("/dpu.v1.Storage/DeleteExposure", Operator),
+    ("/dpu.v1.Storage/SetVolumeQos", Operator),
     ("/dpu.v1.Storage/GetIoStats", Viewer),
     ("/dpu.v1.Switch/ListBridges", Viewer),
     ("/dpu.v1.Switch/GetBridge", Viewer),

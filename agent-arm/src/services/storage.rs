@@ -639,6 +639,37 @@ impl Storage for StorageService {
         Ok(Response::new(v1::DeleteResponse { deleted: existed }))
     }
 
+    async fn set_volume_qos(&self, request: Request<v1::SetVolumeQosRequest>) -> Reply<v1::Volume> {
+        audit_request(&request);
+        let req = request.into_inner();
+        let volume = Collection::Volumes
+            .parse(&req.volume)
+            .map_err(invalid_field("volume"))?
+            .id;
+        let limits = check::qos_limits("limits", req.limits.as_ref())?;
+        let (doc, _) = self
+            .change(req.options.as_ref(), |doc| {
+                edit::set_volume_qos(doc, &volume, limits)
+            })
+            .await?;
+        // The volume as the backend reports it now, with the limits it reports in force;
+        // only the asked-for limits where it does not list the volume (a dry run of a
+        // volume not attached yet, a backend that is away).
+        let seen = self.observe().await;
+        let found = seen
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.id == volume)
+            .map(|v| view::volume(&doc, v));
+        Ok(Response::new(found.unwrap_or_else(|| v1::Volume {
+            name: format!("volumes/{volume}"),
+            remote_nsid: split_volume_id(&volume).map_or(0, |(_, nsid)| nsid),
+            qos: doc.qos_of(&volume).map(view::qos_limits),
+            ..v1::Volume::default()
+        })))
+    }
+
     async fn get_io_stats(&self, request: Request<v1::GetIoStatsRequest>) -> Reply<v1::IoStats> {
         let name = request.into_inner().name;
         let volumes: Vec<String> = {

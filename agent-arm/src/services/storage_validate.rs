@@ -6,7 +6,9 @@ use dpu_proto::v1;
 use tonic::Status;
 
 use super::status::{echo, invalid, invalid_field, required};
+use crate::storage::desired::QosDoc;
 use crate::storage::remote::RemoteTarget;
+use dpu_nvmeof::snap::QosLimitError;
 
 /// Maximum serial number length reported in NVMe Identify Controller (SN, 20 bytes).
 const MAX_SERIAL: usize = 20;
@@ -29,6 +31,33 @@ pub(crate) fn remote_spec(
     RemoteTarget::decode(spec)
         .map(drop)
         .map_err(|e| invalid(&format!("{field}.{}", e.field), e.reason))
+}
+
+/// QoS limits, checked by SPDK v24.01's rules ([`dpu_nvmeof::snap::QosLimits::check`]):
+/// what SPDK would round up or clamp instead of applying is refused naming the field
+/// (`limits.rw_ios_per_sec`, ...). Absent limits are all 0 (a clear).
+pub(crate) fn qos_limits(field: &str, limits: Option<&v1::QosLimits>) -> Result<QosDoc, Status> {
+    let limits = limits.copied().unwrap_or_default();
+    let spdk = dpu_nvmeof::snap::QosLimits {
+        rw_ios_per_sec: limits.rw_ios_per_sec,
+        rw_mbytes_per_sec: limits.rw_mbytes_per_sec,
+        r_mbytes_per_sec: limits.r_mbytes_per_sec,
+        w_mbytes_per_sec: limits.w_mbytes_per_sec,
+    };
+    spdk.check().map_err(|e| {
+        let key = match &e {
+            QosLimitError::NotMultiple { key, .. } | QosLimitError::TooLarge { key, .. } => *key,
+        };
+        let text = e.to_string();
+        let reason = text.strip_prefix(&format!("{key}: ")).unwrap_or(&text);
+        invalid(&format!("{field}.{key}"), reason)
+    })?;
+    Ok(QosDoc {
+        rw_ios_per_sec: limits.rw_ios_per_sec,
+        rw_mbytes_per_sec: limits.rw_mbytes_per_sec,
+        r_mbytes_per_sec: limits.r_mbytes_per_sec,
+        w_mbytes_per_sec: limits.w_mbytes_per_sec,
+    })
 }
 
 pub(crate) fn subsystem(sub: Option<&v1::Subsystem>) -> Result<(), Status> {

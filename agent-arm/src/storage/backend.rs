@@ -82,6 +82,9 @@ pub(crate) struct VolumeInfo {
     /// The namespace identity of `device` as this machine's kernel reports it, when there
     /// is a device and it reports one: how a host that sees the same disk recognises it.
     pub(crate) identity: Option<dpu_probe::disk_identity::NamespaceIdentity>,
+    /// The QoS limits the backend reports in force, when it reports them (SPDK's
+    /// `assigned_rate_limits`).
+    pub(crate) qos: Option<super::desired::QosDoc>,
 }
 
 /// An emulated controller as the backend reports it.

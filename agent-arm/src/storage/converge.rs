@@ -107,6 +107,7 @@ async fn run(
             Key::Namespace(nqn, nsid) => backend.remove_namespace(nqn, *nsid).await,
             Key::Subsystem(nqn) => backend.remove_subsystem(nqn).await,
             Key::Remote(id) => backend.remove_remote(id, &doc.remotes).await,
+            Key::Qos(volume) => backend.remove_qos(volume).await,
         };
         match result {
             Ok(()) => {
@@ -124,6 +125,12 @@ async fn run(
         let result = match key {
             Key::Remote(id) => match doc.remote(id) {
                 Some(spec) => backend.ensure_remote(id, spec).await,
+                None => Ok(()),
+            },
+            // After the remote controller: a SNAP that restarted has its bdevs again, without
+            // limits, and a limit lifted behind the agent's back is set again.
+            Key::Qos(volume) => match doc.qos_of(volume) {
+                Some(limits) => backend.ensure_qos(volume, limits).await,
                 None => Ok(()),
             },
             Key::Subsystem(nqn) => match doc.subsystem(nqn) {

@@ -119,10 +119,35 @@ impl ControllerDoc {
     }
 }
 
-/// Identifies one object of the document, in the order the objects depend on each other.
+/// The QoS rate limits of one volume as asked for (SPDK's `bdev_set_qos_limit` keys and
+/// units, docs/reference/storage.md §7); 0 is unlimited, and an entry with every limit 0
+/// is never stored (clearing removes the entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct QosDoc {
+    #[serde(default)]
+    pub(crate) rw_ios_per_sec: u64,
+    #[serde(default)]
+    pub(crate) rw_mbytes_per_sec: u64,
+    #[serde(default)]
+    pub(crate) r_mbytes_per_sec: u64,
+    #[serde(default)]
+    pub(crate) w_mbytes_per_sec: u64,
+}
+
+impl QosDoc {
+    /// Whether nothing is limited.
+    pub(crate) fn is_unlimited(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Identifies one object of the document, in the order the objects depend on each other
+/// (a volume's QoS needs its remote controller's bdev).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Key {
     Remote(String),
+    /// The QoS limits of a volume, by volume id (`{remote}n{nsid}`).
+    Qos(String),
     Subsystem(String),
     Namespace(String, u32),
     Controller(String, String),
@@ -132,6 +157,7 @@ impl std::fmt::Display for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Remote(id) => write!(f, "remoteControllers/{id}"),
+            Self::Qos(volume) => write!(f, "volumes/{volume} QoS"),
             Self::Subsystem(nqn) => write!(f, "subsystems/{nqn}"),
             Self::Namespace(nqn, nsid) => write!(f, "subsystems/{nqn}/namespaces/{nsid}"),
             Self::Controller(nqn, id) => write!(f, "subsystems/{nqn}/controllers/{id}"),
@@ -145,6 +171,9 @@ pub(crate) struct Desired {
     pub(crate) version: u32,
     #[serde(default)]
     pub(crate) remotes: Remotes,
+    /// QoS limits by volume id; each volume belongs to a remote controller of `remotes`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) qos: BTreeMap<String, Entry<QosDoc>>,
     #[serde(default)]
     pub(crate) subsystems: BTreeMap<String, Entry<SubsystemDoc>>,
     /// By subsystem NQN, then nsid.
@@ -173,6 +202,7 @@ impl Default for Desired {
         Self {
             version: DOC_VERSION,
             remotes: BTreeMap::new(),
+            qos: BTreeMap::new(),
             subsystems: BTreeMap::new(),
             namespaces: BTreeMap::new(),
             controllers: BTreeMap::new(),
@@ -306,6 +336,21 @@ impl Desired {
         self.remotes.get(id).and_then(Entry::live)
     }
 
+    /// The live QoS limits of volume `volume`.
+    pub(crate) fn qos_of(&self, volume: &str) -> Option<&QosDoc> {
+        self.qos.get(volume).and_then(Entry::live)
+    }
+
+    /// The QoS entries (live or not) of remote controller `remote_id`'s volumes.
+    pub(crate) fn qos_keys_of_remote(&self, remote_id: &str) -> Vec<Key> {
+        self.qos
+            .keys()
+            .filter(|volume| belongs_to(volume, remote_id))
+            .cloned()
+            .map(Key::Qos)
+            .collect()
+    }
+
     pub(crate) fn subsystem(&self, nqn: &str) -> Option<&SubsystemDoc> {
         self.subsystems.get(nqn).and_then(Entry::live)
     }
@@ -368,6 +413,7 @@ impl Desired {
     /// Every object in the document (live or deleting), in dependency order.
     pub(crate) fn keys(&self) -> Vec<Key> {
         let mut keys: Vec<Key> = self.remotes.keys().cloned().map(Key::Remote).collect();
+        keys.extend(self.qos.keys().cloned().map(Key::Qos));
         keys.extend(self.subsystems.keys().cloned().map(Key::Subsystem));
         for (nqn, by_nsid) in &self.namespaces {
             keys.extend(
@@ -390,6 +436,7 @@ impl Desired {
     pub(crate) fn is_deleting(&self, key: &Key) -> bool {
         match key {
             Key::Remote(id) => self.remotes.get(id).is_some_and(|e| e.deleting),
+            Key::Qos(volume) => self.qos.get(volume).is_some_and(|e| e.deleting),
             Key::Subsystem(nqn) => self.subsystems.get(nqn).is_some_and(|e| e.deleting),
             Key::Namespace(nqn, nsid) => self
                 .namespaces
@@ -411,6 +458,7 @@ impl Desired {
         }
         match key {
             Key::Remote(id) => mark(self.remotes.get_mut(id)),
+            Key::Qos(volume) => mark(self.qos.get_mut(volume)),
             Key::Subsystem(nqn) => mark(self.subsystems.get_mut(nqn)),
             Key::Namespace(nqn, nsid) => {
                 mark(self.namespaces.get_mut(nqn).and_then(|m| m.get_mut(nsid)))
@@ -426,6 +474,9 @@ impl Desired {
         match key {
             Key::Remote(id) => {
                 self.remotes.remove(id);
+            }
+            Key::Qos(volume) => {
+                self.qos.remove(volume);
             }
             Key::Subsystem(nqn) => {
                 self.subsystems.remove(nqn);
@@ -488,6 +539,7 @@ impl Desired {
     pub(crate) fn is_live(&self, key: &Key) -> bool {
         match key {
             Key::Remote(id) => self.remote(id).is_some(),
+            Key::Qos(volume) => self.qos_of(volume).is_some(),
             Key::Subsystem(nqn) => self.subsystem(nqn).is_some(),
             Key::Namespace(nqn, nsid) => self.namespace(nqn, *nsid).is_some(),
             Key::Controller(nqn, id) => self.controller(nqn, id).is_some(),

@@ -8,7 +8,9 @@ use dpu_proto::v1;
 use super::backend::{
     BackendError, EmulationFunction, FailureKind, ObservedController, VolumeInfo, VolumeIo,
 };
-use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
+use super::desired::{
+    BackendController, ControllerDoc, NamespaceDoc, QosDoc, Remotes, SubsystemDoc,
+};
 use super::kernel::KernelBackend;
 use super::snap::SnapBackend;
 /// The configured backend.
@@ -25,6 +27,10 @@ pub(crate) enum Backend {
 /// Why a storage change is refused when the agent runs without a storage backend.
 pub(crate) const DISABLED: &str = "storage is disabled by configuration ([snap] enabled = \
      false): set [snap] enabled = true where SNAP runs, or [storage] backend = \"kernel\"";
+
+/// Why QoS limits are refused on the kernel backend.
+pub(crate) const KERNEL_NO_QOS: &str = "the kernel backend (Linux nvmet / nvme-fabrics) has no \
+     per-volume QoS limits; they need the snap backend (SPDK's bdev_set_qos_limit)";
 
 /// Forwards one call to whichever backend is configured; the disabled backend refuses it.
 macro_rules! dispatch {
@@ -71,6 +77,39 @@ impl Backend {
         remotes: &Remotes,
     ) -> Result<(), BackendError> {
         dispatch!(self, b => b.remove_remote(id, remotes).await)
+    }
+
+    /// Refuses, before the document changes, QoS limits on a backend that has none.
+    pub(crate) fn check_qos(&self) -> Result<(), BackendError> {
+        match self {
+            Backend::Snap(_) => Ok(()),
+            Backend::Kernel(_) => Err(BackendError::plain(FailureKind::Unsupported, KERNEL_NO_QOS)),
+            Backend::Disabled => Err(disabled()),
+        }
+    }
+
+    /// Gives volume `volume` exactly `limits` (idempotent: nothing is sent when the backend
+    /// already reports them).
+    pub(crate) async fn ensure_qos(
+        &self,
+        volume: &str,
+        limits: &QosDoc,
+    ) -> Result<(), BackendError> {
+        match self {
+            Backend::Snap(b) => b.ensure_qos(volume, limits).await,
+            Backend::Kernel(_) => Err(BackendError::plain(FailureKind::Unsupported, KERNEL_NO_QOS)),
+            Backend::Disabled => Err(disabled()),
+        }
+    }
+
+    /// Lifts every limit of volume `volume`; a volume that is gone has none.
+    pub(crate) async fn remove_qos(&self, volume: &str) -> Result<(), BackendError> {
+        match self {
+            Backend::Snap(b) => b.remove_qos(volume).await,
+            // Never set there (refused by `check_qos`): nothing to lift.
+            Backend::Kernel(_) => Ok(()),
+            Backend::Disabled => Err(disabled()),
+        }
     }
 
     /// Every volume the backend has (attached remote namespaces and any others).

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use dpu_proto::v1;
 
 use super::desired::{
-    namespace_uuid, split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, SubsystemDoc,
+    namespace_uuid, split_volume_id, ControllerDoc, Desired, Entry, Key, NamespaceDoc, QosDoc,
+    SubsystemDoc,
 };
 use super::error::StorageError;
 
@@ -149,7 +150,47 @@ pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, Stor
             users.join(", ")
         )));
     }
+    let mut touched = BTreeSet::from([key.clone()]);
+    touched.extend(drop_qos_of_remote(doc, id));
     doc.mark_deleting(&key);
+    Ok(touched)
+}
+
+/// Marks the QoS limits of remote `id`'s volumes for removal, with the remote: its bdevs go
+/// with it. Returns their keys.
+fn drop_qos_of_remote(doc: &mut Desired, id: &str) -> Vec<Key> {
+    let keys = doc.qos_keys_of_remote(id);
+    for key in &keys {
+        doc.mark_deleting(key);
+    }
+    keys
+}
+
+/// Sets the QoS limits of volume `volume` (already checked by SPDK's rules) to exactly
+/// `limits`; all 0 clears them. The volume must belong to a live remote controller of the
+/// document (the agent limits only what it attached). Asking for what is already asked
+/// changes nothing in the document but has the backend checked again.
+pub(crate) fn set_volume_qos(
+    doc: &mut Desired,
+    volume: &str,
+    limits: QosDoc,
+) -> Result<Touched, StorageError> {
+    let remote = split_volume_id(volume).map(|(remote, _)| remote);
+    if remote.is_none_or(|remote| doc.remote(remote).is_none()) {
+        return Err(StorageError::not_found(format!(
+            "volumes/{volume} is not a volume of a remote controller this agent attached \
+             (volumes/{{remote_controller_id}}n{{nsid}})"
+        )));
+    }
+    let key = Key::Qos(volume.to_owned());
+    if limits.is_unlimited() {
+        if !doc.qos.contains_key(volume) {
+            return Ok(BTreeSet::new());
+        }
+        doc.mark_deleting(&key);
+    } else if doc.qos_of(volume) != Some(&limits) {
+        doc.qos.insert(volume.to_owned(), Entry::new(limits));
+    }
     Ok(BTreeSet::from([key]))
 }
 
@@ -427,10 +468,11 @@ pub(crate) fn delete_exposure(doc: &mut Desired, id: &str) -> Result<Touched, St
         return Ok(BTreeSet::new());
     };
     let plan = doc.plan(id, &spec);
-    let touched: Touched = plan.keys().into_iter().collect();
+    let mut touched: Touched = plan.keys().into_iter().collect();
     for key in &touched {
         doc.mark_deleting(key);
     }
+    touched.extend(drop_qos_of_remote(doc, &plan.remote_id));
     Ok(touched)
 }
 
@@ -560,5 +602,83 @@ mod tests {
         assert!(matches!(err, StorageError::AlreadyExists(_)), "{err}");
         let touched = delete_exposure(&mut doc, "e1").expect("delete");
         assert!(touched.iter().all(|k| doc.is_deleting(k)));
+    }
+
+    fn remote_spec() -> v1::RemoteControllerSpec {
+        v1::RemoteControllerSpec {
+            transport: v1::NvmeTransport::Tcp as i32,
+            address_family: v1::AddressFamily::Ipv4 as i32,
+            traddr: "127.0.0.1".into(),
+            trsvcid: 4420,
+            subnqn: "nqn.2026-01.io.example:remote".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn qos_is_set_on_volumes_of_known_remotes_replaced_whole_and_cleared() {
+        let mut doc = Desired::default();
+        create_remote(&mut doc, "r0", &remote_spec()).expect("remote");
+        let limits = QosDoc {
+            rw_ios_per_sec: 2000,
+            ..QosDoc::default()
+        };
+        for unknown in ["r1n1", "Malloc0", "r0"] {
+            let err = set_volume_qos(&mut doc, unknown, limits).expect_err(unknown);
+            assert!(
+                matches!(&err, StorageError::NotFound(t) if t.contains(&format!("volumes/{unknown} "))),
+                "{err}"
+            );
+        }
+        let touched = set_volume_qos(&mut doc, "r0n1", limits).expect("set");
+        assert_eq!(touched, BTreeSet::from([Key::Qos("r0n1".into())]));
+        assert_eq!(doc.qos_of("r0n1"), Some(&limits));
+        // The same again: the document is unchanged, the backend checked again.
+        let before = doc.clone();
+        assert_eq!(
+            set_volume_qos(&mut doc, "r0n1", limits)
+                .expect("again")
+                .len(),
+            1
+        );
+        assert_eq!(doc, before);
+        // A new set replaces the whole: the IOPS limit is not kept beside the read limit.
+        let read_only = QosDoc {
+            r_mbytes_per_sec: 10,
+            ..QosDoc::default()
+        };
+        set_volume_qos(&mut doc, "r0n1", read_only).expect("replace");
+        assert_eq!(doc.qos_of("r0n1"), Some(&read_only));
+        // Cleared: marked until the backend confirms, and then forgotten.
+        set_volume_qos(&mut doc, "r0n1", QosDoc::default()).expect("clear");
+        assert!(doc.qos_of("r0n1").is_none());
+        assert!(doc.is_deleting(&Key::Qos("r0n1".into())));
+        doc.prune(&BTreeSet::from([Key::Qos("r0n1".into())]));
+        assert!(doc.qos.is_empty());
+        // Clearing what is not set touches nothing.
+        assert!(set_volume_qos(&mut doc, "r0n1", QosDoc::default())
+            .expect("clear none")
+            .is_empty());
+    }
+
+    #[test]
+    fn deleting_a_remote_lifts_its_volumes_qos_first() {
+        let mut doc = Desired::default();
+        create_remote(&mut doc, "r0", &remote_spec()).expect("r0");
+        create_remote(&mut doc, "r00", &remote_spec()).expect("r00");
+        let limits = QosDoc {
+            w_mbytes_per_sec: 5,
+            ..QosDoc::default()
+        };
+        set_volume_qos(&mut doc, "r0n1", limits).expect("r0n1");
+        set_volume_qos(&mut doc, "r00n1", limits).expect("r00n1");
+        let touched = delete_remote(&mut doc, "r0").expect("delete");
+        assert!(touched.contains(&Key::Qos("r0n1".into())), "{touched:?}");
+        assert!(doc.is_deleting(&Key::Qos("r0n1".into())));
+        assert_eq!(doc.qos_of("r00n1"), Some(&limits));
+        // Removals run children first: the limit is lifted before the bdev is detached.
+        let keys = doc.keys();
+        let at = |k: &Key| keys.iter().position(|x| x == k).expect("key");
+        assert!(at(&Key::Remote("r0".into())) < at(&Key::Qos("r0n1".into())));
     }
 }

@@ -231,6 +231,7 @@ impl KernelBackend {
                     uuid: ns.uuid.unwrap_or_default(),
                     device: Some(format!("/dev/{}", ns.disk)),
                     identity: None,
+                    qos: None,
                 });
             }
         }
@@ -250,6 +251,7 @@ impl KernelBackend {
                     num_blocks: bytes / block_size.max(1),
                     uuid: String::new(),
                     identity: None,
+                    qos: None,
                 });
             }
         }

@@ -264,6 +264,18 @@ impl StorageEngine {
         touched: &Touched,
     ) -> Result<(), StorageError> {
         for key in touched {
+            if let Key::Qos(volume) = key {
+                if after.qos_of(volume).is_some() && before.qos_of(volume) != after.qos_of(volume) {
+                    self.backend
+                        .check_qos()
+                        .map_err(|source| StorageError::Backend {
+                            object: key.clone(),
+                            source,
+                            outcome: String::new(),
+                        })?;
+                }
+                continue;
+            }
             let Key::Namespace(nqn, nsid) = key else {
                 continue;
             };
@@ -431,6 +443,11 @@ impl StorageEngine {
 
 fn copy_entry(from: &Desired, to: &mut Desired, key: &Key) {
     match key {
+        Key::Qos(volume) => {
+            if let Some(e) = from.qos.get(volume) {
+                to.qos.insert(volume.clone(), e.clone());
+            }
+        }
         Key::Remote(id) => {
             if let Some(e) = from.remotes.get(id) {
                 to.remotes.insert(id.clone(), e.clone());
@@ -516,6 +533,47 @@ mod tests {
             assert!(out.contains(line), "{line} missing in\n{out}");
         }
     }
+    /// The kernel backend has no QoS: a limit is refused before the document changes,
+    /// naming the backend, and clearing what is not
+    /// set is no change at all.
+    #[tokio::test]
+    async fn qos_on_the_kernel_backend_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let metrics = Arc::new(AgentMetrics::new());
+        let mut doc = Desired::default();
+        doc.remotes.insert(
+            "r0".into(),
+            desired::Entry::new(dpu_proto::v1::RemoteControllerSpec::default()),
+        );
+        StateStore::new(&dir.path().join("state"), Arc::clone(&metrics))
+            .save(&doc)
+            .expect("save");
+        let engine = engine(dir.path(), &metrics);
+        let limits = desired::QosDoc {
+            rw_ios_per_sec: 1000,
+            ..Default::default()
+        };
+        let err = engine
+            .change(false, None, |doc| edit::set_volume_qos(doc, "r0n1", limits))
+            .await
+            .expect_err("refused");
+        let StorageError::Backend { object, source, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(*object, Key::Qos("r0n1".into()));
+        assert_eq!(source.kind, backend::FailureKind::Unsupported);
+        assert!(err.to_string().contains("the kernel backend"), "{err}");
+        // Unsupported is FAILED_PRECONDITION at the edge (`services::status`).
+        assert!(engine.snapshot().await.qos.is_empty());
+        let cleared = engine
+            .change(false, None, |doc| {
+                edit::set_volume_qos(doc, "r0n1", desired::QosDoc::default())
+            })
+            .await
+            .expect("nothing to clear");
+        assert!(!cleared.changed);
+    }
+
     /// `[snap] enabled = false`: reads find nothing, a change is refused before the
     /// document is touched (naming the keys to change), and a document saved while storage
     /// was enabled is kept, not pruned, for when it is enabled again.

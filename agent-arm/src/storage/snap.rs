@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use dpu_nvmeof::snap::{
     AddressFamilyParam, AttachController, ControllerParams, ControllerRef, EmulatedFunction,
-    EmulationFunctionInfo, NamespaceCreate, NamespaceIds, NvmeController, NvmeEmulation,
+    EmulationFunctionInfo, NamespaceCreate, NamespaceIds, NvmeController, NvmeEmulation, QosLimits,
     Snap3NamespaceAttach, SnapClient, SnapDialect, SnapError, SnapErrorKind, SubsystemParams,
     TransportType,
 };
@@ -21,7 +21,9 @@ use tokio::sync::OnceCell;
 use super::backend::{
     BackendError, EmulationFunction, FailureKind, ObservedController, VolumeInfo, VolumeIo,
 };
-use super::desired::{BackendController, ControllerDoc, NamespaceDoc, Remotes, SubsystemDoc};
+use super::desired::{
+    BackendController, ControllerDoc, NamespaceDoc, QosDoc, Remotes, SubsystemDoc,
+};
 use super::remote::{decode_remote, RemoteTarget, RemoteTransport};
 use dpu_proto::v1;
 
@@ -176,6 +178,26 @@ fn decode_function(function: &v1::EmulationFunction) -> Result<EmulatedFunction,
             format!("the stored emulation function is unusable: {e}"),
         )
     })
+}
+
+/// The document's limits in SPDK's `bdev_set_qos_limit` terms (the same keys and units).
+fn spdk_limits(doc: &QosDoc) -> QosLimits {
+    QosLimits {
+        rw_ios_per_sec: doc.rw_ios_per_sec,
+        rw_mbytes_per_sec: doc.rw_mbytes_per_sec,
+        r_mbytes_per_sec: doc.r_mbytes_per_sec,
+        w_mbytes_per_sec: doc.w_mbytes_per_sec,
+    }
+}
+
+/// SPDK's `assigned_rate_limits` in the document's terms.
+fn doc_limits(spdk: &QosLimits) -> QosDoc {
+    QosDoc {
+        rw_ios_per_sec: spdk.rw_ios_per_sec,
+        rw_mbytes_per_sec: spdk.rw_mbytes_per_sec,
+        r_mbytes_per_sec: spdk.r_mbytes_per_sec,
+        w_mbytes_per_sec: spdk.w_mbytes_per_sec,
+    }
 }
 
 fn nonzero(value: u32) -> Option<u32> {
@@ -435,8 +457,62 @@ impl SnapBackend {
                 uuid: b.uuid.unwrap_or_default(),
                 device: None,
                 identity: None,
+                qos: b.assigned_rate_limits.as_ref().map(doc_limits),
             })
             .collect())
+    }
+
+    /// The limits SPDK reports in force on bdev `volume` (`None`: it does not report them).
+    async fn assigned_limits(&self, volume: &str) -> Result<Option<QosLimits>, BackendError> {
+        let bdevs = self
+            .client
+            .bdev_get_bdevs(Some(volume))
+            .execute()
+            .await
+            .map_err(failed(format!("bdev_get_bdevs {volume}")))?;
+        Ok(bdevs
+            .into_iter()
+            .find(|b| b.name == volume)
+            .and_then(|b| b.assigned_rate_limits))
+    }
+
+    /// Gives bdev `volume` exactly `limits`, all four keys at once (a key left out would keep
+    /// SPDK's old limit of that type); nothing is sent when SPDK already reports them, so a
+    /// converge pass changes nothing on a volume that is as asked.
+    pub(crate) async fn ensure_qos(
+        &self,
+        volume: &str,
+        limits: &QosDoc,
+    ) -> Result<(), BackendError> {
+        let want = spdk_limits(limits);
+        if self.assigned_limits(volume).await? == Some(want) {
+            return Ok(());
+        }
+        self.client
+            .bdev_set_qos_limit(volume, want)
+            .execute()
+            .await
+            .map(drop)
+            .map_err(failed(format!("bdev_set_qos_limit {volume}")))
+    }
+
+    /// Lifts every limit of bdev `volume`; a bdev that is gone (detached, SNAP restarted
+    /// without it) has none.
+    pub(crate) async fn remove_qos(&self, volume: &str) -> Result<(), BackendError> {
+        match self.assigned_limits(volume).await {
+            Ok(Some(have)) if have.is_unlimited() => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind == FailureKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        missing_ok(
+            self.client
+                .bdev_set_qos_limit(volume, QosLimits::default())
+                .execute()
+                .await
+                .map(drop)
+                .map_err(failed(format!("bdev_set_qos_limit {volume}"))),
+        )
     }
 
     /// Serial and model numbers and the namespace limit are sent only when the operator set

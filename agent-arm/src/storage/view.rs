@@ -10,7 +10,7 @@ use dpu_proto::v1;
 
 use super::backend::{ObservedController, VolumeInfo};
 use super::desired::belongs_to;
-use super::desired::{ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc};
+use super::desired::{ControllerDoc, Desired, Key, NamespaceDoc, QosDoc, SubsystemDoc};
 
 /// What the backend reported, or why it could not.
 #[derive(Debug, Default)]
@@ -89,7 +89,19 @@ fn host_identities(doc: &Desired, v: &VolumeInfo) -> Vec<v1::DiskIdentity> {
     out
 }
 
-fn volume(doc: &Desired, v: &VolumeInfo) -> v1::Volume {
+/// A volume's QoS limits in the API's terms.
+pub(crate) fn qos_limits(limits: &QosDoc) -> v1::QosLimits {
+    v1::QosLimits {
+        rw_ios_per_sec: limits.rw_ios_per_sec,
+        rw_mbytes_per_sec: limits.rw_mbytes_per_sec,
+        r_mbytes_per_sec: limits.r_mbytes_per_sec,
+        w_mbytes_per_sec: limits.w_mbytes_per_sec,
+    }
+}
+
+/// One volume as the API shows it: what the backend reports, with the QoS limits the
+/// document asks for beside the ones the backend reports in force.
+pub(crate) fn volume(doc: &Desired, v: &VolumeInfo) -> v1::Volume {
     v1::Volume {
         name: format!("volumes/{}", v.id),
         remote_nsid: super::desired::split_volume_id(&v.id).map_or(0, |(_, nsid)| nsid),
@@ -98,6 +110,8 @@ fn volume(doc: &Desired, v: &VolumeInfo) -> v1::Volume {
         uuid: v.uuid.clone(),
         device: v.device.clone().unwrap_or_default(),
         host_identities: host_identities(doc, v),
+        qos: doc.qos_of(&v.id).map(qos_limits),
+        applied_qos: v.qos.as_ref().map(qos_limits),
     }
 }
 
@@ -325,6 +339,7 @@ mod tests {
             uuid: String::new(),
             device: None,
             identity: None,
+            qos: None,
         }
     }
 
