@@ -362,6 +362,12 @@ pub(crate) enum StorageCommand {
         #[arg(long)]
         allow_missing: bool,
     },
+    /// Set or clear the QoS rate limits of a volume (SPDK's bdev_set_qos_limit); limits not
+    /// given are unlimited.
+    #[command(
+        after_help = "Examples:\n  dpuctl storage qos volumes/r0n1 --iops 20000 --read-mbps 500\n  dpuctl storage qos volumes/r0n1 --clear"
+    )]
+    Qos(crate::storage_qos_cli::QosArgs),
     /// Read a block device or file with O_DIRECT and report fio-style results.
     #[command(
         after_help = "Example:\n  dpuctl -o json storage read /dev/nvme1n1 --bs 4k --iodepth 32 --size 1g"

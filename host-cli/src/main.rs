@@ -15,6 +15,7 @@ mod fleet_roce_cli;
 mod outcome;
 mod output;
 mod report;
+mod storage_qos_cli;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
 //! `dpuctl storage ...` through the agent's Storage service: attach a remote controller,
 //! expose a remote namespace to the host, list what the agent manages, read io stats,
-//! undo; `storage read` is the host-side read demo (`super::read`, over `dpu_host::storage_read`).
+//! set QoS limits, undo; `storage read` is the host-side read demo (`super::read`, over `dpu_host::storage_read`).
 
 use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
 
@@ -8,6 +8,7 @@ use super::env::{rpc_error, Env};
 use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
 use crate::outcome::Outcome;
 use crate::output;
+use crate::storage_qos_cli::QosArgs;
 
 pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<Outcome> {
     match cmd {
@@ -20,6 +21,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
             name,
             allow_missing,
         } => detach(env, name, *allow_missing).await,
+        StorageCommand::Qos(args) => qos(env, args).await,
         StorageCommand::Read(args) => super::read::run(env, args),
     }
 }
@@ -240,6 +242,20 @@ async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
         ]);
     }
     output::print_table(&table)?;
+    let limited: Vec<&v1::Volume> = listing
+        .remote_controllers
+        .iter()
+        .filter_map(|r| r.status.as_ref())
+        .flat_map(|s| &s.volumes)
+        .filter(|v| limited(v))
+        .collect();
+    if !limited.is_empty() {
+        let mut table = output::table(["volume", "qos", "in force"]);
+        for v in limited {
+            table.add_row([v.name.clone(), qos_text(v.qos.as_ref()), in_force_text(v)]);
+        }
+        output::print_table(&table)?;
+    }
     let mut table = output::table(["subsystem", "namespaces", "controllers"]);
     for s in &listing.subsystems {
         table.add_row([
@@ -279,6 +295,79 @@ async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
     }
     output::print_table(&table)?;
     Ok(Outcome::Success)
+}
+
+/// A volume's limits in words: "20000 IOPS, read 500 MiB/s"; "unlimited" when none.
+fn qos_text(limits: Option<&v1::QosLimits>) -> String {
+    let Some(l) = limits else {
+        return "unlimited".to_owned();
+    };
+    let parts: Vec<String> = [
+        (l.rw_ios_per_sec, "", " IOPS"),
+        (l.rw_mbytes_per_sec, "read+write ", " MiB/s"),
+        (l.r_mbytes_per_sec, "read ", " MiB/s"),
+        (l.w_mbytes_per_sec, "write ", " MiB/s"),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n != 0)
+    .map(|(n, before, after)| format!("{before}{n}{after}"))
+    .collect();
+    if parts.is_empty() {
+        "unlimited".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Whether a volume has limits asked for or in force (the listing shows only those).
+fn limited(v: &v1::Volume) -> bool {
+    let set = |l: Option<&v1::QosLimits>| l.is_some_and(|l| *l != v1::QosLimits::default());
+    set(v.qos.as_ref()) || set(v.applied_qos.as_ref())
+}
+
+/// What the backend reports in force, or that it does not say.
+fn in_force_text(v: &v1::Volume) -> String {
+    match &v.applied_qos {
+        Some(applied) => qos_text(Some(applied)),
+        None => "not reported".to_owned(),
+    }
+}
+
+async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Outcome> {
+    let volume = if args.volume.starts_with("volumes/") {
+        args.volume.clone()
+    } else {
+        format!("volumes/{}", args.volume)
+    };
+    let limits = v1::QosLimits {
+        rw_ios_per_sec: args.iops.unwrap_or(0),
+        rw_mbytes_per_sec: args.rw_mbps.unwrap_or(0),
+        r_mbytes_per_sec: args.read_mbps.unwrap_or(0),
+        w_mbytes_per_sec: args.write_mbps.unwrap_or(0),
+    };
+    let reply = client(env)
+        .await?
+        .set_volume_qos(v1::SetVolumeQosRequest {
+            volume,
+            limits: Some(limits),
+            options: options(args.dry_run),
+        })
+        .await
+        .map_err(rpc_error("Storage.SetVolumeQos"))?
+        .into_inner();
+    print_or_json(env, &reply, |v| {
+        let verb = match (args.dry_run, args.clear) {
+            (true, _) => "would set",
+            (false, true) => "cleared",
+            (false, false) => "set",
+        };
+        format!(
+            "{verb} {} QoS: {} (in force: {})",
+            v.name,
+            qos_text(v.qos.as_ref()),
+            in_force_text(v)
+        )
+    })
 }
 
 async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {

@@ -16,6 +16,7 @@
 
 mod attach;
 mod iostat;
+mod qos;
 mod raw;
 mod reconnect;
 mod restart;
