@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use dpu_proto::v1;
 
 use super::dpu_facts::DpuFacts;
+use super::health_causes;
 use super::report::{NodeOutcome, NodeStatus, Problem};
 use crate::agent_health::{enum_name, AgentHealth};
 
@@ -60,24 +61,17 @@ pub fn judge(health: &AgentHealth, facts: &DpuFacts, expect: &DpuExpectations) -
     }
 }
 
+/// The agent's health, one problem per thing to fix ([`health_causes::problems`]): the
+/// agent itself not SERVING fails the node; a down backend (with the services it stops)
+/// or a down service warns.
 fn serving(health: &AgentHealth, problems: &mut Vec<Problem>) {
-    for row in health.rows.iter().filter(|r| !r.healthy) {
-        let (status, check, cause) = if row.component == "agent" {
-            (NodeStatus::Fail, ids::SERVING, "agent not SERVING")
+    for cause in health_causes::problems(health) {
+        let (status, check) = if cause.cause == health_causes::AGENT_NOT_SERVING {
+            (NodeStatus::Fail, ids::SERVING)
         } else {
-            (
-                NodeStatus::Warn,
-                ids::SERVICES,
-                "an agent service or backend is not healthy",
-            )
+            (NodeStatus::Warn, ids::SERVICES)
         };
-        let detail = format!("{} is {}", row.component, row.state);
-        let detail = if row.detail.is_empty() {
-            detail
-        } else {
-            format!("{detail} ({})", row.detail)
-        };
-        problems.push(Problem::new(status, check, cause, detail));
+        problems.push(Problem::new(status, check, cause.cause, cause.detail));
     }
 }
 

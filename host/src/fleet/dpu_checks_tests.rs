@@ -197,3 +197,51 @@ fn without_uplink_roles_every_rdma_port_is_judged() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].2.contains("is INIT"), "{found:?}");
 }
+
+/// `fleet check` words the agent's health as `fleet health` does: one WARN per down
+/// backend (its services folded in), FAIL only for the agent itself.
+#[test]
+fn a_node_with_snap_and_ovs_down_warns_once_per_backend() {
+    let row = |component: &str, state: &str| HealthRow {
+        component: component.into(),
+        state: state.into(),
+        healthy: matches!(state, "serving" | "ready" | "disabled"),
+        detail: String::new(),
+    };
+    let health = AgentHealth {
+        system: v1::System::default(),
+        rows: vec![
+            row("agent", "serving"),
+            row("dpu.v1.Storage", "not-serving"),
+            row("dpu.v1.Switch", "not-serving"),
+            row(dpu_proto::READINESS_SERVICE, "not-serving"),
+            row("backend snap", "unavailable"),
+            row("backend ovsdb", "unavailable"),
+            row("backend ovs-vswitchd", "unavailable"),
+        ],
+    };
+    let outcome = judge(&health, &dpu(), &DpuExpectations::default());
+    let serving: Vec<(&str, NodeStatus, &str)> = outcome
+        .problems
+        .iter()
+        .filter(|p| p.check == ids::SERVICES || p.check == ids::SERVING)
+        .map(|p| (p.check.as_str(), p.status, p.cause.as_str()))
+        .collect();
+    assert_eq!(
+        serving,
+        [
+            (
+                ids::SERVICES,
+                NodeStatus::Warn,
+                "storage: snap backend unavailable"
+            ),
+            (
+                ids::SERVICES,
+                NodeStatus::Warn,
+                "switch: ovs backend unavailable"
+            ),
+        ],
+        "{:#?}",
+        outcome.problems
+    );
+}

@@ -12,6 +12,7 @@
 
 pub mod dpu_checks;
 pub mod dpu_facts;
+pub mod health_causes;
 pub mod html;
 pub mod inventory;
 #[cfg(feature = "kube")]
