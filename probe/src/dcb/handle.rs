@@ -6,29 +6,25 @@
 
 use std::fmt;
 
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use netlink_sys::protocols::NETLINK_ROUTE;
 
 use super::config::DcbConfig;
 use super::decode::dcb_config_from_message;
 use super::error::DcbError;
 use super::request::{validate_ifname, IeeeGetRequest};
-use crate::netlink::{
-    open_kernel_socket, recv_kernel_datagram, DumpCollector, NetlinkError, RECV_TIMEOUT,
-};
+use crate::netlink::{KernelSocket, NetlinkError};
 use crate::SysRoot;
 
 /// A socket for DCB requests in the network namespace it was opened in. Reading needs no
 /// privilege: the kernel's `dcb_doit` asks for `CAP_NET_ADMIN` only on `RTM_SETDCB`.
 pub struct DcbNetlink {
-    socket: Socket,
-    seq: u32,
-    buf: Vec<u8>,
+    kernel: KernelSocket,
 }
 
 impl fmt::Debug for DcbNetlink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DcbNetlink")
-            .field("seq", &self.seq)
+            .field("kernel", &self.kernel)
             .finish_non_exhaustive()
     }
 }
@@ -36,12 +32,8 @@ impl fmt::Debug for DcbNetlink {
 impl DcbNetlink {
     /// Opens and binds the socket in the calling thread's namespace.
     pub fn open() -> Result<Self, NetlinkError> {
-        let socket = open_kernel_socket(NETLINK_ROUTE)
-            .map_err(|(op, source)| NetlinkError::Socket { op, source })?;
         Ok(Self {
-            socket,
-            seq: 0,
-            buf: Vec::with_capacity(8 * 1024),
+            kernel: KernelSocket::open(NETLINK_ROUTE, 8 * 1024)?,
         })
     }
 
@@ -76,26 +68,8 @@ impl DcbNetlink {
         request: &str,
         message: &IeeeGetRequest,
     ) -> Result<Vec<DcbConfig>, NetlinkError> {
-        self.seq = self.seq.wrapping_add(1);
-        let bytes = message.encode(self.seq);
-        self.socket
-            .send_to(&bytes, &SocketAddr::new(0, 0), 0)
-            .map_err(|source| NetlinkError::Send {
-                request: request.to_owned(),
-                source,
-            })?;
-        let mut collector = DumpCollector::with_decoder(request, self.seq, dcb_config_from_message);
-        loop {
-            recv_kernel_datagram(&self.socket, &mut self.buf, RECV_TIMEOUT).map_err(|source| {
-                NetlinkError::Receive {
-                    request: request.to_owned(),
-                    source,
-                }
-            })?;
-            if collector.feed(&self.buf)? {
-                return Ok(collector.messages);
-            }
-        }
+        self.kernel
+            .exchange(request, |seq| message.encode(seq), dcb_config_from_message)
     }
 }
 

@@ -15,6 +15,7 @@
 
 mod dump;
 mod error;
+mod exchange;
 mod link;
 mod link_events;
 mod monitor;
@@ -31,8 +32,11 @@ mod tc_decode;
 mod wire_test;
 
 // The reply reader and header size, shared with the RDMA netlink client (`rdma_netlink`).
-pub(crate) use dump::{Decoder, DumpCollector, HEADER_LEN};
+#[cfg(test)]
+pub(crate) use dump::DumpCollector;
+pub(crate) use dump::{Decoder, HEADER_LEN};
 pub use error::NetlinkError;
+pub(crate) use exchange::KernelSocket;
 pub(crate) use link::link_counter_unit;
 pub use link::{LinkCounters, LinkStats};
 pub use link_events::LinkEvents;
@@ -45,7 +49,6 @@ pub use samples::{
     link_samples, netdev_object, offload_samples, reading_samples, tc_filter_object, tc_samples,
 };
 pub use socket::RouteSocket;
-pub(crate) use socket::{open_kernel_socket, recv_kernel_datagram, RECV_TIMEOUT};
 pub use stats::LinkCounterReading;
 pub use tc::{
     TcActionStats, TcActionTimes, TcCounts, TcFilter, TcFilterAction, TcFilterFlags, TcParent,

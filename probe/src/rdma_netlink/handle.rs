@@ -8,31 +8,24 @@
 
 use std::fmt;
 
-use netlink_sys::{protocols::NETLINK_RDMA, Socket, SocketAddr};
+use netlink_sys::protocols::NETLINK_RDMA;
 
 use super::error::RdmaNetlinkError;
 use super::message::RdmaMessage;
-use crate::netlink::{
-    open_kernel_socket, recv_kernel_datagram, Decoder, DumpCollector, RECV_TIMEOUT,
-};
-
-/// How often a dump the kernel marks inconsistent (`NLM_F_DUMP_INTR`) is retried.
-const DUMP_ATTEMPTS: u32 = 3;
+use crate::netlink::{Decoder, KernelSocket, NetlinkError};
 
 /// A `NETLINK_RDMA` socket in the network namespace it was opened in (in the kernel's
 /// default "shared" mode every RDMA device is visible from every namespace). Requests:
 /// [`devices`](Self::devices) and [`port_hw_counters`](Self::port_hw_counters), each
 /// ending in `execute()`.
 pub struct RdmaNetlink {
-    socket: Socket,
-    seq: u32,
-    buf: Vec<u8>,
+    kernel: KernelSocket,
 }
 
 impl fmt::Debug for RdmaNetlink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RdmaNetlink")
-            .field("seq", &self.seq)
+            .field("kernel", &self.kernel)
             .finish_non_exhaustive()
     }
 }
@@ -42,13 +35,11 @@ impl RdmaNetlink {
     /// `EPROTONOSUPPORT` when the kernel has no RDMA stack loaded (`ib_core`). Reading
     /// counters needs no privilege.
     pub fn open() -> Result<Self, RdmaNetlinkError> {
-        let socket = open_kernel_socket(NETLINK_RDMA)
-            .map_err(|(op, source)| RdmaNetlinkError::Socket { op, source })?;
-        Ok(Self {
-            socket,
-            seq: 0,
-            buf: Vec::with_capacity(8 * 1024),
-        })
+        let kernel = KernelSocket::open(NETLINK_RDMA, 8 * 1024).map_err(|e| match e {
+            NetlinkError::Socket { op, source } => RdmaNetlinkError::Socket { op, source },
+            other => RdmaNetlinkError::Answer(other),
+        })?;
+        Ok(Self { kernel })
     }
 
     /// Sends `message` and decodes every answer until the end (`NLMSG_DONE` of a dump, the
@@ -60,46 +51,18 @@ impl RdmaNetlink {
         message: &RdmaMessage,
         decode: Decoder<T>,
     ) -> Result<Vec<T>, RdmaNetlinkError> {
-        for attempt in 1..=DUMP_ATTEMPTS {
-            self.seq = self.seq.wrapping_add(1);
-            let bytes = message.encode(self.seq);
-            self.socket
-                .send_to(&bytes, &SocketAddr::new(0, 0), 0)
-                .map_err(|source| RdmaNetlinkError::Send {
-                    request: request.to_owned(),
-                    source,
-                })?;
-            let mut collector = DumpCollector::with_decoder(request, self.seq, decode);
-            loop {
-                self.recv_datagram(request)?;
-                if collector.feed(&self.buf)? {
-                    break;
+        // The socket's own failures stay transport errors (`is_transport`: the sampler
+        // drops the socket and opens a fresh one); the kernel's answers stay answers.
+        self.kernel
+            .exchange(request, |seq| message.encode(seq), decode)
+            .map_err(|e| match e {
+                NetlinkError::Send { request, source } => {
+                    RdmaNetlinkError::Send { request, source }
                 }
-            }
-            if !collector.interrupted {
-                return Ok(collector.messages);
-            }
-            tracing::debug!(
-                request,
-                attempt,
-                "RDMA dump interrupted by concurrent changes"
-            );
-        }
-        Err(crate::netlink::NetlinkError::DumpInterrupted {
-            request: request.to_owned(),
-            attempts: DUMP_ATTEMPTS,
-        }
-        .into())
-    }
-
-    /// Reads one whole datagram from the kernel into `self.buf` (the route socket's
-    /// reader, [`recv_kernel_datagram`]).
-    fn recv_datagram(&mut self, request: &str) -> Result<(), RdmaNetlinkError> {
-        recv_kernel_datagram(&self.socket, &mut self.buf, RECV_TIMEOUT).map_err(|source| {
-            RdmaNetlinkError::Receive {
-                request: request.to_owned(),
-                source,
-            }
-        })
+                NetlinkError::Receive { request, source } => {
+                    RdmaNetlinkError::Receive { request, source }
+                }
+                other => RdmaNetlinkError::Answer(other),
+            })
     }
 }
