@@ -8,11 +8,12 @@ use serde_json::{json, Value};
 
 use super::apply::{Applied, WaitPolicy};
 use super::database::not_initialized;
-use super::datum::{named_uuid, set, string_map};
+use super::datum::{named_uuid, set, string_map, Uuid};
 use super::error::Error;
 use super::handle::Ovsdb;
 use super::model::{Bridge, Tables, BRIDGE, INTERFACE, OPEN_VSWITCH, PORT};
 use super::names::validate_name;
+use super::ready::Created;
 use super::txn::{Condition, Mutation, Operation};
 
 impl Ovsdb {
@@ -108,12 +109,21 @@ impl AddBridge {
     }
 
     /// Adds the bridge; [`Error::Conflict`] when it exists with other settings or its name
-    /// is taken by a port or interface elsewhere.
+    /// is taken by a port or interface elsewhere, [`Error::NotCreated`] when ovs-vswitchd
+    /// applied it but could not create it (removed again when this call added it).
     pub async fn execute(self) -> Result<Applied, Error> {
         validate_name("bridge", &self.name)?;
         let tables = self.ovsdb.snapshot().await?;
         if let Some(existing) = tables.bridge(&self.name) {
-            return self.compare(&existing).map(|()| Applied::UNCHANGED);
+            self.compare(&existing)?;
+            // Already there: still say whether ovs-vswitchd runs it, but never remove what
+            // this request did not add.
+            if !self.policy.no_wait {
+                self.ovsdb
+                    .check_created(self.created(), None, self.policy)
+                    .await?;
+            }
+            return Ok(Applied::UNCHANGED);
         }
         if let Some(owner) = name_owner(&tables, &self.name) {
             return Err(Error::Conflict {
@@ -150,7 +160,24 @@ impl AddBridge {
             return Err(not_initialized());
         }
         tracing::info!(bridge = %self.name, datapath_type = %self.datapath_type, "bridge added");
+        if applied.confirmed {
+            let undo = results
+                .get(2)
+                .and_then(|r| r.uuid())
+                .map(|uuid| del_br_ops(&uuid));
+            self.ovsdb
+                .check_created(self.created(), undo, self.policy)
+                .await?;
+        }
         Ok(applied)
+    }
+
+    fn created(&self) -> Created<'_> {
+        Created {
+            kind: "bridge",
+            name: &self.name,
+            bridge: &self.name,
+        }
     }
 
     fn compare(&self, existing: &Bridge) -> Result<(), Error> {
@@ -226,15 +253,10 @@ impl DelBridge {
             }
             return Err(not_found(&self.name));
         };
-        let ops = vec![
-            Operation::mutate(
-                OPEN_VSWITCH,
-                vec![],
-                vec![Mutation::delete("bridges", set([bridge.uuid.to_json()]))],
-            ),
-            Operation::delete(BRIDGE, vec![Condition::uuid(&bridge.uuid)]),
-        ];
-        let (results, applied) = self.ovsdb.commit_change(ops, self.policy).await?;
+        let (results, applied) = self
+            .ovsdb
+            .commit_change(del_br_ops(&bridge.uuid), self.policy)
+            .await?;
         if results.get(1).and_then(|r| r.count()) != Some(1) && !self.if_exists {
             // Someone else deleted it between our read and our transaction.
             return Err(not_found(&self.name));
@@ -242,6 +264,19 @@ impl DelBridge {
         tracing::info!(bridge = %self.name, "bridge deleted");
         Ok(applied)
     }
+}
+
+/// The `del-br` transaction of the bridge row `uuid`: its ports and interfaces go with it
+/// (OVSDB garbage-collects rows nothing references).
+fn del_br_ops(uuid: &Uuid) -> Vec<Operation> {
+    vec![
+        Operation::mutate(
+            OPEN_VSWITCH,
+            vec![],
+            vec![Mutation::delete("bridges", set([uuid.to_json()]))],
+        ),
+        Operation::delete(BRIDGE, vec![Condition::uuid(uuid)]),
+    ]
 }
 
 fn not_found(name: &str) -> Error {

@@ -132,6 +132,29 @@ pub enum Error {
         /// The deadline that passed.
         after: Duration,
     },
+    /// The change was applied (`cur_cfg` caught up) but ovs-vswitchd did not create the
+    /// bridge or port: its interface got `ofport` -1 (with OVS's reason in `error`), or,
+    /// for a bridge whose datapath could not be opened, no `ofport` at all. What this
+    /// request added was removed again in one transaction, so nothing is half-applied.
+    #[error("{}", not_created_text(.kind, .name, .bridge, .datapath_type, .error.as_deref(), *.removed, .removal.is_some()))]
+    NotCreated {
+        /// `bridge` or `port`.
+        kind: &'static str,
+        /// The bridge's or port's name.
+        name: String,
+        /// The bridge it is (or would be) on; the same as `name` for a bridge.
+        bridge: String,
+        /// The bridge's `datapath_type` as stored (`""` is the kernel datapath, `system`).
+        datapath_type: String,
+        /// OVS's own text from the interface's `error` column; `None` when OVS wrote none
+        /// (a bridge whose datapath failed: the reason is only in ovs-vswitchd's log).
+        error: Option<String>,
+        /// True when this request had added it and removed it again.
+        removed: bool,
+        /// Why removing it again failed, when it did (it is then still in OVSDB).
+        #[source]
+        removal: Option<Box<Error>>,
+    },
     /// The monitor cache did not reach the awaited state in time.
     #[error("the OVSDB cache did not {what} within {after:?}")]
     CacheTimeout {
@@ -184,6 +207,50 @@ impl Error {
             detail: detail.into(),
         }
     }
+}
+
+/// The message of [`Error::NotCreated`]: what, where, OVS's reason, what became of it.
+fn not_created_text(
+    kind: &str,
+    name: &str,
+    bridge: &str,
+    datapath_type: &str,
+    error: Option<&str>,
+    removed: bool,
+    removal_failed: bool,
+) -> String {
+    let datapath = if datapath_type.is_empty() {
+        "system (the default)"
+    } else {
+        datapath_type
+    };
+    let what = if kind == "bridge" {
+        format!("ovs-vswitchd did not create bridge {name} (datapath type {datapath})")
+    } else {
+        format!(
+            "ovs-vswitchd could not add port {name} to bridge {bridge} (datapath type {datapath})"
+        )
+    };
+    let why = match error {
+        Some(text) => format!("OVS says \"{text}\""),
+        None if kind == "bridge" => format!(
+            "its local interface {name} got no OpenFlow port and no error, which is how \
+             ovs-vswitchd leaves a bridge whose datapath it cannot open (its log says \
+             \"failed to create bridge {name}: ...\")"
+        ),
+        None => format!(
+            "interface {name} got no OpenFlow port and OVS recorded no error (is bridge \
+             {bridge} itself running? see ovs-vswitchd's log)"
+        ),
+    };
+    let after = if removed {
+        "it was removed again, nothing changed"
+    } else if removal_failed {
+        "removing it again failed, so it is still in OVSDB"
+    } else {
+        "it existed before this request and was left as it is"
+    };
+    format!("{what}: {why}; {after}")
 }
 
 fn suffix(details: &Option<String>) -> String {

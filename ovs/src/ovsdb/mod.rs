@@ -24,7 +24,10 @@
 //!
 //! Every change increments `next_cfg` in the same transaction and then waits until
 //! ovs-vswitchd reports `cur_cfg` at least that high, so success means "applied", not just
-//! "stored" (skip with `no_wait()`). [`Ovsdb::monitor`] keeps a cache that follows the
+//! "stored" (skip with `no_wait()`). A bridge or port change then reads the interface back:
+//! one ovs-vswitchd refused (`ofport` -1 and its `error`, or no `ofport` at all for a bridge
+//! whose datapath could not be opened) is removed again and reported as
+//! [`Error::NotCreated`] with OVS's own text, so success means "running". [`Ovsdb::monitor`] keeps a cache that follows the
 //! database through `monitor` notifications and re-monitors after ovsdb-server restarts.
 
 mod apply;
@@ -38,6 +41,7 @@ mod model;
 mod monitor;
 mod names;
 mod port;
+mod ready;
 mod schema;
 mod snapshot;
 mod txn;
@@ -54,7 +58,7 @@ pub use database::DATABASE;
 pub use datum::{named_uuid, set, string_map, Row, Uuid};
 pub use error::Error;
 pub use handle::{Ovsdb, OvsdbOptions};
-pub use model::{Bridge, Interface, OpenVswitch, Port, Tables, COLUMNS};
+pub use model::{Bridge, Interface, InterfaceState, OpenVswitch, Port, Tables, COLUMNS};
 pub use monitor::{CachedView, OvsdbCache};
 pub use names::{validate_name, MAX_NAME_LEN};
 pub use port::{AddPort, DelPort, InterfaceType, PortHandle};

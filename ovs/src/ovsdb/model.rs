@@ -164,6 +164,86 @@ pub struct Interface {
     pub external_ids: BTreeMap<String, String>,
 }
 
+impl OpenVswitch {
+    /// True when ovs-vswitchd has applied every configuration clients asked for
+    /// (`cur_cfg >= next_cfg`). It writes `cur_cfg` in the same transaction as the
+    /// interfaces' `ofport` and `error` (`vswitchd/bridge.c` `bridge_run`), so once this is
+    /// true those columns describe the configuration as it is now.
+    pub fn caught_up(&self) -> bool {
+        self.cur_cfg >= self.next_cfg
+    }
+}
+
+impl Bridge {
+    /// The bridge's local interface (named like the bridge, type `internal`): the one whose
+    /// state says whether ovs-vswitchd created the bridge at all.
+    pub fn local_interface(&self) -> Option<&Interface> {
+        self.port(&self.name)
+            .and_then(|p| p.interfaces.iter().find(|i| i.name == self.name))
+    }
+}
+
+/// What ovs-vswitchd made of an interface, read from its `ofport` and `error` columns
+/// (OVS `vswitchd/vswitch.xml`, Interface table). A client cannot learn it any other way:
+/// OVSDB accepts any row, and ovs-vswitchd reports a refusal only in these columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InterfaceState {
+    /// ovs-vswitchd opened it and gave it this OpenFlow port. `warning` is a non-empty
+    /// `error` it set anyway (a patch port whose peer does not exist yet, for one): the
+    /// port exists but may not forward until that is fixed.
+    Open {
+        /// The OpenFlow port number (65534 for a bridge's local port).
+        ofport: i64,
+        /// OVS's own text, when it set one.
+        warning: Option<String>,
+    },
+    /// ovs-vswitchd tried and could not add it: `ofport` is -1 and `error` says why
+    /// (`could not open network device X (No such device)`); `None` when OVS gave no text.
+    Refused {
+        /// OVS's own text.
+        error: Option<String>,
+    },
+    /// No `ofport` although ovs-vswitchd has applied the current configuration: it never
+    /// tried the interface, because the bridge it belongs to was not created (its datapath
+    /// could not be opened, e.g. the kernel datapath without the openvswitch module).
+    /// OVS writes nothing into the row then; the reason is only in ovs-vswitchd's log.
+    NotCreated,
+    /// No `ofport` yet and ovs-vswitchd has not caught up: nothing can be said.
+    Pending,
+}
+
+impl InterfaceState {
+    /// True when ovs-vswitchd will not run the interface as configured.
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Self::Refused { .. } | Self::NotCreated)
+    }
+
+    /// OVS's own error text for the interface, refused or open with a warning.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Open { warning: e, .. } | Self::Refused { error: e } => e.as_deref(),
+            Self::NotCreated | Self::Pending => None,
+        }
+    }
+}
+
+impl Interface {
+    /// The interface's state; `caught_up` is [`OpenVswitch::caught_up`] of the same read,
+    /// which tells a row ovs-vswitchd skipped from one it has not reached yet.
+    pub fn state(&self, caught_up: bool) -> InterfaceState {
+        let error = self.error.clone().filter(|e| !e.is_empty());
+        match self.ofport {
+            Some(-1) => InterfaceState::Refused { error },
+            Some(ofport) => InterfaceState::Open {
+                ofport,
+                warning: error,
+            },
+            None if caught_up => InterfaceState::NotCreated,
+            None => InterfaceState::Pending,
+        }
+    }
+}
+
 /// Rows of the four tables at one instant, keyed by UUID.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tables {
@@ -357,6 +437,91 @@ mod tests {
         let root = t.open_vswitch().expect("root row");
         assert_eq!((root.next_cfg, root.cur_cfg), (1, 1));
         assert_eq!(root.ovs_version.as_deref(), Some("3.1.0"));
+    }
+
+    /// Interface rows as ovsdb-server 3.1 sent them after ovs-vswitchd (userspace
+    /// datapath only) applied: `nodev0` a system port whose device does not exist,
+    /// `pz` a patch port whose peer does not exist, `br1` the local port of a bridge of
+    /// datapath type `system`, which could not be created, `brx` a working local port.
+    fn states(caught_up: bool) -> Vec<(String, InterfaceState)> {
+        let iface = |row: Value| {
+            let row = row.as_object().cloned().expect("object");
+            interface_from(&Uuid::parse(IFACE).expect("uuid"), &row)
+        };
+        [
+            json!({"name": "nodev0", "type": "", "ofport": -1,
+                "error": "could not open network device nodev0 (No such device)"}),
+            json!({"name": "pz", "type": "patch", "ofport": 1,
+                "error": "No usable peer 'nopeer' exists in 'netdev' datapath."}),
+            json!({"name": "br1", "type": "internal", "ofport": ["set", []],
+                "error": ["set", []]}),
+            json!({"name": "brx", "type": "internal", "ofport": 65534, "error": ["set", []]}),
+            json!({"name": "odd", "type": "", "ofport": ["set", [-1]], "error": ""}),
+        ]
+        .into_iter()
+        .map(|row| {
+            let i = iface(row);
+            (i.name.clone(), i.state(caught_up))
+        })
+        .collect()
+    }
+
+    #[test]
+    fn ofport_and_error_columns_say_what_vswitchd_did() {
+        let applied = states(true);
+        assert_eq!(
+            applied[0].1,
+            InterfaceState::Refused {
+                error: Some("could not open network device nodev0 (No such device)".to_owned())
+            }
+        );
+        assert!(applied[0].1.is_failed());
+        assert_eq!(
+            applied[0].1.error(),
+            Some("could not open network device nodev0 (No such device)")
+        );
+        // An error beside a real OpenFlow port is a warning, not a refusal.
+        assert!(
+            matches!(&applied[1].1, InterfaceState::Open { ofport: 1, warning: Some(w) }
+                if w.starts_with("No usable peer")),
+            "{:?}",
+            applied[1]
+        );
+        assert!(!applied[1].1.is_failed());
+        assert_eq!(applied[2].1, InterfaceState::NotCreated);
+        assert!(applied[2].1.is_failed());
+        assert_eq!(applied[2].1.error(), None);
+        assert_eq!(
+            applied[3].1,
+            InterfaceState::Open {
+                ofport: 65534,
+                warning: None
+            }
+        );
+        // A 1-element set is the bare value; an empty error string is no text.
+        assert_eq!(applied[4].1, InterfaceState::Refused { error: None });
+
+        // Before ovs-vswitchd caught up, a missing ofport says nothing; -1 still does.
+        let pending = states(false);
+        assert_eq!(pending[2].1, InterfaceState::Pending);
+        assert!(!pending[2].1.is_failed());
+        assert!(pending[0].1.is_failed());
+    }
+
+    #[test]
+    fn local_interface_and_caught_up() {
+        let mut t = Tables::default();
+        t.apply_updates(&initial()).expect("valid");
+        let br = t.bridge("brx").expect("bridge");
+        assert_eq!(
+            br.local_interface().map(|i| i.kind.as_str()),
+            Some("internal")
+        );
+        let root = t.open_vswitch().expect("root");
+        assert!(root.caught_up());
+        t.apply_updates(&json!({"Open_vSwitch": {OVS: {"new": {"next_cfg": 2}}}}))
+            .expect("valid");
+        assert!(!t.open_vswitch().expect("root").caught_up());
     }
 
     #[test]

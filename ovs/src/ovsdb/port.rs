@@ -9,11 +9,12 @@ use serde_json::json;
 
 use super::apply::{Applied, WaitPolicy};
 use super::bridge::name_owner;
-use super::datum::{named_uuid, set, string_map};
+use super::datum::{named_uuid, set, string_map, Uuid};
 use super::error::Error;
 use super::handle::Ovsdb;
 use super::model::{Bridge, INTERFACE, PORT};
 use super::names::validate_name;
+use super::ready::Created;
 use super::txn::{Condition, Mutation, Operation};
 
 /// An interface's `type` column. The common ones are named; anything else ovs-vswitchd
@@ -174,7 +175,9 @@ impl AddPort {
         self
     }
 
-    /// Adds the port; names are checked before anything is sent.
+    /// Adds the port; names are checked before anything is sent. [`Error::NotCreated`] when
+    /// ovs-vswitchd applied it but could not open its interface (removed again when this
+    /// call added it).
     pub async fn execute(self) -> Result<Applied, Error> {
         self.validate()?;
         let tables = self.ovsdb.snapshot().await?;
@@ -182,7 +185,15 @@ impl AddPort {
             .bridge(&self.bridge)
             .ok_or_else(|| bridge_not_found(&self.bridge))?;
         if bridge.port(&self.name).is_some() {
-            return self.compare(&bridge).map(|()| Applied::UNCHANGED);
+            self.compare(&bridge)?;
+            // Already there: still say whether ovs-vswitchd runs it, but never remove what
+            // this request did not add.
+            if !self.policy.no_wait {
+                self.ovsdb
+                    .check_created(self.created(), None, self.policy)
+                    .await?;
+            }
+            return Ok(Applied::UNCHANGED);
         }
         if let Some(owner) = name_owner(&tables, &self.name) {
             return Err(Error::Conflict {
@@ -216,7 +227,24 @@ impl AddPort {
             return Err(bridge_not_found(&self.bridge));
         }
         tracing::info!(bridge = %self.bridge, port = %self.name, kind = %self.kind, "port added");
+        if applied.confirmed {
+            let undo = results
+                .get(1)
+                .and_then(|r| r.uuid())
+                .map(|port| del_port_ops(&bridge.uuid, &port));
+            self.ovsdb
+                .check_created(self.created(), undo, self.policy)
+                .await?;
+        }
         Ok(applied)
+    }
+
+    fn created(&self) -> Created<'_> {
+        Created {
+            kind: "port",
+            name: &self.name,
+            bridge: &self.bridge,
+        }
     }
 
     fn validate(&self) -> Result<(), Error> {
@@ -345,15 +373,10 @@ impl DelPort {
                 }),
             });
         };
-        let ops = vec![
-            Operation::mutate(
-                super::model::BRIDGE,
-                vec![Condition::uuid(&bridge.uuid)],
-                vec![Mutation::delete("ports", set([port.uuid.to_json()]))],
-            ),
-            Operation::delete(PORT, vec![Condition::uuid(&port.uuid)]),
-        ];
-        let (results, applied) = self.ovsdb.commit_change(ops, self.policy).await?;
+        let (results, applied) = self
+            .ovsdb
+            .commit_change(del_port_ops(&bridge.uuid, &port.uuid), self.policy)
+            .await?;
         if results.get(1).and_then(|r| r.count()) != Some(1) && !self.if_exists {
             return Err(Error::NotFound {
                 kind: "port",
@@ -364,6 +387,19 @@ impl DelPort {
         tracing::info!(bridge = %self.bridge, port = %self.name, "port deleted");
         Ok(applied)
     }
+}
+
+/// The `del-port` transaction of port row `port` on bridge row `bridge`; its interfaces go
+/// with it.
+fn del_port_ops(bridge: &Uuid, port: &Uuid) -> Vec<Operation> {
+    vec![
+        Operation::mutate(
+            super::model::BRIDGE,
+            vec![Condition::uuid(bridge)],
+            vec![Mutation::delete("ports", set([port.to_json()]))],
+        ),
+        Operation::delete(PORT, vec![Condition::uuid(port)]),
+    ]
 }
 
 fn bridge_not_found(name: &str) -> Error {

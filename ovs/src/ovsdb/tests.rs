@@ -137,6 +137,11 @@ async fn add_bridge_sends_the_ovs_vsctl_transaction_and_waits_for_cur_cfg() {
                 "columns": ["_uuid"], "until": "!=", "rows": [], "timeout": 3000}])
         );
         s.reply(id, json!([{}])).await;
+        // Applied: the bridge is read back, and its local port got OFPP_LOCAL.
+        let (id, ops) = s.transact().await;
+        assert_eq!(ops.len(), 4, "snapshot selects the four tables");
+        s.reply(id, bridge_snapshot(5, json!(65534), json!(["set", []])))
+            .await;
     });
     let applied = ovsdb(&dir, Duration::from_secs(3))
         .bridges()
@@ -147,6 +152,144 @@ async fn add_bridge_sends_the_ovs_vsctl_transaction_and_waits_for_cur_cfg() {
         .expect("added");
     assert!(applied.changed && applied.confirmed);
     assert_eq!(applied.next_cfg, Some(5));
+    tokio::time::timeout(LONG, server)
+        .await
+        .expect("script ends")
+        .expect("script passes");
+}
+
+const BR: &str = "5c19c029-05d9-4884-a54f-c85832b679e6";
+const PORT: &str = "1f7c7163-6461-4ebe-b229-0174553a1050";
+const IFACE: &str = "2a7c7163-6461-4ebe-b229-0174553a1051";
+
+/// A snapshot reply with bridge `br0` (local port and interface) at configuration `cfg`,
+/// its interface's `ofport` and `error` as given.
+fn bridge_snapshot(cfg: i64, ofport: Value, error: Value) -> Value {
+    json!([
+        {"rows": [{"_uuid": ["uuid", ROOT], "bridges": ["uuid", BR],
+            "other_config": ["map", []], "next_cfg": cfg, "cur_cfg": cfg}]},
+        {"rows": [{"_uuid": ["uuid", BR], "name": "br0", "ports": ["uuid", PORT],
+            "datapath_type": ""}]},
+        {"rows": [{"_uuid": ["uuid", PORT], "name": "br0", "interfaces": ["uuid", IFACE]}]},
+        {"rows": [{"_uuid": ["uuid", IFACE], "name": "br0", "type": "internal",
+            "ofport": ofport, "error": error}]},
+    ])
+}
+
+#[tokio::test]
+async fn a_bridge_vswitchd_refused_is_removed_again_in_one_transaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = UnixListener::bind(dir.path().join("db.sock")).expect("bind");
+    let server = tokio::spawn(async move {
+        let mut s = Server::accept(&listener).await;
+        let (id, _) = s.transact().await;
+        s.reply(id, snapshot_reply(json!(["map", []]))).await;
+        let (id, _) = s.transact().await;
+        s.reply(
+            id,
+            json!([{"uuid": ["uuid", IFACE]}, {"uuid": ["uuid", PORT]}, {"uuid": ["uuid", BR]},
+                {"count": 1}, {"count": 1}, {"rows": [{"next_cfg": 5}]}]),
+        )
+        .await;
+        let (id, _) = s.transact().await;
+        s.reply(id, json!([{}])).await;
+        // Applied, and refused: ofport -1 with OVS's reason.
+        let (id, _) = s.transact().await;
+        s.reply(
+            id,
+            bridge_snapshot(
+                5,
+                json!(-1),
+                json!("could not open network device br0 (Invalid argument)"),
+            ),
+        )
+        .await;
+        // The undo: the del-br of exactly the row this request inserted, with next_cfg.
+        let (id, ops) = s.transact().await;
+        assert_eq!(
+            Value::Array(ops),
+            json!([
+                {"op": "mutate", "table": "Open_vSwitch", "where": [],
+                    "mutations": [["bridges", "delete", ["set", [["uuid", BR]]]]]},
+                {"op": "delete", "table": "Bridge", "where": [["_uuid", "==", ["uuid", BR]]]},
+                {"op": "mutate", "table": "Open_vSwitch", "where": [],
+                    "mutations": [["next_cfg", "+=", 1]]},
+                {"op": "select", "table": "Open_vSwitch", "where": [], "columns": ["next_cfg"]},
+            ])
+        );
+        s.reply(
+            id,
+            json!([{"count": 1}, {"count": 1}, {"count": 1}, {"rows": [{"next_cfg": 6}]}]),
+        )
+        .await;
+        let (id, ops) = s.transact().await;
+        assert_eq!(ops[0]["where"], json!([["cur_cfg", ">=", 6]]));
+        s.reply(id, json!([{}])).await;
+    });
+    let err = ovsdb(&dir, Duration::from_secs(3))
+        .bridges()
+        .add("br0")
+        .execute()
+        .await
+        .expect_err("vswitchd refused it");
+    assert!(
+        matches!(&err, Error::NotCreated { kind: "bridge", name, removed: true, removal: None,
+            error: Some(e), .. } if name == "br0" && e.contains("Invalid argument")),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    for part in [
+        "bridge br0",
+        "datapath type system",
+        "could not open network device br0 (Invalid argument)",
+        "removed again",
+    ] {
+        assert!(text.contains(part), "{part:?} in {text}");
+    }
+    assert!(!err.is_transient());
+    tokio::time::timeout(LONG, server)
+        .await
+        .expect("script ends")
+        .expect("script passes");
+}
+
+#[tokio::test]
+async fn an_existing_bridge_vswitchd_never_created_is_reported_not_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = UnixListener::bind(dir.path().join("db.sock")).expect("bind");
+    let server = tokio::spawn(async move {
+        let mut s = Server::accept(&listener).await;
+        // Caught up, no ofport, no error: the datapath could not be opened.
+        for _ in 0..2 {
+            let (id, ops) = s.transact().await;
+            assert_eq!(ops.len(), 4, "only reads: {ops:?}");
+            s.reply(
+                id,
+                bridge_snapshot(7, json!(["set", []]), json!(["set", []])),
+            )
+            .await;
+        }
+    });
+    let err = ovsdb(&dir, Duration::from_secs(3))
+        .bridges()
+        .add("br0")
+        .execute()
+        .await
+        .expect_err("not running");
+    assert!(
+        matches!(
+            &err,
+            Error::NotCreated {
+                removed: false,
+                error: None,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("no OpenFlow port"), "{text}");
+    assert!(text.contains("left as it is"), "{text}");
     tokio::time::timeout(LONG, server)
         .await
         .expect("script ends")

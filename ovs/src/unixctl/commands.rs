@@ -23,6 +23,31 @@ impl Unixctl {
         })
     }
 
+    /// Why ovs-vswitchd cannot open the datapath a bridge of `datapath_type` needs, in its
+    /// own words, or `None` when it can. A bridge whose datapath fails leaves no trace in
+    /// OVSDB (only `failed to create bridge` in the log), so this asks the daemon to open
+    /// that datapath again: `dpctl/show TYPE@ovs-TYPE`, the name ofproto-dpif gives the
+    /// one datapath all bridges of a type share (`ofproto/ofproto-dpif.c`
+    /// `open_dpif_backer`); e.g. `opening datapath system@ovs-system failed (No such file
+    /// or directory)` without the kernel module. `""` is the kernel datapath, `system`.
+    pub async fn datapath_open_error(&self, datapath_type: &str) -> Result<Option<String>, Error> {
+        let kind = if datapath_type.is_empty() {
+            "system"
+        } else {
+            datapath_type
+        };
+        match self
+            .command("dpctl/show")
+            .arg(datapath_backer(kind))
+            .execute()
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(Error::Command { message, .. }) => Ok(Some(message)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `list-commands`, parsed: what this daemon version supports.
     pub async fn list_commands(&self) -> Result<Vec<CommandInfo>, Error> {
         let text = self.command("list-commands").execute().await?;
@@ -116,6 +141,11 @@ pub struct CommandInfo {
     pub name: String,
     /// Its argument synopsis, possibly empty (`[-m] [--names | --no-names] [dp] ...`).
     pub usage: String,
+}
+
+/// The datapath ovs-vswitchd opens for bridges of type `kind`: `{kind}@ovs-{kind}`.
+pub fn datapath_backer(kind: &str) -> String {
+    format!("{kind}@ovs-{kind}")
 }
 
 /// Parses `list-commands` output: a header line, then `  NAME  USAGE` per command.

@@ -28,7 +28,7 @@ mod commands;
 mod error;
 mod handle;
 
-pub use commands::{parse_list_commands, CommandInfo, DumpFlows};
+pub use commands::{datapath_backer, parse_list_commands, CommandInfo, DumpFlows};
 pub use error::Error;
 pub use handle::{Command, Unixctl, VSWITCHD};
 

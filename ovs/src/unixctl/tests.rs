@@ -108,6 +108,39 @@ async fn commands_reach_the_socket_named_by_the_pid_file() {
     assert_eq!(seen[2]["params"], json!(["x"]));
 }
 
+/// ovs-vswitchd 3.1 with the userspace datapath only, as seen in the OVS tier.
+fn userspace_only(req: &Value) -> Value {
+    match req["params"][0].as_str() {
+        Some("system@ovs-system") => json!({"result": null, "error":
+            "opening datapath system@ovs-system failed (No such file or directory)\n"}),
+        _ => json!({"result": "netdev@ovs-netdev:\n  lookups: hit:0 missed:0 lost:0\n",
+            "error": null}),
+    }
+}
+
+#[tokio::test]
+async fn a_datapath_that_cannot_be_opened_is_told_in_ovs_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = daemon(dir.path(), 77, userspace_only);
+    let ctl = Unixctl::vswitchd(dir.path());
+    assert_eq!(
+        ctl.datapath_open_error("").await.expect("asked").as_deref(),
+        Some("opening datapath system@ovs-system failed (No such file or directory)")
+    );
+    assert_eq!(
+        ctl.datapath_open_error("netdev").await.expect("asked"),
+        None
+    );
+    drop(ctl);
+    let seen = tokio::time::timeout(LONG, server)
+        .await
+        .expect("daemon ends")
+        .expect("daemon passes");
+    assert_eq!(seen[0]["method"], "dpctl/show");
+    assert_eq!(seen[0]["params"], json!(["system@ovs-system"]));
+    assert_eq!(seen[1]["params"], json!(["netdev@ovs-netdev"]));
+}
+
 #[tokio::test]
 async fn a_restarted_daemon_is_found_under_its_new_pid() {
     let dir = tempfile::tempdir().expect("tempdir");
