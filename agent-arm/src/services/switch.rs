@@ -24,7 +24,6 @@ use super::switch_bridges::{self as bridges, Apply, NewBridge, NewPort};
 use super::switch_convert::{bridge_to_wire, dump_type, port_to_wire};
 use super::switch_flows::{self as flows, FlowQuery};
 use super::switch_offload as offload;
-use super::switch_status::from_ovsdb;
 use crate::context::AgentContext;
 use crate::ovs::OvsClients;
 
@@ -165,15 +164,13 @@ impl Switch for SwitchService {
         &self,
         _request: Request<v1::ListBridgesRequest>,
     ) -> Reply<v1::ListBridgesResponse> {
-        let ovs = self.ovs()?;
-        let bridges = ovs
-            .ovsdb
-            .bridges()
-            .list()
-            .await
-            .map_err(|e| from_ovsdb(&e))?;
+        let read = bridges::list_bridges(self.ovs()?).await?;
         Ok(Response::new(v1::ListBridgesResponse {
-            bridges: bridges.iter().map(bridge_to_wire).collect(),
+            bridges: read
+                .value
+                .iter()
+                .map(|b| bridge_to_wire(b, read.caught_up))
+                .collect(),
         }))
     }
 
@@ -181,8 +178,8 @@ impl Switch for SwitchService {
         let name = Collection::Bridges
             .parse(&request.into_inner().name)
             .map_err(invalid_field("name"))?;
-        let bridge = bridges::get_bridge(self.ovs()?, &name.id).await?;
-        Ok(Response::new(bridge_to_wire(&bridge)))
+        let read = bridges::get_bridge(self.ovs()?, &name.id).await?;
+        Ok(Response::new(bridge_to_wire(&read.value, read.caught_up)))
     }
 
     async fn create_bridge(&self, request: Request<v1::CreateBridgeRequest>) -> Reply<v1::Bridge> {
@@ -220,7 +217,7 @@ impl Switch for SwitchService {
         let parent = Collection::Bridges
             .parse(&request.into_inner().parent)
             .map_err(invalid_field("parent"))?;
-        let bridge = bridges::get_bridge(self.ovs()?, &parent.id).await?;
+        let bridge = bridges::get_bridge(self.ovs()?, &parent.id).await?.value;
         Ok(Response::new(v1::ListPortsResponse {
             ports: bridge
                 .ports

@@ -1,6 +1,9 @@
 //! Bridges and ports through OVSDB: the Switch calls that change the database. Each change
 //! waits until ovs-vswitchd applied it (`cur_cfg` reaches the change's `next_cfg`), then
-//! answers with the resource as OVSDB shows it afterwards. A dry run reads the same state
+//! reads the bridge's or port's interface back: one ovs-vswitchd refused is removed again
+//! (by `dpu_ovs`, in one transaction) and the call fails with FAILED_PRECONDITION quoting
+//! OVS's text. Otherwise it answers with the resource as OVSDB shows it afterwards. A dry
+//! run reads the same state
 //! and answers what the change would do, changing nothing.
 
 use std::collections::BTreeMap;
@@ -11,7 +14,7 @@ use dpu_proto::names::Collection;
 use dpu_proto::v1;
 use tonic::Status;
 
-use super::switch_convert::{bridge_to_wire, port_name, port_to_wire};
+use super::switch_convert::{bridge_to_wire, datapath_label, port_name, port_to_wire};
 use super::switch_status::from_ovsdb;
 use crate::ovs::OvsClients;
 
@@ -40,12 +43,73 @@ pub(crate) struct NewPort<'a> {
     pub(crate) options: &'a BTreeMap<String, String>,
 }
 
-pub(crate) async fn get_bridge(ovs: &OvsClients, name: &str) -> Result<ovsdb::Bridge, Status> {
-    ovs.ovsdb
-        .bridges()
-        .get(name)
-        .await
-        .map_err(|e| from_ovsdb(&e))
+/// Bridges as read in one snapshot, with whether ovs-vswitchd had caught up then.
+#[derive(Debug)]
+pub(crate) struct Observed<T> {
+    /// What was read.
+    pub(crate) value: T,
+    /// `Open_vSwitch.cur_cfg >= next_cfg` in the same read: the interfaces' `ofport` and
+    /// `error` describe the current configuration.
+    pub(crate) caught_up: bool,
+}
+
+/// Every bridge, from one snapshot.
+pub(crate) async fn list_bridges(ovs: &OvsClients) -> Result<Observed<Vec<ovsdb::Bridge>>, Status> {
+    let tables = ovs.ovsdb.snapshot().await.map_err(|e| from_ovsdb(&e))?;
+    Ok(Observed {
+        value: tables.bridges(),
+        caught_up: tables.open_vswitch().is_some_and(|r| r.caught_up()),
+    })
+}
+
+/// The bridge called `name`, or `NOT_FOUND`.
+pub(crate) async fn get_bridge(
+    ovs: &OvsClients,
+    name: &str,
+) -> Result<Observed<ovsdb::Bridge>, Status> {
+    let tables = ovs.ovsdb.snapshot().await.map_err(|e| from_ovsdb(&e))?;
+    let bridge = tables.bridge(name).ok_or_else(|| bridge_not_found(name))?;
+    Ok(Observed {
+        value: bridge,
+        caught_up: tables.open_vswitch().is_some_and(|r| r.caught_up()),
+    })
+}
+
+/// The status of a bridge or port ovs-vswitchd did not create. FAILED_PRECONDITION, not
+/// UNAVAILABLE: retrying the same call cannot help until the machine changes (a kernel
+/// module loaded, a device created, another datapath type chosen), which is what
+/// FAILED_PRECONDITION tells a client; UNAVAILABLE would invite blind retries. For a
+/// bridge whose datapath could not be opened OVSDB holds no text, so ovs-vswitchd is asked
+/// to open that datapath again and its answer is quoted.
+async fn not_created(ovs: &OvsClients, err: &ovsdb::Error) -> Status {
+    let status = from_ovsdb(err);
+    let ovsdb::Error::NotCreated {
+        kind: "bridge",
+        error: None,
+        datapath_type,
+        ..
+    } = err
+    else {
+        return status;
+    };
+    match ovs.vswitchd.datapath_open_error(datapath_type).await {
+        Ok(Some(text)) => Status::new(
+            status.code(),
+            format!(
+                "{}; `dpctl/show {}` answers \"{}\"{}",
+                status.message(),
+                dpu_ovs::unixctl::datapath_backer(datapath_label(datapath_type)),
+                text.trim_end(),
+                if datapath_label(datapath_type) == "system" {
+                    " (the kernel datapath needs the openvswitch module; datapath_type \
+                     netdev is the userspace one)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Ok(None) | Err(_) => status,
+    }
 }
 
 pub(crate) async fn create_bridge(
@@ -58,7 +122,7 @@ pub(crate) async fn create_bridge(
             Some(existing) => {
                 let normalize = |dp: &str| if dp == "system" { "" } else { dp }.to_owned();
                 if normalize(&existing.datapath_type) == normalize(new.datapath_type) {
-                    Ok(bridge_to_wire(&existing))
+                    Ok(bridge_to_wire(&existing, false))
                 } else {
                     Err(Status::already_exists(format!(
                         "ovsdb: bridge {} exists with datapath_type {:?}, requested {:?}",
@@ -72,6 +136,7 @@ pub(crate) async fn create_bridge(
                 datapath_type: new.datapath_type.to_owned(),
                 ports: Vec::new(),
                 uuid: String::new(),
+                error: String::new(),
             }),
         };
     }
@@ -83,8 +148,11 @@ pub(crate) async fn create_bridge(
     if let Some(timeout) = apply.timeout {
         add = add.apply_timeout(timeout);
     }
-    add.execute().await.map_err(|e| from_ovsdb(&e))?;
-    Ok(bridge_to_wire(&get_bridge(ovs, new.name).await?))
+    if let Err(e) = add.execute().await {
+        return Err(not_created(ovs, &e).await);
+    }
+    let read = get_bridge(ovs, new.name).await?;
+    Ok(bridge_to_wire(&read.value, read.caught_up))
 }
 
 pub(crate) async fn delete_bridge(
@@ -116,7 +184,7 @@ pub(crate) async fn create_port(
     apply: Apply,
 ) -> Result<v1::Port, Status> {
     if apply.dry_run {
-        let bridge = get_bridge(ovs, new.bridge).await?;
+        let bridge = get_bridge(ovs, new.bridge).await?.value;
         return Ok(match bridge.port(new.name) {
             Some(existing) => port_to_wire(new.bridge, existing),
             None => v1::Port {
@@ -141,7 +209,7 @@ pub(crate) async fn create_port(
         add = add.apply_timeout(timeout);
     }
     add.execute().await.map_err(|e| from_ovsdb(&e))?;
-    let bridge = get_bridge(ovs, new.bridge).await?;
+    let bridge = get_bridge(ovs, new.bridge).await?.value;
     bridge
         .port(new.name)
         .map(|p| port_to_wire(new.bridge, p))

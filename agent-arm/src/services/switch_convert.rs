@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use dpu_ovs::flow::{
     ByLevel, DatapathFlow, DpLayer, DumpType, FlowForwarding, Offloaded, TcShares, Used,
 };
-use dpu_ovs::ovsdb;
+use dpu_ovs::ovsdb::{self, InterfaceState};
 use dpu_probe::netlink::{TcFilter, TcFilterAction};
 use dpu_proto::names::Collection;
 use dpu_proto::pbjson_types::Duration;
@@ -23,9 +23,12 @@ pub(crate) fn port_name(bridge: &str, port: &str) -> String {
     format!("{}/ports/{port}", Collection::Bridges.format(bridge))
 }
 
-/// A bridge with its ports, as the API shows it.
-pub(crate) fn bridge_to_wire(bridge: &ovsdb::Bridge) -> v1::Bridge {
+/// A bridge with its ports, as the API shows it; `caught_up` is whether ovs-vswitchd had
+/// applied every configuration when the bridge was read (`Open_vSwitch.cur_cfg >=
+/// next_cfg`), which tells a bridge it could not create from one it has not reached yet.
+pub(crate) fn bridge_to_wire(bridge: &ovsdb::Bridge, caught_up: bool) -> v1::Bridge {
     v1::Bridge {
+        error: bridge_error(bridge, caught_up),
         name: Collection::Bridges.format(&bridge.name),
         bridge: bridge.name.clone(),
         datapath_type: bridge.datapath_type.clone(),
@@ -35,6 +38,36 @@ pub(crate) fn bridge_to_wire(bridge: &ovsdb::Bridge) -> v1::Bridge {
             .map(|p| port_to_wire(&bridge.name, p))
             .collect(),
         uuid: bridge.uuid.to_string(),
+    }
+}
+
+/// Why ovs-vswitchd is not running `bridge`, from its local interface's `ofport` and
+/// `error` (`dpu_ovs::ovsdb::InterfaceState`); empty when it is, or cannot be told yet.
+pub(crate) fn bridge_error(bridge: &ovsdb::Bridge, caught_up: bool) -> String {
+    let Some(local) = bridge.local_interface() else {
+        return String::new();
+    };
+    match local.state(caught_up) {
+        InterfaceState::Refused { error: Some(text) } => text,
+        InterfaceState::Refused { error: None } => format!(
+            "ovs-vswitchd could not add the local port {}; see its log",
+            bridge.name
+        ),
+        InterfaceState::NotCreated => format!(
+            "ovs-vswitchd did not create the bridge: its datapath (type {}) could not be \
+             opened; see its log",
+            datapath_label(&bridge.datapath_type)
+        ),
+        InterfaceState::Open { .. } | InterfaceState::Pending => String::new(),
+    }
+}
+
+/// A datapath type as a person reads it: OVS stores the kernel datapath as `""`.
+pub(crate) fn datapath_label(datapath_type: &str) -> &str {
+    if datapath_type.is_empty() {
+        "system"
+    } else {
+        datapath_type
     }
 }
 

@@ -40,6 +40,43 @@ fn port(name: &str, iface: Interface) -> Port {
     }
 }
 
+fn bridge_with_local(datapath_type: &str, local: Interface) -> Bridge {
+    Bridge {
+        uuid: uuid(3),
+        name: local.name.clone(),
+        datapath_type: datapath_type.to_owned(),
+        fail_mode: None,
+        ports: vec![port(&local.name.clone(), local)],
+        other_config: BTreeMap::new(),
+        external_ids: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_bridge_vswitchd_is_not_running_says_why() {
+    // ofport -1 with OVS's text: the text, verbatim.
+    let mut refused = interface("lo", "internal", Some(-1));
+    refused.error = Some("could not open network device lo (Invalid argument)".to_owned());
+    let wire = bridge_to_wire(&bridge_with_local("netdev", refused), true);
+    assert_eq!(
+        wire.error,
+        "could not open network device lo (Invalid argument)"
+    );
+    assert_eq!(
+        wire.ports[0].error,
+        "could not open network device lo (Invalid argument)"
+    );
+    // No ofport although ovs-vswitchd caught up: the datapath was not opened.
+    let skipped = bridge_with_local("", interface("br1", "internal", None));
+    let text = bridge_error(&skipped, true);
+    assert!(
+        text.contains("did not create the bridge") && text.contains("type system"),
+        "{text}"
+    );
+    // Not caught up yet: nothing to say.
+    assert_eq!(bridge_error(&skipped, false), "");
+}
+
 #[test]
 fn bridges_and_ports_get_resource_names_and_interface_state() {
     let bridge = Bridge {
@@ -54,7 +91,8 @@ fn bridges_and_ports_get_resource_names_and_interface_state() {
         other_config: BTreeMap::new(),
         external_ids: BTreeMap::new(),
     };
-    let wire = bridge_to_wire(&bridge);
+    let wire = bridge_to_wire(&bridge, true);
+    assert_eq!(wire.error, "", "the local port is open");
     assert_eq!(wire.name, "bridges/br0");
     assert_eq!(wire.bridge, "br0");
     assert_eq!(wire.datapath_type, "netdev");

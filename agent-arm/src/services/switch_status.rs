@@ -11,7 +11,9 @@ use crate::errors::error_chain;
 /// Maps an OVSDB client error: ovsdb-server away is `UNAVAILABLE`, a missing bridge or
 /// port `NOT_FOUND`, an existing one with other settings `ALREADY_EXISTS`, a value OVS
 /// would refuse `INVALID_ARGUMENT`, ovs-vswitchd not applying in time `DEADLINE_EXCEEDED`,
-/// and a transaction the database refused `FAILED_PRECONDITION`.
+/// a transaction the database refused `FAILED_PRECONDITION`, and a bridge or port
+/// ovs-vswitchd applied but could not create `FAILED_PRECONDITION` (its text starts with
+/// `ovs-vswitchd`, the daemon that refused, and quotes OVS).
 pub(crate) fn from_ovsdb(err: &ovsdb::Error) -> Status {
     use ovsdb::Error as E;
     let chain = error_chain(err);
@@ -28,6 +30,10 @@ pub(crate) fn from_ovsdb(err: &ovsdb::Error) -> Status {
         E::InvalidName { .. } | E::InvalidValue { .. } => {
             Status::invalid_argument(format!("ovsdb: {chain}"))
         }
+        // ovs-vswitchd's verdict, reported through OVSDB: named after the daemon that
+        // refused. Retrying cannot help until the machine changes, hence not UNAVAILABLE.
+        // The text already starts with "ovs-vswitchd".
+        E::NotCreated { .. } => Status::failed_precondition(chain),
         E::NotApplied { .. } | E::CacheTimeout { .. } => {
             Status::deadline_exceeded(format!("ovsdb: {chain}"))
         }
@@ -114,11 +120,29 @@ mod tests {
                 },
                 Code::FailedPrecondition,
             ),
+            (
+                ovsdb::Error::NotCreated {
+                    kind: "port",
+                    name: "nodev0".to_owned(),
+                    bridge: "br0".to_owned(),
+                    datapath_type: "netdev".to_owned(),
+                    error: Some("could not open network device nodev0 (No such device)".to_owned()),
+                    removed: true,
+                    removal: None,
+                },
+                Code::FailedPrecondition,
+            ),
         ];
         for (err, code) in cases {
             let status = from_ovsdb(&err);
             assert_eq!(status.code(), code, "{err}");
-            assert!(status.message().starts_with("ovsdb: "), "{status:?}");
+            let daemon = if matches!(err, ovsdb::Error::NotCreated { .. }) {
+                "ovs-vswitchd could not add port nodev0 to bridge br0 (datapath type netdev): \
+                 OVS says \"could not open network device nodev0 (No such device)\""
+            } else {
+                "ovsdb: "
+            };
+            assert!(status.message().starts_with(daemon), "{status:?}");
         }
     }
 

@@ -48,13 +48,16 @@ async fn bridges(env: &Env<'_>) -> anyhow::Result<Outcome> {
     if env.json() {
         output::json(&reply)?;
     } else {
-        let mut table = output::table(["bridge", "datapath", "ports"]);
+        // The error column is why ovs-vswitchd does not run a bridge (OVS's own text where
+        // it wrote one), so a bridge made behind the agent's back that failed shows it.
+        let mut table = output::table(["bridge", "datapath", "ports", "error"]);
         for b in &reply.bridges {
             let ports: Vec<&str> = b.ports.iter().map(|p| p.port.as_str()).collect();
             table.add_row([
                 b.bridge.clone(),
                 output::or_dash(&b.datapath_type).to_owned(),
                 ports.join(" "),
+                output::or_dash(&b.error).to_owned(),
             ]);
         }
         output::print_table(&table)?;
