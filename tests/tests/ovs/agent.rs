@@ -549,3 +549,94 @@ fn datapath_lookups_agree_with_ovs_appctl(agent: &Agent, daemons: &OvsDaemons) {
         "a missing datapath is named with what exists, and only datapaths: {text}"
     );
 }
+
+/// The bug this guards: `dpuctl switch add-bridge br1` (kernel datapath by default) on an
+/// ovs-vswitchd without the kernel datapath said "ready" while ovs-vswitchd's log said it
+/// failed. Now the call fails with FAILED_PRECONDITION quoting OVS, nothing is left in
+/// OVSDB, and the same with `--datapath-type netdev` is ready. A port of a device that does
+/// not exist is refused the same way; what ovs-vsctl adds behind the agent's back and
+/// ovs-vswitchd refuses is listed with OVS's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_ovs_vswitchd_refuses_is_never_ready_and_listings_show_why() {
+    let daemons = daemons!();
+    let agent = Agent::start(&daemons);
+    let out = agent.ctl(&["switch", "add-bridge", "br1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        // The kernel datapath works here: then the bridge must really run.
+        let ofport = daemons.vsctl(&["get", "Interface", "br1", "ofport"]);
+        assert_eq!(ofport.expect("get ofport").trim(), "65534", "{stdout}");
+        agent.ok(&["switch", "del-bridge", "br1"]);
+    } else {
+        assert!(!stdout.contains("ready"), "{stdout}");
+        for part in [
+            "(FailedPrecondition)",
+            "ovs-vswitchd did not create bridge br1",
+            "datapath type system",
+            "opening datapath system@ovs-system failed",
+            "removed again",
+        ] {
+            assert!(stderr.contains(part), "{part:?} in:\n{stderr}");
+        }
+        let mut switch = agent.switch().await;
+        let err = switch
+            .create_bridge(v1::CreateBridgeRequest {
+                bridge_id: "br1".to_owned(),
+                datapath_type: "system".to_owned(),
+                options: None,
+            })
+            .await
+            .expect_err("refused over gRPC too");
+        assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    }
+    assert_eq!(daemons.vsctl(&["list-br"]).expect("list-br").trim(), "");
+
+    // Positive control: the userspace datapath.
+    let out = agent.ok(&["switch", "add-bridge", "br1", "--datapath-type", "netdev"]);
+    assert!(out.contains("bridge br1 ready (datapath netdev"), "{out}");
+
+    // A port of a device that does not exist in ovs-vswitchd's namespace.
+    let out = agent.ctl(&["switch", "add-port", "br1", "nodev0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("could not open network device nodev0 (No such device)")
+            && stderr.contains("(FailedPrecondition)"),
+        "{stderr}"
+    );
+    let ports = daemons.vsctl(&["list-ports", "br1"]).expect("list-ports");
+    assert_eq!(ports.trim(), "", "nothing half-applied");
+
+    // ovs-vsctl does not take refused rows out: the listings say why they do not run.
+    daemons
+        .vsctl(&["add-port", "br1", "nodev1"])
+        .expect("ovs-vsctl only warns");
+    daemons
+        .vsctl(&["add-br", "brk"])
+        .expect("ovs-vsctl add-br returns once applied");
+    let table = agent.ok(&["switch", "ports", "br1"]);
+    let row = table
+        .lines()
+        .find(|l| l.contains("nodev1"))
+        .unwrap_or_else(|| panic!("nodev1 listed:\n{table}"));
+    assert!(
+        row.contains("-1") && row.contains("could not open network device nodev1 (No such device)"),
+        "{table}"
+    );
+    let table = agent.ok(&["switch", "bridges"]);
+    let brk = table
+        .lines()
+        .find(|l| l.contains("brk"))
+        .unwrap_or_else(|| panic!("brk listed:\n{table}"));
+    if !daemons
+        .vswitchd_log()
+        .contains("failed to create bridge brk")
+    {
+        return; // the kernel datapath works here
+    }
+    assert!(brk.contains("did not create the bridge"), "{table}");
+    let br1 = table.lines().find(|l| l.contains("br1 ")).expect("br1");
+    let last_cell = br1.rsplit('┆').next().map(|c| c.trim_matches(['│', ' ']));
+    assert_eq!(last_cell, Some("-"), "br1 runs: {table}");
+}

@@ -247,3 +247,151 @@ async fn bad_names_are_rejected_before_any_transaction() {
         "{err:?}"
     );
 }
+
+/// Without the kernel module ovs-vswitchd cannot open the `system` datapath: it applies the
+/// change (`cur_cfg` catches up) but never creates the bridge, and OVSDB shows it only as
+/// a local interface without an `ofport`. Our client must call that a failure and take
+/// the bridge out again; `netdev` on the same daemons is the positive control.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_whose_datapath_cannot_be_opened_is_refused_and_removed() {
+    let daemons = daemons!();
+    let ovs = client(&daemons, APPLY);
+    match ovs.bridges().add("brsys").execute().await {
+        Ok(applied) => {
+            // This kernel has the openvswitch module: the refusal cannot be shown here,
+            // but what was created must then really run.
+            let br = ovs.bridges().get("brsys").await.expect("bridge");
+            let local = br.local_interface().expect("local interface");
+            assert_eq!(local.ofport, Some(65534), "{applied:?} {local:?}");
+            dpu_tests::skip_kernel_feature!(
+                "the kernel datapath works here, so ovs-vswitchd does not refuse it"
+            );
+        }
+        Err(err) => {
+            assert!(
+                matches!(&err, Error::NotCreated { kind: "bridge", name, removed: true,
+                    removal: None, error: None, datapath_type, .. }
+                    if name == "brsys" && datapath_type.is_empty()),
+                "{err:?}"
+            );
+            assert!(!err.is_transient(), "{err}");
+            let text = err.to_string();
+            assert!(text.contains("datapath type system"), "{text}");
+        }
+    }
+    // Nothing half-applied: no bridge, no port, no interface row left behind.
+    assert_eq!(daemons.vsctl(&["list-br"]).expect("list-br").trim(), "");
+    let ifaces = daemons
+        .vsctl(&["--columns=name", "list", "Interface"])
+        .expect("list Interface");
+    assert!(!ifaces.contains("brsys"), "{ifaces}");
+    assert!(
+        daemons
+            .vswitchd_log()
+            .contains("failed to create bridge brsys"),
+        "the refusal is real: {}",
+        daemons.vswitchd_log()
+    );
+
+    // Positive control: the userspace datapath on the same daemons runs the bridge.
+    let applied = ovs
+        .bridges()
+        .add("brsys")
+        .datapath_type("netdev")
+        .execute()
+        .await
+        .expect("netdev bridge");
+    assert!(applied.changed && applied.confirmed, "{applied:?}");
+    let br = ovs.bridges().get("brsys").await.expect("bridge");
+    let local = br.local_interface().expect("local interface");
+    assert_eq!((local.ofport, local.error.as_deref()), (Some(65534), None));
+}
+
+/// A port whose device does not exist in ovs-vswitchd's namespace gets `ofport` -1 and
+/// OVS's reason in `error`; a bridge named like an existing device (`lo`) the same for its
+/// local port. Both are refused with OVS's text and removed again; the bridge a refused
+/// port was added to stays, with its other ports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_or_bridge_vswitchd_cannot_open_is_refused_with_its_text_and_removed() {
+    let daemons = daemons!();
+    let ovs = client(&daemons, APPLY);
+    ovs.bridges()
+        .add("brp")
+        .datapath_type("netdev")
+        .execute()
+        .await
+        .expect("add-br");
+    ovs.ports()
+        .add("brp", "okint")
+        .interface_type(InterfaceType::Internal)
+        .execute()
+        .await
+        .expect("internal port");
+    let err = ovs
+        .ports()
+        .add("brp", "nodev0")
+        .execute()
+        .await
+        .expect_err("no such device");
+    assert!(
+        matches!(&err, Error::NotCreated { kind: "port", name, bridge, removed: true,
+            error: Some(text), datapath_type, .. }
+            if name == "nodev0" && bridge == "brp" && datapath_type == "netdev"
+                && text == "could not open network device nodev0 (No such device)"),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("port nodev0 to bridge brp (datapath type netdev)"),
+        "{text}"
+    );
+    let ports = daemons.vsctl(&["list-ports", "brp"]).expect("list-ports");
+    assert_eq!(ports.split_whitespace().collect::<Vec<_>>(), ["okint"]);
+    let ifaces = daemons
+        .vsctl(&["--columns=name", "list", "Interface"])
+        .expect("list Interface");
+    assert!(!ifaces.contains("nodev0"), "{ifaces}");
+
+    let err = ovs
+        .bridges()
+        .add("lo")
+        .datapath_type("netdev")
+        .execute()
+        .await
+        .expect_err("lo exists and is no tap");
+    assert!(
+        matches!(&err, Error::NotCreated { kind: "bridge", removed: true,
+            error: Some(text), .. } if text.starts_with("could not open network device lo")),
+        "{err:?}"
+    );
+    let bridges = daemons.vsctl(&["list-br"]).expect("list-br");
+    assert_eq!(bridges.split_whitespace().collect::<Vec<_>>(), ["brp"]);
+}
+
+/// A patch port whose peer does not exist yet gets an OpenFlow port and a warning in
+/// `error`: that is not a refusal (the peer is added next), so it stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_port_waiting_for_its_peer_is_kept_with_the_warning() {
+    let daemons = daemons!();
+    let ovs = client(&daemons, APPLY);
+    ovs.bridges()
+        .add("brw")
+        .datapath_type("netdev")
+        .execute()
+        .await
+        .expect("add-br");
+    ovs.ports()
+        .add("brw", "pw")
+        .patch_peer("nopeer")
+        .execute()
+        .await
+        .expect("kept");
+    let br = ovs.bridges().get("brw").await.expect("bridge");
+    let iface = &br.port("pw").expect("port").interfaces[0];
+    let state = iface.state(true);
+    assert!(!state.is_failed(), "{state:?}");
+    assert!(
+        state.error().is_some_and(|e| e.contains("nopeer")),
+        "{state:?}"
+    );
+}
