@@ -748,6 +748,107 @@ pub fn perf_read(port: u16, subnqn: &str, io_size: u64, count: u64) -> Result<Pe
     })
 }
 
+/// A `spdk_nvme_perf` read load left running in the background (see [`perf_load`]), so a
+/// test can sample SPDK's own counters while I/O flows and change limits under it.
+/// Killed (SIGKILL to its process group) on [`PerfLoad::stop`] or Drop.
+#[derive(Debug)]
+pub struct PerfLoad {
+    /// The command line that runs (program and arguments).
+    pub command: Vec<String>,
+    log: PathBuf,
+    shm_id: u32,
+    child: Option<Child>,
+}
+
+impl PerfLoad {
+    /// Whether perf still runs: a sample taken after it stopped would count idle time.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
+    /// Everything perf printed so far (it prints its report only when it ends by itself).
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills perf and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &group])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            remove_runtime_files(self.shm_id, "spdk_nvme_perf");
+        }
+    }
+}
+
+impl Drop for PerfLoad {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts `build/bin/spdk_nvme_perf` reading blocks of `io_size` bytes from subsystem
+/// `subnqn` on 127.0.0.1:`port` at queue depth `queue_depth` for at most
+/// 60 s (perf's `-t`), in the background, its output in `{dir}/perf-{shm id}.log`:
+/// a load that keeps more I/O waiting than a rate limit lets through, for as long as the
+/// test samples. Errors only when perf cannot be started; whether it connected shows in
+/// the counters of the bdev it reads.
+pub fn perf_load(
+    dir: &Path,
+    port: u16,
+    subnqn: &str,
+    io_size: u64,
+    queue_depth: u32,
+) -> Result<PerfLoad, String> {
+    let tree = spdk_dir();
+    let shm_id = next_shm_id();
+    let bin = tree.join("build/bin/spdk_nvme_perf");
+    let args: Vec<String> = vec![
+        "--no-huge".into(),
+        "-s".into(),
+        PERF_MEM_MB.into(),
+        "-i".into(),
+        shm_id.to_string(),
+        "-q".into(),
+        queue_depth.to_string(),
+        "-o".into(),
+        io_size.to_string(),
+        "-w".into(),
+        "read".into(),
+        "-t".into(),
+        PERF_TIME_LIMIT_SECS.to_string(),
+        "-r".into(),
+        format!("trtype:tcp adrfam:IPv4 traddr:127.0.0.1 trsvcid:{port} subnqn:{subnqn}"),
+    ];
+    let log = dir.join(format!("perf-{shm_id}.log"));
+    let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let child = Command::new(&bin)
+        .args(&args)
+        .env("LD_LIBRARY_PATH", library_path(&tree))
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", bin.display()))?;
+    let mut command = vec![bin.display().to_string()];
+    command.extend(args);
+    Ok(PerfLoad {
+        command,
+        log,
+        shm_id,
+        child: Some(child),
+    })
+}
+
 fn failed_perf(command: &[String], status: ExitStatus, output: &str) -> String {
     format!("{} failed ({status}):\n{output}", command.join(" "))
 }

@@ -17,6 +17,7 @@
 mod attach;
 mod iostat;
 mod qos;
+mod qos_rate;
 mod raw;
 mod reconnect;
 mod restart;
@@ -101,6 +102,11 @@ impl Bench {
             _dir: dir,
             _serial: serial,
         }
+    }
+
+    /// The test's temporary directory (sockets, logs).
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        self._dir.path()
     }
 
     /// `dpuctl --agent {agent} ARGS`.
