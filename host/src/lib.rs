@@ -3,8 +3,9 @@
 //! Owns: the agent [`session`] (one channel per run), the before/after counter accounting
 //! engine ([`accounting`]) and the proofs built on it ([`prove`]), the host checklist
 //! ([`check`]), the RoCE benchmark runs and their tool-output parsers ([`roce`]), the
-//! NVMe-oF read engine ([`storage_read`]), the training-storage demo ([`demo`]), and the
-//! textfile metrics of a run ([`textfile`]).
+//! NVMe-oF read engine ([`storage_read`]), the training-storage demo ([`demo`]), the A/B/A
+//! tuning experiments' statistics ([`experiment`]), and the textfile metrics of a run
+//! ([`textfile`]).
 //!
 //! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
 //! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
@@ -17,6 +18,7 @@ pub mod agent_dial_cause;
 pub mod agent_health;
 pub mod check;
 pub mod demo;
+pub mod experiment;
 pub mod fleet;
 pub mod prove;
 pub mod roce;
