@@ -15,6 +15,26 @@ const REPAIR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `assigned_rate_limits` of `volume` per `rpc.py bdev_get_bdevs -b`: rw IOPS, rw, read and
 /// write MiB/s.
+/// The agent stopped (SIGSTOP) until this is dropped (SIGCONT), whatever the test does
+/// meanwhile.
+struct Frozen(nix::unistd::Pid);
+
+impl Frozen {
+    fn agent(bench: &Bench) -> Self {
+        let pid = nix::unistd::Pid::from_raw(
+            i32::try_from(bench.agent.pid()).expect("a pid fits an i32"),
+        );
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("stop the agent");
+        Self(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
 fn spdk_limits(bench: &Bench, volume: &str) -> Result<[u64; 4], String> {
     let bdev = bdev(&bench.dpu, volume).ok_or_else(|| format!("SPDK has no bdev {volume}"))?;
     let limits = &bdev["assigned_rate_limits"];
@@ -91,11 +111,16 @@ fn qos_is_applied_read_back_by_spdk_reconciled_and_cleared() {
     assert_eq!(spdk_limits(&bench, "r0n1"), Ok([0, 0, 0, 5]));
 
     // Lifted behind the agent's back with SPDK's own client: the reconciler sets it again.
-    bench
-        .dpu
-        .rpc("bdev_set_qos_limit", &["r0n1", "--w-mbytes-per-sec", "0"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(spdk_limits(&bench, "r0n1"), Ok([0, 0, 0, 0]));
+    // The agent is frozen while the lift is made and checked, so a reconcile cannot put
+    // the limit back before the check (on a slow machine it did, within rpc.py's start).
+    {
+        let _frozen = Frozen::agent(&bench);
+        bench
+            .dpu
+            .rpc("bdev_set_qos_limit", &["r0n1", "--w-mbytes-per-sec", "0"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spdk_limits(&bench, "r0n1"), Ok([0, 0, 0, 0]));
+    }
     wait_until(REPAIR_TIMEOUT, || match spdk_limits(&bench, "r0n1")? {
         [0, 0, 0, 5] => Ok(()),
         other => Err(format!("SPDK has {other:?}")),
