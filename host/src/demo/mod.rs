@@ -26,7 +26,7 @@ pub mod params;
 pub mod plan;
 pub mod plan_error;
 mod plan_load;
-mod plan_spans;
+pub(crate) mod plan_spans;
 mod plan_validate;
 pub mod report;
 pub mod review_html;

@@ -8,7 +8,10 @@
 //!   the drift check between A phases, B's effect as a bootstrap interval, the
 //!   trials-needed estimate), built on [`robust`], [`bootstrap`], [`normal`] and the
 //!   seeded [`rng`];
-//! - [`verdict`]: the typed, serialisable result.
+//! - [`verdict`]: the typed, serialisable result;
+//! - [`plan`]: a checked experiment plan (the measurement, the knob and its two values,
+//!   trials, order, metric direction), read from TOML by [`plan_load::parse`] and refused
+//!   with [`plan_error::PlanError`]s naming each field.
 //!
 //! Not built yet (docs/experiments.md): running a measurement, applying a knob through the
 //! kernel, the revert journal, `dpuctl experiment`, plots and the fleet.
@@ -16,6 +19,11 @@
 pub mod bootstrap;
 pub mod design;
 pub mod normal;
+pub mod plan;
+mod plan_check;
+pub mod plan_error;
+mod plan_file;
+pub mod plan_load;
 pub mod rng;
 pub mod robust;
 pub mod stats;

@@ -143,7 +143,7 @@ pub struct PeerServer {
 
 /// Only what a host name, an IPv4/IPv6 address or `user@` can contain, and never a
 /// leading `-` that ssh would read as an option.
-fn valid_destination(text: &str) -> bool {
+pub(crate) fn valid_destination(text: &str) -> bool {
     let host = text.rsplit_once('@').map_or(text, |(user, host)| {
         if user.is_empty()
             || !user

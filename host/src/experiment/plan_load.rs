@@ -1,0 +1,25 @@
+//! Reading a plan from TOML text: syntax, unknown keys and types first (located with the
+//! demo plan's key-path recovery), then every rule of `plan_check.rs`.
+
+use super::plan::Plan;
+use super::plan_check::check;
+use super::plan_error::{PlanError, PlanErrors};
+use super::plan_file::PlanFile;
+use crate::demo::plan_spans;
+
+/// Parses and checks plan text; every problem found is returned, each naming its field.
+pub fn parse(text: &str) -> Result<Plan, PlanErrors> {
+    let file: PlanFile = toml::from_str(text).map_err(|e| {
+        // The TOML deserializer stops at its first problem; the key path and position
+        // come from the spanned document (demo/plan_spans.rs).
+        let located = plan_spans::from_toml(text, &e);
+        let reason = match (located.line, located.column) {
+            (Some(line), Some(column)) => {
+                format!("{} (line {line}, column {column})", located.message)
+            }
+            _ => located.message,
+        };
+        PlanErrors(vec![PlanError::new(located.key, reason)])
+    })?;
+    check(&file).map_err(PlanErrors)
+}
