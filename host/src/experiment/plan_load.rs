@@ -13,6 +13,19 @@ pub fn parse(text: &str) -> Result<Plan, PlanErrors> {
         // The TOML deserializer stops at its first problem; the key path and position
         // come from the spanned document (demo/plan_spans.rs).
         let located = plan_spans::from_toml(text, &e);
+        // A missing top-level table is reported by toml at the document's start, which
+        // the span lookup reads as inside the first table (`knob.measurement`); the only
+        // required tables are top-level, so name them alone and without a position.
+        let missing = e.message().starts_with("missing field");
+        if let Some(table) = ["measurement", "knob"]
+            .into_iter()
+            .find(|t| missing && (located.key == *t || located.key.ends_with(&format!(".{t}"))))
+        {
+            return PlanErrors(vec![PlanError::new(
+                table,
+                format!("missing; the plan needs a [{table}] table"),
+            )]);
+        }
         let reason = match (located.line, located.column) {
             (Some(line), Some(column)) => {
                 format!("{} (line {line}, column {column})", located.message)

@@ -195,8 +195,9 @@ fn every_knob_kind_is_read() {
 
 #[test]
 fn unknown_keys_are_refused_naming_them() {
-    let errors = refused(&format!("{MTU_PLAN}\nrepeat = 3\n"));
+    let errors = refused(&format!("repeat = 3\n{MTU_PLAN}"));
     assert_eq!(errors.0.len(), 1, "{errors}");
+    assert_eq!(errors.0[0].field, "repeat", "{errors}");
     assert!(
         errors.0[0].reason.contains("unknown field `repeat`"),
         "{errors}"
@@ -214,8 +215,19 @@ fn unknown_keys_are_refused_naming_them() {
 #[test]
 fn a_missing_table_or_kind_is_named() {
     let errors = refused("[knob]\nkind = \"mtu\"\ninterface = \"eth0\"\na = 1\nb = 2\n");
-    assert!(errors.0[0].field.ends_with("measurement"), "{errors}");
-    assert!(errors.0[0].reason.contains("missing"), "{errors}");
+    assert_eq!(errors.0[0].field, "measurement", "{errors}");
+    assert_eq!(
+        errors.0[0].reason,
+        "missing; the plan needs a [measurement] table"
+    );
+    let errors = refused(&format!("[measurement]\n{PERF}\n"));
+    assert_eq!(errors.0[0].field, "knob", "{errors}");
+    let errors = refused(&with(
+        PERF,
+        "kind = \"mtu\"\ninterface = \"eth0\"\na = 1500",
+        "",
+    ));
+    assert_eq!(errors.0[0].field, "knob.b", "{errors}");
     let errors = refused(&with(PERF, "interface = \"eth0\"\na = 1500\nb = 9000", ""));
     assert_eq!(errors.0[0].field, "knob.kind", "{errors}");
 }
