@@ -145,17 +145,7 @@ impl HostDisk {
         fs::create_dir_all(dir).map_err(prepare(dir))?;
         let root = dir.join("root");
         fixture::bluefield3_host(&root).map_err(prepare(&root))?;
-        for (i, ifname) in ["ens1f0np0", "ens1f1np1"].into_iter().enumerate() {
-            let base = 5_000_000 + i as u64 * 1_000;
-            for (name, value) in [
-                ("rx_bytes", base),
-                ("tx_bytes", base / 2),
-                ("rx_packets", base / 1_000),
-                ("tx_packets", base / 2_000),
-            ] {
-                fixture::set_netdev_stat(&root, ifname, name, value).map_err(prepare(&root))?;
-            }
-        }
+        fixture::host_netdev_statistics(&root).map_err(prepare(&root))?;
         let file = dir.join("disk.img");
         let backing = fs::File::create(&file).map_err(prepare(&file))?;
         backing.set_len(bytes).map_err(prepare(&file))?;

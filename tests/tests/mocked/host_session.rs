@@ -106,17 +106,7 @@ pub(crate) fn disk_tempdir() -> tempfile::TempDir {
 /// (what `--sys-root` selects) gives the proof host NICs to account.
 pub(crate) fn host_root_with_netdev_stats() -> (tempfile::TempDir, PathBuf) {
     let (dir, root) = fixture::bluefield3_host_tempdir();
-    for (i, ifname) in ["ens1f0np0", "ens1f1np1"].into_iter().enumerate() {
-        let base = 5_000_000 + i as u64 * 1_000;
-        for (name, value) in [
-            ("rx_bytes", base),
-            ("tx_bytes", base / 2),
-            ("rx_packets", base / 1_000),
-            ("tx_packets", base / 2_000),
-        ] {
-            fixture::set_netdev_stat(&root, ifname, name, value).expect("netdev statistics");
-        }
-    }
+    fixture::host_netdev_statistics(&root).expect("netdev statistics");
     (dir, root)
 }
 

@@ -22,7 +22,7 @@ fn sim(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// `dpu-sim` without `--agent-bin` (that flag belongs to `up` only).
-fn sim_cmd(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn sim_cmd(dir: &Path, args: &[&str]) -> Output {
     Command::new(sim_bin())
         .args(args)
         .arg("--dir")
@@ -32,7 +32,8 @@ fn sim_cmd(dir: &Path, args: &[&str]) -> Output {
         .expect("run dpu-sim")
 }
 
-fn dpuctl(socket: &Path, args: &[&str]) -> Output {
+/// `dpuctl --agent unix:SOCKET ARGS`.
+pub(crate) fn dpuctl(socket: &Path, args: &[&str]) -> Output {
     Command::new(bin_dir().join("dpuctl"))
         .arg("--agent")
         .arg(format!("unix:{}", socket.display()))
@@ -42,7 +43,8 @@ fn dpuctl(socket: &Path, args: &[&str]) -> Output {
         .expect("run dpuctl")
 }
 
-fn text(out: &Output) -> String {
+/// Stdout and stderr together, for messages and text assertions.
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

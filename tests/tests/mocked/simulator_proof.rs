@@ -9,7 +9,7 @@
 //! during the proof.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use dpu_tests::harness::{bin_dir, sim_bin};
 use dpu_tests::skip;
 use serde_json::Value;
+
+use crate::simulator::{dpuctl, sim_cmd as sim, text};
 
 /// A simulation stopped when dropped, whatever the test did.
 struct Running {
@@ -31,34 +33,6 @@ impl Drop for Running {
             .arg(&self.dir)
             .output();
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn sim(dir: &Path, args: &[&str]) -> Output {
-    Command::new(sim_bin())
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .env_remove("DPU_SIM_DIR")
-        .output()
-        .expect("run dpu-sim")
-}
-
-fn dpuctl(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_dir().join("dpuctl"))
-        .arg("--agent")
-        .arg(format!("unix:{}", socket.display()))
-        .args(args)
-        .env_remove("DPUCTL_AGENT")
-        .output()
-        .expect("run dpuctl")
 }
 
 /// The `host --sys-root ROOT  disk DEV` line `up` printed for `sim-1`.
