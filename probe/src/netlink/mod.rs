@@ -6,8 +6,9 @@
 //! Owns: building requests with netlink-packet-route, one blocking socket per namespace
 //! (plus its `RTNLGRP_LINK` watch), decoding what that crate leaves raw
 //! (`TCA_STATS_PKT64`, action times, extended acks) or what a hot path reads by hand
-//! (`RTM_GETSTATS` counters), and the ifindex → name map ([`LinkNames`]) that spares a
-//! snapshot the slow link dump. Must not: write to the kernel (no link, qdisc or filter
+//! (`RTM_GETSTATS` counters), the ifindex → name map ([`LinkNames`]) that spares a
+//! snapshot the slow link dump, and the kernel's route decision for one address
+//! ([`RouteSocket::output_interface_to`]). Must not: write to the kernel (no link, qdisc or filter
 //! changes), or move a caller's thread into another namespace.
 //!
 //! The [`RouteStats`] trait is what the snapshot engine and the agent depend on, so tests
@@ -22,6 +23,7 @@ mod monitor;
 mod names;
 mod netns;
 mod offload;
+mod route_lookup;
 mod route_stats;
 mod samples;
 mod socket;

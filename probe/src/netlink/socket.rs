@@ -87,7 +87,7 @@ impl RouteSocket {
     }
 
     /// `what`, plus the namespace when it is not the caller's: the request name errors use.
-    fn describe(&self, what: &str) -> String {
+    pub(super) fn describe(&self, what: &str) -> String {
         describe(self.netns.as_deref(), what)
     }
 
@@ -119,6 +119,17 @@ impl RouteSocket {
             packet.serialize(&mut bytes);
             bytes
         };
+        self.kernel.exchange(request, encode, decode)
+    }
+
+    /// Sends the single (not dump) request `encode` makes, which must ask for an ack, and
+    /// collects the answers before it.
+    pub(super) fn request_with<T>(
+        &mut self,
+        request: &str,
+        encode: impl Fn(u32) -> Vec<u8>,
+        decode: Decoder<T>,
+    ) -> Result<Vec<T>, NetlinkError> {
         self.kernel.exchange(request, encode, decode)
     }
 }
