@@ -151,6 +151,7 @@ pub(crate) fn remote_controller(
             state: state as i32,
             volumes,
             detail,
+            ..Default::default()
         }),
     }
 }
