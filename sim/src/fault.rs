@@ -37,6 +37,10 @@ pub enum Fault {
     /// host disk): through the emulation, over the host's own RDMA port to the target,
     /// or to a disk that is not the volume.
     HostPath(HostPath),
+    /// The QoS limit SNAP holds on the host disk's volume is enforced on the disk
+    /// (`true`, the default) or not, while SNAP still reports it (`false`): a limit that
+    /// is set and not held.
+    Qos(bool),
 }
 
 /// What is wrong with a fault request or its application.
@@ -64,6 +68,12 @@ pub enum FaultError {
         /// What was given (empty when nothing was).
         given: String,
     },
+    /// `qos` without `enforced` or `unenforced`.
+    #[error("qos needs enforced or unenforced, got {given:?}")]
+    NoSuchQos {
+        /// What was given (empty when nothing was).
+        given: String,
+    },
     /// A file of the tree could not be changed.
     #[error("cannot change {}", path.display())]
     Write {
@@ -77,7 +87,7 @@ pub enum FaultError {
 
 impl Fault {
     /// Every fault as it is written on the command line.
-    pub const USAGE: [&'static str; 11] = [
+    pub const USAGE: [&'static str; 12] = [
         "link-down IFNAME",
         "link-up IFNAME",
         "pcie-degrade",
@@ -89,6 +99,7 @@ impl Fault {
         "agent-stop",
         "agent-resume",
         "host-path emulated|host-rdma|local",
+        "qos enforced|unenforced",
     ];
 
     /// The fault `words` name (`["link-down", "p0"]`), checked against the machine under
@@ -145,6 +156,13 @@ impl Fault {
                     given: rest.join(" "),
                 }),
             },
+            "qos" => match rest {
+                [word] if word == "enforced" => Ok(Fault::Qos(true)),
+                [word] if word == "unenforced" => Ok(Fault::Qos(false)),
+                _ => Err(FaultError::NoSuchQos {
+                    given: rest.join(" "),
+                }),
+            },
             _ => Err(FaultError::Unknown {
                 given: words.join(" "),
             }),
@@ -166,6 +184,10 @@ impl Fault {
             Self::AgentStop => word("agent-stop"),
             Self::AgentResume => word("agent-resume"),
             Self::HostPath(path) => vec!["host-path".to_owned(), path.name().to_owned()],
+            Self::Qos(enforced) => vec![
+                "qos".to_owned(),
+                if *enforced { "enforced" } else { "unenforced" }.to_owned(),
+            ],
         }
     }
 
@@ -331,7 +353,8 @@ mod tests {
         for usage in Fault::USAGE {
             let text = usage
                 .replace("IFNAME", "p0")
-                .replace("emulated|host-rdma|local", "host-rdma");
+                .replace("emulated|host-rdma|local", "host-rdma")
+                .replace("enforced|unenforced", "unenforced");
             let fault = Fault::parse(&words(&text), &root).expect(&text);
             assert_eq!(fault.words(), words(&text));
         }
@@ -352,6 +375,15 @@ mod tests {
         );
         let err = Fault::parse(&words("host-path"), &root).expect_err("no path");
         assert!(err.to_string().contains("host-path needs one of"), "{err}");
+        assert_eq!(
+            Fault::parse(&words("qos enforced"), &root).expect("enforced"),
+            Fault::Qos(true)
+        );
+        let err = Fault::parse(&words("qos off"), &root).expect_err("no such word");
+        assert!(
+            err.to_string().contains("enforced or unenforced") && err.to_string().contains("off"),
+            "{err}"
+        );
         let err = Fault::parse(&words("snap-hang now"), &root).expect_err("extra word");
         assert!(err.to_string().contains("unknown fault"), "{err}");
     }

@@ -20,8 +20,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fake_snap::FakeSnap;
+use crate::fake_snap::{FakeSnap, FakeSnapState};
 use crate::fixture::{self, LoopDisk};
+use crate::qos_throttle::{DeviceThrottle, Facility, Throttle};
 use crate::traffic;
 
 /// The size of a sector in `/sys/block/*/stat` (always 512 bytes, whatever the device's
@@ -118,6 +119,12 @@ struct Shown {
 #[derive(Debug)]
 pub struct HostDisk {
     root: PathBuf,
+    /// The kernel's throttle of the disk to the volume's QoS limit; declared before the
+    /// disk so it is lifted before the loop device is detached.
+    throttle: DeviceThrottle,
+    /// Whether SNAP's limit is enforced on the disk (`dpu-sim fault NODE qos unenforced`
+    /// cuts it while SNAP still reports the limit).
+    qos_enforced: bool,
     disk: LoopDisk,
     path: HostPath,
     /// Sectors read as the kernel counted them at the last step.
@@ -158,8 +165,16 @@ impl HostDisk {
         // exposed (`step` writes its identity then).
         fixture::identify_disk(&root, &disk.name, disk.dev, &[]).map_err(prepare(&root))?;
         let (sectors_read, reads) = read_stat(&disk.name).unwrap_or_default();
+        let throttle = DeviceThrottle::new(Facility::detect(), disk.dev).map_err(|source| {
+            HostDiskError::Prepare {
+                path: disk.path.clone(),
+                source,
+            }
+        })?;
         Ok(Self {
             root,
+            throttle,
+            qos_enforced: true,
             disk,
             path: HostPath::default(),
             sectors_read,
@@ -188,12 +203,31 @@ impl HostDisk {
         self.path = path;
     }
 
+    /// Why SNAP's QoS limits are not enforced on the disk on this machine (no block
+    /// throttle); `None` when they are.
+    pub fn qos_unenforceable(&self) -> Option<&str> {
+        self.throttle.missing()
+    }
+
+    /// Enforces SNAP's QoS limit on the disk from the next step on, or stops enforcing
+    /// it while SNAP still reports it (a fault: a limit that is not held).
+    pub fn set_qos_enforced(&mut self, enforced: bool) {
+        self.qos_enforced = enforced;
+    }
+
+    /// What the kernel holds the disk to now (all 0: unlimited).
+    pub fn throttle(&self) -> Throttle {
+        self.throttle.applied()
+    }
+
     /// Shows the disk as the first namespace SNAP exposes (none: a disk with no
     /// identity), and hands the bytes the kernel counted as read since the last step to
     /// the path the reads take. `dpu_root` is the DPU's tree, `port` its storage RDMA
     /// port. Returns the bytes moved.
     pub fn step(&mut self, snap: &FakeSnap, dpu_root: &Path, port: (&str, u32)) -> io::Result<u64> {
-        self.show(snap)?;
+        let state = snap.state();
+        self.show(&state)?;
+        self.enforce(&state)?;
         let Some((sectors_read, reads)) = read_stat(&self.disk.name) else {
             return Ok(0);
         };
@@ -222,10 +256,25 @@ impl HostDisk {
         Ok(bytes)
     }
 
+    /// Holds the disk to the QoS limit SNAP reports on the volume it shows (lifted when
+    /// there is none, the volume is gone, or enforcement is cut by a fault). A limit
+    /// cleared on SNAP's socket directly, behind the agent's back, is lifted here too:
+    /// what SNAP holds is the only source.
+    fn enforce(&mut self, state: &FakeSnapState) -> io::Result<()> {
+        let limits = self
+            .shown
+            .as_ref()
+            .and_then(|shown| state.bdevs.get(&shown.bdev))
+            .map(|bdev| bdev.qos)
+            .filter(|_| self.qos_enforced)
+            .unwrap_or_default();
+        self.throttle.set(Throttle::from_spdk(limits))
+    }
+
     /// Writes (or clears) the disk's identity so the host shows the namespace SNAP
     /// exposes now.
-    fn show(&mut self, snap: &FakeSnap) -> io::Result<()> {
-        let wanted = exposed_namespace(snap);
+    fn show(&mut self, state: &FakeSnapState) -> io::Result<()> {
+        let wanted = exposed_namespace(state);
         if wanted == self.shown {
             return Ok(());
         }
@@ -252,8 +301,7 @@ impl HostDisk {
 
 /// The first namespace (by subsystem NQN, then NSID) attached to an emulated controller:
 /// the disk a host sees.
-fn exposed_namespace(snap: &FakeSnap) -> Option<Shown> {
-    let state = snap.state();
+fn exposed_namespace(state: &FakeSnapState) -> Option<Shown> {
     for subsystem in state.subsystems.values() {
         for namespace in subsystem.namespaces.values() {
             let Some(controller) = namespace

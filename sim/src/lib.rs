@@ -21,6 +21,7 @@ pub mod host_disk;
 pub mod netns;
 pub mod ovs_daemons;
 mod profile;
+pub mod qos_throttle;
 mod simulation;
 mod switch;
 pub mod tool;

@@ -58,7 +58,7 @@ enum Command {
         node: String,
         /// link-down IFNAME | link-up IFNAME | pcie-degrade | pcie-restore |
         /// counter-reset | snap-hang | snap-resume | snap-restart | agent-stop |
-        /// agent-resume | host-path emulated|host-rdma|local
+        /// agent-resume | host-path emulated|host-rdma|local | qos enforced|unenforced
         #[arg(required = true, num_args = 1..)]
         fault: Vec<String>,
     },
@@ -222,6 +222,14 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
                 host.root().display(),
                 host.device().display()
             ))?;
+            match host.qos_unenforceable() {
+                None => say(&format!(
+                    "{}  qos enforced on {} through blk-throttle (cgroup v1 blkio)",
+                    node.name(),
+                    host.device().display()
+                ))?,
+                Some(why) => say(&format!("{}  qos not enforced: {why}", node.name()))?,
+            }
         }
     }
     let (traddr, trsvcid, subnqn) = SIMULATED_TARGET;

@@ -172,7 +172,7 @@ pub enum SimError {
         #[source]
         source: OvsError,
     },
-    /// A `host-path` fault on a node started without a host disk.
+    /// A `host-path` or `qos` fault on a node started without a host disk.
     #[error("{node} has no host disk: start the simulation with --host-disk SIZE (as root)")]
     NoHostDisk {
         /// The node.
@@ -410,6 +410,14 @@ impl Simulation {
             Fault::AgentResume => signal_agent(node, Signal::SIGCONT)?,
             Fault::HostPath(path) => match &mut node.host {
                 Some(host) => host.set_path(*path),
+                None => {
+                    return Err(SimError::NoHostDisk {
+                        node: node.name.clone(),
+                    })
+                }
+            },
+            Fault::Qos(enforced) => match &mut node.host {
+                Some(host) => host.set_qos_enforced(*enforced),
                 None => {
                     return Err(SimError::NoHostDisk {
                         node: node.name.clone(),
