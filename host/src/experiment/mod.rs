@@ -18,6 +18,7 @@
 
 pub mod bootstrap;
 pub mod design;
+pub mod knob;
 pub mod normal;
 pub mod plan;
 mod plan_check;

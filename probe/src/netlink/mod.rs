@@ -8,8 +8,9 @@
 //! (`TCA_STATS_PKT64`, action times, extended acks) or what a hot path reads by hand
 //! (`RTM_GETSTATS` counters), the ifindex → name map ([`LinkNames`]) that spares a
 //! snapshot the slow link dump, and the kernel's route decision for one address
-//! ([`RouteSocket::output_interface_to`]). Must not: write to the kernel (no link, qdisc or filter
-//! changes), or move a caller's thread into another namespace.
+//! ([`RouteSocket::output_interface_to`]). Must not: write to the kernel (no qdisc or filter changes;
+//! the one link change is [`set_link_mtu`], the MTU knob of `dpu-host`'s experiments), or
+//! move a caller's thread into another namespace.
 //!
 //! The [`RouteStats`] trait is what the snapshot engine and the agent depend on, so tests
 //! can substitute canned readings; [`RouteSocket`] is the real one.
@@ -19,6 +20,7 @@ mod error;
 mod exchange;
 mod link;
 mod link_events;
+mod link_set;
 mod monitor;
 mod names;
 mod netns;
@@ -42,6 +44,7 @@ pub(crate) use exchange::KernelSocket;
 pub(crate) use link::link_counter_unit;
 pub use link::{LinkCounters, LinkStats};
 pub use link_events::LinkEvents;
+pub use link_set::set_link_mtu;
 pub use names::LinkNames;
 pub use netns::{netns_path, NETNS_RUN_DIR};
 pub use offload::OffloadStats;
