@@ -26,6 +26,7 @@ use crate::listen::{self, Bound};
 use crate::metrics::rpc_layer::RpcMetricsLayer;
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
+use crate::storage::uplink::RouteLookup;
 
 /// Runs the agent until SIGTERM or SIGINT, then lets in-flight calls finish (bounded by
 /// `shutdown_grace`) and removes the Unix socket files.
@@ -310,9 +311,12 @@ fn router(
                 .max_encoding_message_size(limits.max_response_bytes),
         )
         .add_service(
-            StorageServer::new(StorageService::new(Arc::clone(&ctx.storage)))
-                .max_decoding_message_size(limits.max_request_bytes)
-                .max_encoding_message_size(limits.max_response_bytes),
+            StorageServer::new(StorageService::new(
+                Arc::clone(&ctx.storage),
+                RouteLookup::of(&ctx.root),
+            ))
+            .max_decoding_message_size(limits.max_request_bytes)
+            .max_encoding_message_size(limits.max_response_bytes),
         )
         .add_service(
             SwitchServer::new(SwitchService::new(Arc::clone(ctx)))

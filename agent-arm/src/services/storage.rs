@@ -23,6 +23,7 @@ use crate::storage::desired::{
 };
 use crate::storage::edit;
 use crate::storage::error::StorageError;
+use crate::storage::uplink::{self, RouteLookup};
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
@@ -35,11 +36,28 @@ const OBSERVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub(crate) struct StorageService {
     engine: Arc<StorageEngine>,
+    routes: RouteLookup,
 }
 
 impl StorageService {
-    pub(crate) fn new(engine: Arc<StorageEngine>) -> Self {
-        Self { engine }
+    pub(crate) fn new(engine: Arc<StorageEngine>, routes: RouteLookup) -> Self {
+        Self { engine, routes }
+    }
+
+    /// A remote controller as the API shows it, with the uplinks its addresses are routed
+    /// out of (`status.uplinks`).
+    async fn remote_view(
+        &self,
+        doc: &Desired,
+        id: &str,
+        spec: &v1::RemoteControllerSpec,
+        seen: &Observed,
+    ) -> v1::RemoteController {
+        let mut shown = view::remote_controller(doc, id, spec, seen);
+        if let Some(status) = shown.status.as_mut() {
+            status.uplinks = uplink::uplinks(self.routes, spec).await;
+        }
+        shown
     }
 
     /// What the backend reports now; a failure is kept as a `detail`, not an error, so a
@@ -211,12 +229,10 @@ impl Storage for StorageService {
             })
             .await?;
         let spec = doc.remote(&id).cloned().unwrap_or(spec);
-        Ok(Response::new(view::remote_controller(
-            &doc,
-            &id,
-            &spec,
-            &self.observe().await,
-        )))
+        let seen = self.observe().await;
+        Ok(Response::new(
+            self.remote_view(&doc, &id, &spec, &seen).await,
+        ))
     }
 
     async fn get_remote_controller(
@@ -227,12 +243,10 @@ impl Storage for StorageService {
         let doc = self.engine.snapshot().await;
         let spec = doc.remote(&id).cloned();
         let spec = spec.ok_or_else(|| not_found(&Key::Remote(id.clone())))?;
-        Ok(Response::new(view::remote_controller(
-            &doc,
-            &id,
-            &spec,
-            &self.observe().await,
-        )))
+        let seen = self.observe().await;
+        Ok(Response::new(
+            self.remote_view(&doc, &id, &spec, &seen).await,
+        ))
     }
 
     async fn list_remote_controllers(
@@ -241,14 +255,12 @@ impl Storage for StorageService {
     ) -> Reply<v1::ListRemoteControllersResponse> {
         let doc = self.engine.snapshot().await;
         let seen = self.observe().await;
-        let all: Vec<v1::RemoteController> = doc
-            .remotes
-            .iter()
-            .filter_map(|(id, e)| {
-                e.live()
-                    .map(|spec| view::remote_controller(&doc, id, spec, &seen))
-            })
-            .collect();
+        let mut all: Vec<v1::RemoteController> = Vec::new();
+        for (id, entry) in &doc.remotes {
+            if let Some(spec) = entry.live() {
+                all.push(self.remote_view(&doc, id, spec, &seen).await);
+            }
+        }
         let (remote_controllers, next_page_token) =
             view::page(all, |r| r.name.as_str(), request.get_ref().page.as_ref());
         Ok(Response::new(v1::ListRemoteControllersResponse {

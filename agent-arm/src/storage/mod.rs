@@ -21,6 +21,7 @@ pub(crate) mod remote;
 pub(crate) mod snap;
 pub(crate) mod store;
 mod undo_text;
+pub(crate) mod uplink;
 pub(crate) mod view;
 
 use std::collections::BTreeSet;

@@ -107,6 +107,10 @@ pub struct Target {
     pub volume: String,
     /// Whether its remote controller is reached over NVMe/RDMA.
     pub rdma: bool,
+    /// The DPU interfaces the kernel routes the remote controller's addresses out of, as
+    /// the agent reports them (`status.uplinks`): an NVMe/TCP remote's transport line
+    /// counts what they received. Empty when the agent cannot tell.
+    pub uplinks: Vec<String>,
     /// The host's device for it, and how it was bound to the volume.
     pub binding: Binding,
 }
@@ -119,14 +123,21 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
         .map_err(rpc_error("Storage.ListRemoteControllers"))?
         .into_inner()
         .remote_controllers;
-    let mut volumes: Vec<(v1::Volume, bool)> = Vec::new();
+    let mut volumes: Vec<(v1::Volume, Reached)> = Vec::new();
     for remote in &remotes {
-        let rdma = remote
-            .spec
-            .as_ref()
-            .is_some_and(|s| s.transport == v1::NvmeTransport::Rdma as i32);
+        let reached = Reached {
+            rdma: remote
+                .spec
+                .as_ref()
+                .is_some_and(|s| s.transport == v1::NvmeTransport::Rdma as i32),
+            uplinks: remote
+                .status
+                .as_ref()
+                .map(|s| s.uplinks.clone())
+                .unwrap_or_default(),
+        };
         for volume in remote.status.iter().flat_map(|s| &s.volumes) {
-            volumes.push((volume.clone(), rdma));
+            volumes.push((volume.clone(), reached.clone()));
         }
     }
     let wanted = args
@@ -140,7 +151,7 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (volume, rdma) = match &wanted {
+    let (volume, reached) = match &wanted {
         Some(name) => volumes
             .iter()
             .find(|(v, _)| &v.name == name)
@@ -168,9 +179,18 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
     };
     Ok(Target {
         volume: volume.name,
-        rdma,
+        rdma: reached.rdma,
+        uplinks: reached.uplinks,
         binding,
     })
+}
+
+/// How a volume's remote controller is reached: its transport and the DPU uplinks the
+/// agent routes it out of.
+#[derive(Debug, Clone)]
+struct Reached {
+    rdma: bool,
+    uplinks: Vec<String>,
 }
 
 /// Reads the host with its own sampler, the DPU through the session's one channel, and the
@@ -180,12 +200,20 @@ struct Sides {
     channel: Channel,
     sampler: Sampler,
     volume: String,
+    /// The DPU uplinks read beside the volume (an NVMe/TCP remote's transport line).
+    uplinks: Vec<String>,
     far_end: Option<Channel>,
 }
 
 impl Observe for Sides {
     async fn observe(&mut self) -> anyhow::Result<Observation> {
-        let mut observation = snapshot_both(&self.channel, &mut self.sampler, &self.volume).await?;
+        let mut observation = snapshot_both(
+            &self.channel,
+            &mut self.sampler,
+            &self.volume,
+            &self.uplinks,
+        )
+        .await?;
         if let Some(channel) = &self.far_end {
             observation.far_end = Some(snapshot_far_end(channel).await?);
         }
@@ -197,14 +225,20 @@ async fn snapshot_both(
     channel: &Channel,
     sampler: &mut Sampler,
     volume: &str,
+    uplinks: &[String],
 ) -> anyhow::Result<Observation> {
     use v1::counter_selector::Selector;
-    let selectors = vec![
+    let mut selectors = vec![
         Selector::Volumes(v1::VolumeSelector {
             volume: volume.to_owned(),
         }),
         Selector::Rdma(v1::RdmaSelector::default()),
     ];
+    selectors.extend(uplinks.iter().map(|ifname| {
+        Selector::Netdev(v1::NetdevSelector {
+            ifname: ifname.clone(),
+        })
+    }));
     let dpu = agent_snapshot(channel, selectors, "Counters.Snapshot").await?;
     let host = sampler.snapshot(&[
         CounterSelector::Netdev { ifname: None },
@@ -391,10 +425,15 @@ pub fn expectations(
                 notes.push("the DPU reports no RDMA port counters; uplink not accounted".to_owned())
             }
         }
-    } else {
+    } else if target.uplinks.is_empty() {
         notes.push(
-            "the remote controller uses NVMe/TCP: the DPU uplink is not accounted".to_owned(),
+            "the remote controller uses NVMe/TCP and the agent names no uplink for it (a \
+             fixture sys root, no route to the target, or an agent older than this dpuctl): \
+             the DPU uplink is not accounted"
+                .to_owned(),
         );
+    } else {
+        list.push(uplink_line(target, n, before));
     }
     let host_nics = objects_with(&before.host, Source::Netdev, "rx_bytes", |o| {
         o != "netdevs/lo"
@@ -425,6 +464,53 @@ pub fn expectations(
         list.push(far_end_line(target, n, far_end));
     }
     (list, notes)
+}
+
+/// An NVMe/TCP remote's transport line: the DPU uplinks the kernel routes the target's
+/// addresses out of received at least the data (TCP/IP headers only add to it). An uplink
+/// the agent names but whose `rx_bytes` its snapshot lacks is a line that cannot be formed
+/// (INCONCLUSIVE), never a silent absence.
+fn uplink_line(target: &Target, n: u64, before: &Observation) -> Expectation {
+    let wanted: Vec<String> = target
+        .uplinks
+        .iter()
+        .map(|u| format!("netdevs/{u}"))
+        .collect();
+    let present = objects_with(&before.dpu, Source::Netdev, "rx_bytes", |o| {
+        wanted.iter().any(|w| w == o)
+    });
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|w| !present.contains(w))
+        .map(String::as_str)
+        .collect();
+    Expectation {
+        name: "DPU uplink received the data".to_owned(),
+        select: Select {
+            side: Side::Dpu,
+            source: Source::Netdev,
+            objects: wanted.clone(),
+            counter: "rx_bytes".to_owned(),
+        },
+        rule: Rule::AtLeast(n),
+        why: format!(
+            "the remote namespace is reached over NVMe/TCP, and the DPU's kernel routes the \
+             target out of {}",
+            target.uplinks.join(", ")
+        ),
+        if_failed: "the DPU's uplink did not receive the data: it came from somewhere else (a \
+                    cache, another path)"
+            .to_owned(),
+        traffic: n + n / 20,
+        waiver: None,
+        unformed: (!missing.is_empty()).then(|| {
+            format!(
+                "the agent routes the target out of {} but reports no rx_bytes for {}",
+                target.uplinks.join(", "),
+                missing.join(", ")
+            )
+        }),
+    }
 }
 
 /// The negative control on the host's own RDMA ports: one line per kind of counter the
@@ -698,6 +784,11 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         channel,
         sampler: Sampler::new(root.clone()),
         volume: target.volume.clone(),
+        uplinks: if target.rdma {
+            Vec::new()
+        } else {
+            target.uplinks.clone()
+        },
         far_end: witnesses.far_end,
     };
     // Each trial reads on from where the last ended.

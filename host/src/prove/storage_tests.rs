@@ -34,6 +34,7 @@ fn target(rdma: bool) -> Target {
     Target {
         volume: VOLUME.to_owned(),
         rdma,
+        uplinks: Vec::new(),
         binding: Binding {
             device: PathBuf::from("/dev/nvme0n1"),
             disk: BlockDisk {
@@ -492,9 +493,77 @@ fn background_traffic_too_high_in_the_idle_window_is_inconclusive() {
     assert_eq!(served.background, Some(N));
 }
 
+/// The DPU uplink the agent routes an NVMe/TCP target out of.
+const UPLINK: &str = "p0";
+const DPU_UPLINK: &str = "DPU uplink received the data";
+
+/// An NVMe/TCP remote whose agent names `uplinks`.
+fn over_tcp(uplinks: &[&str]) -> Target {
+    Target {
+        uplinks: uplinks.iter().map(|u| (*u).to_owned()).collect(),
+        ..target(false)
+    }
+}
+
+/// The DPU uplink `p0` receiving `bytes` over the window (TCP carries headers too).
+fn with_uplink(scenario: Scenario, bytes: u64) -> Scenario {
+    scenario.grows(
+        Side::Dpu,
+        Source::Netdev,
+        "netdevs/p0",
+        "rx_bytes",
+        Unit::Bytes,
+        (40 << 30, bytes),
+    )
+}
+
 #[test]
-fn a_remote_over_nvme_tcp_says_the_uplink_is_not_accounted() {
-    // The DPU reaches the target over TCP: its RDMA counters are not a line.
+fn a_remote_over_nvme_tcp_is_proven_by_the_uplink_the_target_is_routed_out_of() {
+    let (verdict, lines, notes) = judged(
+        &over_tcp(&[UPLINK]),
+        &with_uplink(base(THROUGH_THE_DPU), N + N / 30),
+    );
+    assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
+    assert_eq!(names(&lines), [SERVED, DPU_UPLINK, HOST_NICS, HOST_RDMA]);
+    let uplink = line(&lines, DPU_UPLINK);
+    assert_eq!(uplink.expectation.select.objects, ["netdevs/p0"]);
+    assert_eq!(uplink.expectation.select.side, Side::Dpu);
+    assert_eq!(uplink.net, Some(N + N / 30));
+    assert!(notes.is_empty(), "{notes:?}");
+}
+
+#[test]
+fn a_tcp_read_the_uplink_did_not_carry_is_not_proven() {
+    // The volume counted the bytes but the route to the target saw none of them: they
+    // came from somewhere else (a cache, another path).
+    let (verdict, lines, _) = judged(
+        &over_tcp(&[UPLINK]),
+        &with_uplink(base(THROUGH_THE_DPU), 4096),
+    );
+    assert_eq!(verdict, Verdict::NotProven, "{lines:#?}");
+    assert_eq!(
+        failed(&lines).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [DPU_UPLINK]
+    );
+}
+
+#[test]
+fn an_uplink_the_dpu_snapshot_lacks_is_inconclusive_not_zero() {
+    // The agent names p1, but its snapshot has no p1: the line cannot be formed.
+    let (verdict, lines, _) = judged(
+        &over_tcp(&["p1"]),
+        &with_uplink(base(THROUGH_THE_DPU), N + N / 30),
+    );
+    assert_eq!(verdict, Verdict::Inconclusive, "{lines:#?}");
+    let why = inconclusive(&lines);
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert_eq!(why[0].0, DPU_UPLINK);
+    assert!(why[0].1.contains("netdevs/p1"), "{why:?}");
+}
+
+#[test]
+fn a_remote_over_nvme_tcp_without_a_named_uplink_says_it_is_not_accounted() {
+    // An agent that cannot tell (a fixture sys root, an older agent): a note, no line.
     let (verdict, lines, notes) = judged(&target(false), &scenario(THROUGH_THE_DPU));
     assert_eq!(verdict, Verdict::Proven, "{lines:#?}");
     assert_eq!(names(&lines), [SERVED, HOST_NICS, HOST_RDMA]);
@@ -502,9 +571,10 @@ fn a_remote_over_nvme_tcp_says_the_uplink_is_not_accounted() {
         .iter()
         .any(|l| l.expectation.select.side == Side::Dpu
             && l.expectation.select.source == Source::Rdma));
-    assert_eq!(
-        notes,
-        ["the remote controller uses NVMe/TCP: the DPU uplink is not accounted"]
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("NVMe/TCP") && notes[0].contains("the DPU uplink is not accounted"),
+        "{notes:?}"
     );
     // And an RDMA remote on a DPU without RDMA counters says so too.
     let (verdict, lines, notes) = judged(&target(true), &base(THROUGH_THE_DPU));
