@@ -18,6 +18,7 @@
 
 pub mod bootstrap;
 pub mod design;
+pub mod journal;
 pub mod knob;
 pub mod normal;
 pub mod plan;
