@@ -187,9 +187,9 @@ pub enum JournalError {
         original: String,
         /// The journal.
         path: PathBuf,
-        /// Why the knob refused.
+        /// Why the knob refused (boxed: large, and rare).
         #[source]
-        source: super::knob::KnobError,
+        source: Box<super::knob::KnobError>,
     },
 }
 
@@ -299,7 +299,7 @@ pub fn recover(path: &Path, root: &Path) -> Result<Recovery, JournalError> {
             knob: control.describe(),
             original: entry.original.clone(),
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     remove(path)?;
     tracing::info!(knob = %control.describe(), original = %entry.original, "journal recovered");
