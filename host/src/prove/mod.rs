@@ -6,12 +6,17 @@
 
 pub mod binding;
 pub mod html;
+pub mod qos;
+pub mod qos_judge;
+pub mod qos_report;
 pub mod report;
 pub mod storage;
 pub mod switch;
 pub mod upcalls;
 pub mod witness;
 
+pub use qos::{prove_qos, QosProof};
+pub use qos_report::QosReport;
 pub use report::{ProofReport, TrialSummary};
 pub use storage::{prove_storage, StorageProof, StorageWaiver};
 pub use switch::{prove_switch, ForwardingLevel, Receiver, SwitchProof};

@@ -90,6 +90,30 @@ pub fn read_exactly(
     )
 }
 
+/// Reads `path` from `start` on for `time` (O_DIRECT, io_uring, never writing, wrapping at
+/// the end) for a proof that measures a rate (`dpuctl prove qos`); no progress display.
+pub fn read_for(
+    path: &Path,
+    bs: u64,
+    iodepth: u32,
+    time: Duration,
+    start: u64,
+) -> anyhow::Result<engine::Measured> {
+    let (file, file_size, align) = open_checked(path, bs)?;
+    engine::read_loop(
+        &file,
+        engine::Extent {
+            size: file_size,
+            start,
+        },
+        bs,
+        iodepth,
+        align,
+        Limit::Time(time),
+        |_| {},
+    )
+}
+
 /// How far a read has come, for a progress display: bytes read so far, and the total when
 /// the read is for a number of bytes (None when it is for a time).
 pub trait ReadProgress {

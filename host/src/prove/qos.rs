@@ -1,0 +1,500 @@
+//! `dpuctl prove qos`: reads the host's device for a DPU volume long enough to measure its
+//! rate, and judges that rate against the volume's QoS read limit on both sides' own
+//! counters (the volume's bytes on the DPU, the disk's on the host).
+//!
+//! Three windows, A/B/A: the limit in force (limited), the limit lifted through the agent
+//! (lifted: can this workload exceed the limit at all?), the limit set back (restored, the
+//! second limited window). A rate within the limit's bounds proves the limit only when the
+//! lifted window read at least [`HEADROOM`] times past it; `--no-lift` skips the lifted
+//! window, and can then only say NOT PROVEN (above the limit) or INCONCLUSIVE. The limit
+//! is set back on every path (the read failing, an error, an interruption), and the agent's
+//! applied limit is checked to be the original again. Judging: [`super::qos_judge`].
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use dpu_probe::counters::{CounterSelector, Sampler};
+use dpu_probe::snapshot::{diff, Source};
+use dpu_probe::SysRoot;
+use dpu_proto::v1::{self, storage_client::StorageClient};
+use tonic::transport::Channel;
+
+use super::binding::{bind_device, find_device, volume_identities, Binding};
+use super::qos_judge::{self, ReadDone, ReadLimit, Watched, Window, WindowKind, HEADROOM};
+use super::qos_report::{LiftRecord, QosReport};
+use super::report::ProofReport;
+use super::witness::agent_snapshot;
+use crate::accounting::measure::{Observation, Observe};
+use crate::accounting::Evidence;
+use crate::session::{rpc_error, Session};
+
+/// `dpuctl prove qos` as parameters.
+#[derive(Debug, Clone)]
+pub struct QosProof {
+    /// The DPU volume (`r0n1` or `volumes/r0n1`); default: the agent's only one.
+    pub volume: Option<String>,
+    /// The host's block device for it; default: the one that carries its identity.
+    pub device: Option<PathBuf>,
+    /// How long each limited window reads.
+    pub duration: Duration,
+    /// Block size of each read.
+    pub bs: u64,
+    /// Reads in flight.
+    pub iodepth: u32,
+    /// How far the rate may stray from the limit, a fraction in (0, 1).
+    pub tolerance: f64,
+    /// Lift the limit for a window to show the workload can exceed it.
+    pub lift: bool,
+}
+
+/// The lifted window is shorter than a limited one: it only has to show headroom, and it
+/// is time a production volume runs without its limit.
+fn lifted_duration(duration: Duration) -> Duration {
+    (duration / 2).max(Duration::from_millis(500))
+}
+
+/// Time for counters updated on completion, and for a backend applying a new limit, to
+/// settle (the simulator moves its counters every 25 ms).
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// The idle window before the first read, for background traffic.
+const IDLE: Duration = Duration::from_millis(500);
+
+/// How long a changed limit is given to show in the agent's applied limits.
+const APPLY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Checks the parameters before anything is dialled or read.
+pub fn check(args: &QosProof) -> anyhow::Result<()> {
+    if args.duration.is_zero() {
+        bail!("--duration must be more than 0 seconds");
+    }
+    if !(args.tolerance > 0.0 && args.tolerance < 1.0) {
+        bail!(
+            "--tolerance must be a fraction between 0 and 1 (0.15 = 15%), not {}",
+            args.tolerance
+        );
+    }
+    if args.bs == 0 || !args.bs.is_multiple_of(512) {
+        bail!("--bs {} is not a multiple of 512 bytes", args.bs);
+    }
+    if args.iodepth == 0 {
+        bail!("--iodepth must be at least 1");
+    }
+    Ok(())
+}
+
+/// The volume named by `wanted` (or the only one) among the agent's.
+fn choose(volumes: Vec<v1::Volume>, wanted: Option<&str>) -> anyhow::Result<v1::Volume> {
+    let names = volumes
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match wanted {
+        Some(name) => {
+            let name = format!("volumes/{}", name.strip_prefix("volumes/").unwrap_or(name));
+            volumes
+                .into_iter()
+                .find(|v| v.name == name)
+                .with_context(|| format!("{name}: the agent has no such volume (it has: {names})"))
+        }
+        None => match <[v1::Volume; 1]>::try_from(volumes) {
+            Ok([only]) => Ok(only),
+            Err(v) if v.is_empty() => {
+                bail!("the agent has no remote-controller volume: attach or expose one first")
+            }
+            Err(_) => bail!("the agent has several volumes ({names}): name one"),
+        },
+    }
+}
+
+/// Why `volume`'s limits cannot be proven by this proof, if they cannot; else the read
+/// limit to judge and the limits to set back.
+pub(crate) fn limit_to_prove(
+    volume: &v1::Volume,
+    bs: u64,
+) -> anyhow::Result<(ReadLimit, v1::QosLimits)> {
+    let name = &volume.name;
+    let desired = volume.qos.unwrap_or_default();
+    if desired == v1::QosLimits::default() {
+        bail!(
+            "{name} has no QoS limit in the agent's desired state: nothing to prove (set one \
+             with `dpuctl storage qos {name} --read-mbps N`)"
+        );
+    }
+    let Some(applied) = volume.applied_qos else {
+        bail!(
+            "the agent does not report the limits in force on {name} (its backend has no \
+             QoS, as the kernel backend has none): nothing to measure against"
+        );
+    };
+    if applied != desired {
+        bail!(
+            "{name}: the limit in force ({}) is not the one asked for ({}): the agent has not \
+             applied it, or it was changed on the backend behind the agent's back; \
+             reconcile first",
+            limits_text(&applied),
+            limits_text(&desired)
+        );
+    }
+    let Some(limit) = qos_judge::read_limit(&desired, bs) else {
+        bail!(
+            "{name} has only a write limit ({}): `prove qos` reads, and a write limit \
+             cannot be proven by reads",
+            limits_text(&desired)
+        );
+    };
+    Ok((limit, desired))
+}
+
+/// SPDK's keys with their values, the set ones only.
+pub fn limits_text(l: &v1::QosLimits) -> String {
+    let parts: Vec<String> = [
+        ("rw_ios_per_sec", l.rw_ios_per_sec),
+        ("rw_mbytes_per_sec", l.rw_mbytes_per_sec),
+        ("r_mbytes_per_sec", l.r_mbytes_per_sec),
+        ("w_mbytes_per_sec", l.w_mbytes_per_sec),
+    ]
+    .into_iter()
+    .filter(|(_, v)| *v != 0)
+    .map(|(k, v)| format!("{k} {v}"))
+    .collect();
+    if parts.is_empty() {
+        "unlimited".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+async fn list_volumes(channel: &Channel) -> anyhow::Result<Vec<v1::Volume>> {
+    let remotes = StorageClient::new(channel.clone())
+        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
+        .list_remote_controllers(v1::ListRemoteControllersRequest::default())
+        .await
+        .map_err(rpc_error("Storage.ListRemoteControllers"))?
+        .into_inner()
+        .remote_controllers;
+    Ok(remotes
+        .into_iter()
+        .flat_map(|r| r.status.map(|s| s.volumes).unwrap_or_default())
+        .collect())
+}
+
+/// Sets `limits` on `volume` through the agent and waits until the agent reports them in
+/// force.
+async fn set_limits(channel: &Channel, volume: &str, limits: &v1::QosLimits) -> anyhow::Result<()> {
+    StorageClient::new(channel.clone())
+        .set_volume_qos(v1::SetVolumeQosRequest {
+            volume: volume.to_owned(),
+            limits: Some(*limits),
+            options: None,
+        })
+        .await
+        .map_err(rpc_error("Storage.SetVolumeQos"))?;
+    let deadline = Instant::now() + APPLY_DEADLINE;
+    loop {
+        let applied = list_volumes(channel)
+            .await?
+            .into_iter()
+            .find(|v| v.name == volume)
+            .and_then(|v| v.applied_qos);
+        if applied.as_ref() == Some(limits) {
+            // The backend has it; give the data path a moment to follow.
+            tokio::time::sleep(SETTLE).await;
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{volume}: the agent did not report {} in force within {} s (it reports {})",
+                limits_text(limits),
+                APPLY_DEADLINE.as_secs(),
+                applied.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a))
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The volume's counters on the DPU, the disk's and the NICs' on the host.
+struct QosSides {
+    channel: Channel,
+    sampler: Sampler,
+    volume: String,
+    disk: String,
+}
+
+impl Observe for QosSides {
+    async fn observe(&mut self) -> anyhow::Result<Observation> {
+        use v1::counter_selector::Selector;
+        let dpu = agent_snapshot(
+            &self.channel,
+            vec![Selector::Volumes(v1::VolumeSelector {
+                volume: self.volume.clone(),
+            })],
+            "Counters.Snapshot",
+        )
+        .await?;
+        let host = self.sampler.snapshot(&[
+            CounterSelector::Block {
+                device: Some(self.disk.clone()),
+            },
+            CounterSelector::Netdev { ifname: None },
+        ]);
+        Ok(Observation {
+            host,
+            dpu,
+            far_end: None,
+        })
+    }
+}
+
+/// Everything a run of windows needs.
+struct Run<'a> {
+    sides: QosSides,
+    device: PathBuf,
+    args: &'a QosProof,
+    channel: Channel,
+    volume: String,
+    original: v1::QosLimits,
+}
+
+/// Where the lift stands, for the caller to set the limit back whatever happened.
+#[derive(Debug, Default)]
+struct LiftState {
+    lifted_at: Option<Instant>,
+    lifted_for: Option<Duration>,
+}
+
+impl Run<'_> {
+    async fn window(
+        &mut self,
+        kind: WindowKind,
+        time: Duration,
+        start: u64,
+        quiet: (&Observation, &Observation),
+    ) -> anyhow::Result<Window> {
+        let before = self.sides.observe().await?;
+        let (device, bs, iodepth) = (self.device.clone(), self.args.bs, self.args.iodepth);
+        let shown = device.display().to_string();
+        let measured = tokio::task::spawn_blocking(move || {
+            crate::storage_read::read_for(&device, bs, iodepth, time, start)
+        })
+        .await
+        .context("the read thread failed")?
+        .with_context(|| format!("reading {shown}"))?;
+        tokio::time::sleep(SETTLE).await;
+        let after = self.sides.observe().await?;
+        Ok(Window {
+            kind,
+            evidence: Evidence {
+                host: diff(&before.host, &after.host),
+                dpu: diff(&before.dpu, &after.dpu),
+                host_background: Some(diff(&quiet.0.host, &quiet.1.host)),
+                dpu_background: Some(diff(&quiet.0.dpu, &quiet.1.dpu)),
+                far_end: None,
+                far_end_background: None,
+            },
+            read: ReadDone {
+                bytes: measured.io_bytes,
+                ios: measured.total_ios,
+                seconds: measured.runtime.as_secs_f64(),
+            },
+        })
+    }
+
+    /// The idle window, then limited, (lifted, restored) windows; `lift` records the lift
+    /// as it happens, so the caller can set the limit back on any path.
+    async fn windows(
+        &mut self,
+        lift: &mut LiftState,
+    ) -> anyhow::Result<(Vec<Window>, Observation)> {
+        let quiet_start = self.sides.observe().await?;
+        tokio::time::sleep(IDLE).await;
+        let quiet_end = self.sides.observe().await?;
+        let quiet = (&quiet_start, &quiet_end);
+        let duration = self.args.duration;
+        let mut windows = vec![self.window(WindowKind::Limited, duration, 0, quiet).await?];
+        if self.args.lift {
+            lift.lifted_at = Some(Instant::now());
+            let (channel, volume) = (self.channel.clone(), self.volume.clone());
+            set_limits(&channel, &volume, &v1::QosLimits::default()).await?;
+            // Reading on from where the last window ended: no cache in the way.
+            let at = windows[0].read.bytes;
+            windows.push(
+                self.window(WindowKind::Lifted, lifted_duration(duration), at, quiet)
+                    .await?,
+            );
+            let original = self.original;
+            set_limits(&channel, &volume, &original).await?;
+            lift.lifted_for = lift.lifted_at.take().map(|at| at.elapsed());
+            let at = windows.iter().map(|w| w.read.bytes).sum();
+            windows.push(
+                self.window(WindowKind::Restored, duration, at, quiet)
+                    .await?,
+            );
+        }
+        Ok((windows, quiet_start))
+    }
+}
+
+/// The host's network interfaces in `observation` (not `lo`).
+fn host_nics(observation: &Observation) -> Vec<String> {
+    let mut nics: Vec<String> = observation
+        .host
+        .samples
+        .iter()
+        .filter(|s| s.key.source == Source::Netdev && s.key.counter == "rx_bytes")
+        .map(|s| s.key.object.clone())
+        .filter(|o| o != "netdevs/lo")
+        .collect();
+    nics.dedup();
+    nics
+}
+
+async fn resolve(
+    root: &SysRoot,
+    channel: &Channel,
+    args: &QosProof,
+) -> anyhow::Result<(v1::Volume, Binding)> {
+    let volume = choose(list_volumes(channel).await?, args.volume.as_deref())?;
+    let wanted = volume_identities(&volume)?;
+    let binding = match &args.device {
+        Some(path) => bind_device(root, path, &volume.name, &wanted)?,
+        None => find_device(root, &volume.name, &wanted)?,
+    };
+    Ok((volume, binding))
+}
+
+/// Runs the QoS proof. `interrupted` resolves when the user asks to stop (Ctrl-C,
+/// SIGTERM): the windows stop, and a lifted limit is set back before the error returns.
+pub async fn prove_qos(
+    session: &Session,
+    args: &QosProof,
+    interrupted: impl std::future::Future<Output = String>,
+) -> anyhow::Result<QosReport> {
+    check(args)?;
+    let channel = session.channel().await?;
+    let root = session.sys_root();
+    let (volume, binding) = resolve(&root, &channel, args).await?;
+    let (limit, original) = limit_to_prove(&volume, args.bs)?;
+    let disk = binding.disk.name.clone();
+    let mut run = Run {
+        sides: QosSides {
+            channel: channel.clone(),
+            sampler: Sampler::new(root.clone()),
+            volume: volume.name.clone(),
+            disk: disk.clone(),
+        },
+        device: binding.device.clone(),
+        args,
+        channel: channel.clone(),
+        volume: volume.name.clone(),
+        original,
+    };
+    let mut lift = LiftState::default();
+    let result = tokio::select! {
+        result = run.windows(&mut lift) => result,
+        why = interrupted => Err(anyhow::anyhow!("interrupted ({why})")),
+    };
+    // Set back whatever happened: a lift still in force, or one whose restore failed.
+    let lifted = if args.lift {
+        let still_lifted = lift.lifted_at.is_some();
+        let restored = if still_lifted {
+            set_limits(&channel, &volume.name, &original).await
+        } else {
+            Ok(())
+        };
+        let seconds = lift
+            .lifted_for
+            .or_else(|| lift.lifted_at.map(|at| at.elapsed()))
+            .map_or(0.0, |d| d.as_secs_f64());
+        if let Err(e) = restored {
+            return Err(e.context(format!(
+                "{}: the QoS limit was lifted by the proof and could NOT be set back: set it \
+                 with `dpuctl storage qos {} ...` ({})",
+                volume.name,
+                volume.name,
+                limits_text(&original)
+            )));
+        }
+        Some(LiftRecord {
+            seconds,
+            restored: true,
+        })
+    } else {
+        None
+    };
+    let (windows, first) = result?;
+    // The agent must report the original limit in force again.
+    let after = list_volumes(&channel)
+        .await?
+        .into_iter()
+        .find(|v| v.name == volume.name)
+        .and_then(|v| v.applied_qos);
+    if after.as_ref() != Some(&original) {
+        bail!(
+            "{}: after the proof the agent reports {} in force, not the original {}",
+            volume.name,
+            after.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a)),
+            limits_text(&original)
+        );
+    }
+    let watched = Watched {
+        volume: volume.name.clone(),
+        disk: dpu_probe::block::block_object(&disk),
+        host_nics: host_nics(&first),
+    };
+    let judged = qos_judge::judge(&watched, &limit, args.tolerance, &windows);
+    let mut notes = vec![binding.note(&volume.name)];
+    notes.extend(judged.notes);
+    match &lifted {
+        Some(record) => notes.push(format!(
+            "the limit was lifted through the agent for {:.1} s and set back; the agent \
+             reports {} in force again",
+            record.seconds,
+            limits_text(&original)
+        )),
+        None => notes.push(format!(
+            "--no-lift: the limit was not lifted; without a window showing the device can read \
+             past {HEADROOM}x the limit, a rate within it is INCONCLUSIVE"
+        )),
+    }
+    for w in &windows {
+        notes.push(format!(
+            "{}: read {} bytes in {:.2} s ({}, {} reads of {} bytes, {} in flight)",
+            w.kind.as_str(),
+            w.read.bytes,
+            w.read.seconds,
+            qos_judge::rate_text(w.read.bytes, w.read.seconds),
+            w.read.ios,
+            args.bs,
+            args.iodepth
+        ));
+    }
+    notes.push(
+        "one witness: the DPU's own counters (the host's disk counts what it delivered)".to_owned(),
+    );
+    let shown = binding.device.display().to_string();
+    Ok(QosReport {
+        proof: ProofReport {
+            proof: "qos",
+            verdict: judged.verdict,
+            workload: format!(
+                "read {shown} (DPU {}) for {:.1} s per limited window against {} bytes/s ({})",
+                volume.name,
+                args.duration.as_secs_f64(),
+                limit.bytes_per_sec,
+                limit.from
+            ),
+            lines: judged.lines,
+            notes,
+            trials: Vec::new(),
+            witnesses: vec!["DPU".to_owned()],
+        },
+        limit,
+        tolerance: args.tolerance,
+        windows: judged.windows,
+        lifted,
+    })
+}
