@@ -19,6 +19,7 @@
 
 mod fleet_pairs;
 mod runnable_docs;
+mod storage_tcp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -744,6 +745,9 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
          ls /sys/class/nvme/ | wc -l",
     );
     assert_eq!(left.trim(), "0", "an NVMe controller is still connected");
+
+    // The same target over NVMe/TCP: the DPU uplink is the transport line.
+    storage_tcp::proven_over_nvme_tcp_by_the_dpu_uplink(&lab, &nqn);
 
     // RoCE performance as written (the lab's DPUCTL_ROCE_* defaults): qperf's TCP baseline
     // and perftest over soft-RoCE to the target, its servers started over ssh. The port
