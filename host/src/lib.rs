@@ -26,3 +26,4 @@ pub mod session;
 pub mod snapshot_wire;
 pub mod storage_read;
 pub mod textfile;
+mod toml_keys;

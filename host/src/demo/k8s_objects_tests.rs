@@ -125,7 +125,7 @@ fn train_job_uses_runtime_ref_and_trainer() {
     // TrainJob names must be RFC 1035 labels.
     let name = job["metadata"]["name"].as_str().unwrap_or_default();
     assert!(
-        crate::demo::plan_validate::rfc1035_label(name).is_ok(),
+        crate::demo::plan::validate::rfc1035_label(name).is_ok(),
         "{name}"
     );
 }

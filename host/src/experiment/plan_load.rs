@@ -1,18 +1,18 @@
 //! Reading a plan from TOML text: syntax, unknown keys and types first (located with the
-//! demo plan's key-path recovery), then every rule of `plan_check.rs`.
+//! TOML key-path recovery the demo plan uses too), then every rule of `plan_check.rs`.
 
 use super::plan::Plan;
 use super::plan_check::check;
 use super::plan_error::{PlanError, PlanErrors};
 use super::plan_file::PlanFile;
-use crate::demo::plan_spans;
+use crate::toml_keys::locate_toml_error;
 
 /// Parses and checks plan text; every problem found is returned, each naming its field.
 pub fn parse(text: &str) -> Result<Plan, PlanErrors> {
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         // The TOML deserializer stops at its first problem; the key path and position
-        // come from the spanned document (demo/plan_spans.rs).
-        let located = plan_spans::from_toml(text, &e);
+        // come from the spanned document (toml_keys.rs).
+        let located = locate_toml_error(text, &e);
         // A missing top-level table is reported by toml at the document's start, which
         // the span lookup reads as inside the first table (`knob.measurement`); the only
         // required tables are top-level, so name them alone and without a position.
@@ -26,11 +26,9 @@ pub fn parse(text: &str) -> Result<Plan, PlanErrors> {
                 format!("missing; the plan needs a [{table}] table"),
             )]);
         }
-        let reason = match (located.line, located.column) {
-            (Some(line), Some(column)) => {
-                format!("{} (line {line}, column {column})", located.message)
-            }
-            _ => located.message,
+        let reason = match located.position {
+            Some((line, column)) => format!("{} (line {line}, column {column})", located.message),
+            None => located.message,
         };
         PlanErrors(vec![PlanError::new(located.key, reason)])
     })?;

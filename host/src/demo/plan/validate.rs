@@ -10,8 +10,8 @@ use std::path::{Component, Path};
 use dpu_proto::names::Collection;
 use dpu_proto::Endpoint;
 
-use super::plan::{ExecutorKind, ManifestEntry, Plan, TrainingApi};
-use super::plan_error::PlanError;
+use super::error::PlanError;
+use super::{ExecutorKind, ManifestEntry, Plan, TrainingApi};
 
 /// Environment variables the training operators set themselves; a plan that sets them
 /// would break `torchrun`'s rendezvous in ways that only show up as a hung job.

@@ -21,7 +21,7 @@ pub struct PlanError {
 }
 
 impl PlanError {
-    /// An error about `key` without a position yet ([`Plan::load`](super::plan::Plan::load) adds it).
+    /// An error about `key` without a position yet ([`Plan::load`](super::Plan::load) adds it).
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             key: key.into(),

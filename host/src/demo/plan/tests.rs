@@ -6,7 +6,7 @@ use std::path::Path;
 use super::*;
 
 /// The documented example plan (kubernetes executor, PyTorchJob).
-pub const EXAMPLE: &str = include_str!("example_plan.toml");
+pub const EXAMPLE: &str = include_str!("../example_plan.toml");
 
 /// Parses `text` as if it were /plans/plan.toml.
 fn parse(text: &str) -> Result<Plan, Vec<PlanError>> {

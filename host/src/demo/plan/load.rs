@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::plan::{ManifestEntry, ManifestFile, Plan};
-use super::plan_error::{PlanError, PlanErrors};
-use super::plan_spans;
+use super::error::{PlanError, PlanErrors};
+use super::spans;
+use super::{ManifestEntry, ManifestFile, Plan};
 
 impl Plan {
     /// Reads, parses and validates a plan file and loads its manifest file: the one call
@@ -44,7 +44,7 @@ impl Plan {
         if errors.is_empty() {
             return Ok(plan);
         }
-        plan_spans::locate_all(&text, &mut errors);
+        spans::locate_all(&text, &mut errors);
         errors.sort_by_key(|e| (e.line.unwrap_or(usize::MAX), e.column.unwrap_or(0)));
         Err(fail(errors))
     }
@@ -53,8 +53,7 @@ impl Plan {
     /// is all the TOML deserializer can report), with line/column and key path. Relative
     /// local paths are resolved against `base_dir`.
     pub fn parse(text: &str, base_dir: &Path) -> Result<Self, Vec<PlanError>> {
-        let mut plan: Self =
-            toml::from_str(text).map_err(|e| vec![plan_spans::from_toml(text, &e)])?;
+        let mut plan: Self = toml::from_str(text).map_err(|e| vec![spans::from_toml(text, &e)])?;
         plan.resolve_paths(base_dir);
         Ok(plan)
     }
@@ -119,8 +118,7 @@ impl Plan {
                 )]
             }
         };
-        let errors =
-            super::plan_validate::manifest_entries(&format!("{key}.files"), &manifest.files);
+        let errors = super::validate::manifest_entries(&format!("{key}.files"), &manifest.files);
         if errors.is_empty() {
             self.storage.manifest = manifest.files;
         }
@@ -130,7 +128,7 @@ impl Plan {
     /// Every semantic problem of the plan, each with its key path; empty when valid. Pure:
     /// reads no files (see [`Plan::load_manifest_file`]).
     pub fn validate(&self) -> Vec<PlanError> {
-        super::plan_validate::validate(self)
+        super::validate::validate(self)
     }
 }
 

@@ -1,18 +1,32 @@
-//! Maps between positions in a plan file and TOML key paths, in both directions, so that
-//! every plan error carries both: the key path says *what* (stable, greppable, what the
+//! Where a key is in a TOML file, and which key is at a position: the two directions every
+//! located configuration error needs. The key path says *what* (stable, greppable, what the
 //! tests assert) and line/column says *where* (what an editor jumps to). The TOML
 //! deserializer gives a byte span but not the key; validation gives the key but no span.
 //! Both are recovered from toml's spanned document tree ([`toml::de::DeTable`]).
+//!
+//! A foundation: the demo's plan and the experiment plan both locate their errors with it,
+//! each in its own error type.
 
 use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::plan_error::PlanError;
+/// A toml deserialization error as a key path, a message and, when the error has a span, a
+/// 1-based (line, column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TomlProblem {
+    /// The key path at the error's position (`storage.manifest[2].sha256`); for a missing
+    /// field, the field itself; empty for the document as a whole.
+    pub(crate) key: String,
+    /// What toml says is wrong (a missing field: that the key is required).
+    pub(crate) message: String,
+    /// 1-based line and column, when toml gave a span.
+    pub(crate) position: Option<(usize, usize)>,
+}
 
-/// Turns a toml deserialization error into a plan error with key path and position.
-pub(crate) fn from_toml(text: &str, error: &toml::de::Error) -> PlanError {
+/// Locates a toml deserialization error of `text`: its key path and position.
+pub(crate) fn locate_toml_error(text: &str, error: &toml::de::Error) -> TomlProblem {
     let mut message = error.message().trim().to_owned();
     let mut key = String::new();
     let mut position = None;
@@ -30,26 +44,33 @@ pub(crate) fn from_toml(text: &str, error: &toml::de::Error) -> PlanError {
         key = join(&key, field);
         message = "missing; this key is required".to_owned();
     }
-    PlanError {
+    TomlProblem {
         key,
         message,
-        line: position.map(|(line, _)| line),
-        column: position.map(|(_, column)| column),
+        position,
     }
 }
 
-/// Fills in line/column for errors that have a key path but no position, using the
-/// deepest part of the path present in the file (a missing key points at its table).
-pub(crate) fn locate_all(text: &str, errors: &mut [PlanError]) {
-    let Ok(doc) = DeTable::parse(text) else {
-        return;
-    };
-    for error in errors.iter_mut().filter(|e| e.line.is_none()) {
-        if let Some(offset) = offset_of(doc.get_ref(), &error.key) {
-            let (line, column) = line_column(text, offset);
-            error.line = Some(line);
-            error.column = Some(column);
+/// The parsed document of one file, for finding where many keys are.
+pub(crate) struct KeyPositions<'a> {
+    text: &'a str,
+    doc: Option<Spanned<DeTable<'a>>>,
+}
+
+impl<'a> KeyPositions<'a> {
+    /// Parses `text` once; a file that does not parse locates nothing.
+    pub(crate) fn parse(text: &'a str) -> Self {
+        Self {
+            text,
+            doc: DeTable::parse(text).ok(),
         }
+    }
+
+    /// The 1-based (line, column) of the deepest part of `key` present in the file (a
+    /// missing key points at its table), if any part is.
+    pub(crate) fn of(&self, key: &str) -> Option<(usize, usize)> {
+        let doc = self.doc.as_ref()?;
+        offset_of(doc.get_ref(), key).map(|offset| line_column(self.text, offset))
     }
 }
 

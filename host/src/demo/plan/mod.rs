@@ -19,7 +19,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::plan_error::{PlanError, PlanErrors};
+pub mod error;
+mod load;
+mod spans;
+pub(super) mod validate;
+
+pub use self::error::{PlanError, PlanErrors};
 
 /// A whole plan, after parsing and path resolution.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -372,5 +377,4 @@ const fn default_service_port() -> u16 {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 pub mod tests;
