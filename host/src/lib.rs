@@ -19,6 +19,7 @@ pub mod agent_health;
 pub mod check;
 pub mod demo;
 pub mod experiment;
+pub mod facts;
 pub mod fleet;
 pub mod prove;
 pub mod roce;

@@ -4,11 +4,11 @@
 //! configuration (dpu-host computes them; this prints them).
 
 use dpu_host::check::catalog::CHECKS;
-use dpu_host::check::dcb::DcbFacts;
 use dpu_host::check::env::{lossless_fabric_env, DEPENDS_ON};
 use dpu_host::check::fw_profile::FwProfile;
 use dpu_host::check::rules::Status;
 use dpu_host::check::{self, CheckParams, CheckResult};
+use dpu_host::facts::dcb::DcbFacts;
 
 use super::env::Env;
 use crate::cli::CheckArgs;

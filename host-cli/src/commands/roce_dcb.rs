@@ -4,8 +4,8 @@
 //! the configuration); 3: no such counters, or a counter the rules read reset, vanished
 //! or appeared during the window.
 
+use dpu_host::facts::dcb_chain::{ranges, RailDcb, Trust};
 use dpu_host::roce::dcb::{run, DcbParams, DcbReport};
-use dpu_host::roce::dcb_config::{ranges, RailDcb, Trust};
 use dpu_host::roce::dcb_tie::bytes_text;
 
 use super::env::Env;

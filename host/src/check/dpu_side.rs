@@ -16,11 +16,12 @@
 use dpu_probe::fabric_wire::{dcb_from_wire, fw_from_wire, roce_tos_from_wire};
 use dpu_proto::v1;
 
-use super::dcb::{self, DcbFacts, DcbRail};
+use super::dcb;
 use super::facts::AgentFacts;
 use super::fw;
 use super::fw_profile::FwProfile;
 use super::verdict::{skip, Facts, Verdict};
+use crate::facts::dcb::{DcbFacts, DcbRail};
 use dpu_probe::fw_config::FwFacts;
 
 /// The subject prefix of every DPU-side result.

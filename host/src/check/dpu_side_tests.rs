@@ -9,10 +9,10 @@ use dpu_probe::fw_config::{parse_fw_query, FwDevice, FwFacts, FwTool};
 use dpu_probe::pci::PciFunctionKind;
 use dpu_proto::v1;
 
-use super::dcb_tests::{decoded, lossless, Setup};
 use super::dpu_side::judge;
 use super::facts::AgentFacts;
 use super::rules::{Status, Verdict};
+use crate::facts::dcb_fixture::{decoded, lossless, Setup};
 
 fn uplink(ifname: &str, config: Result<DcbConfig, &str>, tos: u8) -> v1::UplinkDcb {
     v1::UplinkDcb {

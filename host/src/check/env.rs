@@ -8,10 +8,10 @@ use std::fmt;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::dcb::DcbFacts;
 use super::rules::{FactValue, Status};
 use super::CheckResult;
-use crate::roce::dcb_config::{lossless_dscps, lossless_tos, LosslessTos, TosRail};
+use crate::facts::dcb::DcbFacts;
+use crate::facts::dcb_chain::{lossless_dscps, lossless_tos, LosslessTos, TosRail};
 
 /// The checks whose facts the settings are made of: the interface, the RDMA device and
 /// port, the port being usable, the link layer and (RoCE) the GID index.

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 
 use dpu_probe::dcb::RoceTos;
 
-use super::dcb::DcbFacts;
-use super::dcb_tests::{facts_with, lossless, Setup, IF};
 use super::env::{fabric_env, lossless_fabric_env, shell_quote, EnvRefused, FabricEnv};
 use super::facts::{AgentFacts, HostFacts};
 use super::rules::{judge, Expectations, Status};
 use super::rules_tests::{gid, healthy_gids, host, netdev, port, v4};
 use super::{describe, CheckResult};
+use crate::facts::dcb::DcbFacts;
+use crate::facts::dcb_fixture::{facts_with, lossless, Setup, IF};
 use dpu_probe::fw_config::FwFacts;
 
 fn results(h: &HostFacts) -> Vec<CheckResult> {

@@ -14,8 +14,8 @@ use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
-use super::dcb::DcbFacts;
 use super::gdr::GdrFacts;
+use crate::facts::dcb::DcbFacts;
 use crate::session::Session;
 use dpu_probe::fw_config::{gather_fw, FwFacts, SystemFwTool};
 

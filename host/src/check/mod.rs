@@ -7,7 +7,7 @@
 pub mod catalog;
 pub mod dcb;
 #[cfg(test)]
-pub(crate) mod dcb_tests;
+mod dcb_tests;
 mod dpu_side;
 #[cfg(test)]
 mod dpu_side_tests;
@@ -92,7 +92,7 @@ pub struct CheckRun {
     /// The results, as printed.
     pub results: Vec<CheckResult>,
     /// Each rail's DCB configuration and rdma_cm default ToS.
-    pub dcb: dcb::DcbFacts,
+    pub dcb: crate::facts::dcb::DcbFacts,
 }
 
 /// Runs `dpuctl check`: host facts under the session's sys root, then the agent's (unless

@@ -13,11 +13,11 @@ use dpu_probe::snapshot::{diff, Collector, Sample, Snapshot, Source, Unit};
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
-use super::dcb_config::RailDcb;
 use super::dcb_tie::{tie, ConfigProof};
 use super::endpoint::Endpoint;
 use crate::accounting::deltas::{named, NamedDeltas};
-use crate::check::dcb::DcbFacts;
+use crate::facts::dcb::DcbFacts;
+use crate::facts::dcb_chain::RailDcb;
 
 use super::dcb_findings::{finding, moved};
 pub use super::dcb_findings::{Counters, Finding, Severity};

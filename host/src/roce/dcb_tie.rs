@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use super::dcb_config::{list, RailDcb};
 use super::dcb_findings::{finding, Counters, Finding, Severity};
+use crate::facts::dcb_chain::{list, RailDcb};
 
 /// One priority's movement in the window: `None` where the driver has no such counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -5,9 +5,8 @@
 //! an error naming the offending line; none of them panics (fuzzed in host/fuzz).
 
 pub mod dcb;
-pub mod dcb_config;
 #[cfg(test)]
-mod dcb_config_tests;
+mod dcb_chain_tests;
 pub mod dcb_findings;
 pub mod dcb_tie;
 pub mod endpoint;

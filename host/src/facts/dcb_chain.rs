@@ -2,7 +2,7 @@
 //! reports beside the counter deltas that prove it ([`RailDcb`]), and the traffic class
 //! `dpuctl check --env` sets so that NCCL, UCX and perftest land on a lossless priority
 //! ([`lossless_tos`]). Pure functions of what the `dcb.*` checks read
-//! (`crate::check::dcb::DcbFacts`: `RTM_GETDCB` and the rdma_cm configfs ToS).
+//! ([`DcbFacts`]: `RTM_GETDCB` and the rdma_cm configfs ToS).
 //!
 //! The chain is the one `dcb.chain` judges: ToS → DSCP (`ToS >> 2`) → priority (the APP
 //! table's DSCP entry; under DSCP trust without an entry, mlx5's default map `DSCP >> 3`,
@@ -12,7 +12,7 @@
 use dpu_probe::dcb::{tsa_name, DcbConfig, RoceTos};
 use serde::Serialize;
 
-use crate::check::dcb::DcbFacts;
+use super::dcb::DcbFacts;
 
 /// The DSCP RoCE conventionally uses (NVIDIA's RoCE QoS guides; UCX's
 /// `UCX_IB_TRAFFIC_CLASS=auto` picks ToS 106 on RoCE v2, which is DSCP 26): preferred when

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use dpu_probe::dcb::RoceTos;
 use dpu_probe::SysRoot;
 
-use super::dcb_config::{lossless_tos, tos_of, PrioritySource, RailDcb, TosRail};
 use super::dcb_findings::{Counters, Finding, Severity};
 use super::dcb_tie::{bytes_text, tie};
-use crate::check::dcb::{DcbFacts, DcbRail};
-use crate::check::dcb_tests::{decoded, facts_with, lossless, Setup, IF};
+use crate::facts::dcb::{DcbFacts, DcbRail};
+use crate::facts::dcb_chain::{lossless_tos, tos_of, PrioritySource, RailDcb, TosRail};
+use crate::facts::dcb_fixture::{decoded, facts_with, lossless, Setup, IF};
 
 fn view(setup: &Setup, tos: u8) -> RailDcb {
     RailDcb::from_facts(&facts_with(setup, tos), IF).expect("read")
