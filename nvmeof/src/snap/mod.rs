@@ -18,6 +18,7 @@ mod emulation;
 mod error;
 mod iostat;
 mod iostat_form;
+mod multipath;
 mod qos;
 mod snap3;
 mod snap4;
@@ -38,6 +39,10 @@ pub use emulation::{
 pub use error::{SnapError, SnapErrorKind};
 pub use iostat::IostatCall;
 pub use iostat_form::IostatForm;
+pub use multipath::{
+    IoPath, IoPathTransport, IoPaths, MultipathMode, MultipathPolicy, NvmeBdevPaths,
+    NvmeDriverSpecific, PollGroupPaths,
+};
 pub use qos::{QosLimitError, QosLimits, SetQosLimit, QOS_MAX_MBYTES_PER_SEC, QOS_MIN_IOS_PER_SEC};
 pub use snap3::{
     Snap3ControllerCreate, Snap3ControllerCreated, Snap3ControllerInfo, Snap3EmulationManager,
