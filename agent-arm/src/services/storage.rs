@@ -56,6 +56,11 @@ impl StorageService {
         let mut shown = view::remote_controller(doc, id, spec, seen);
         if let Some(status) = shown.status.as_mut() {
             status.uplinks = uplink::uplinks(self.routes, spec).await;
+            match tokio::time::timeout(OBSERVE_DEADLINE, self.engine.remote_paths(id, spec)).await {
+                Ok(Ok(paths)) => status.paths = paths,
+                Ok(Err(e)) => tracing::debug!(remote = id, error = %e.describe(), "paths unknown"),
+                Err(_) => tracing::debug!(remote = id, "paths: the backend did not answer in time"),
+            }
         }
         shown
     }

@@ -28,6 +28,11 @@ pub(crate) enum Backend {
 pub(crate) const DISABLED: &str = "storage is disabled by configuration ([snap] enabled = \
      false): set [snap] enabled = true where SNAP runs, or [storage] backend = \"kernel\"";
 
+/// Why the kernel backend refuses `extra_paths`: the agent drives nvme-fabrics one path
+/// per controller; native NVMe multipath there is not built.
+pub(crate) const KERNEL_NO_MULTIPATH: &str = "extra_paths: the kernel backend (Linux \
+    nvme-fabrics) attaches one path per remote controller; multipath needs the snap backend";
+
 /// Why QoS limits are refused on the kernel backend.
 pub(crate) const KERNEL_NO_QOS: &str = "the kernel backend (Linux nvmet / nvme-fabrics) has no \
      per-volume QoS limits; they need the snap backend (SPDK's bdev_set_qos_limit)";
@@ -68,7 +73,26 @@ impl Backend {
         id: &str,
         spec: &v1::RemoteControllerSpec,
     ) -> Result<(), BackendError> {
+        if matches!(self, Backend::Kernel(_)) && !spec.extra_paths.is_empty() {
+            return Err(BackendError::plain(
+                FailureKind::Unsupported,
+                KERNEL_NO_MULTIPATH,
+            ));
+        }
         dispatch!(self, b => b.ensure_remote(id, spec).await)
+    }
+
+    /// Each path of remote `id` with its state; none where the backend does not report
+    /// paths (kernel).
+    pub(crate) async fn remote_paths(
+        &self,
+        id: &str,
+        spec: &v1::RemoteControllerSpec,
+    ) -> Result<Vec<v1::NvmePath>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.remote_paths(id, spec).await,
+            Backend::Kernel(_) | Backend::Disabled => Ok(Vec::new()),
+        }
     }
 
     pub(crate) async fn remove_remote(

@@ -35,7 +35,7 @@ fn differs(key: &Key) -> StorageError {
 
 /// What differs between two remote specs, field by field: "subnqn: X, asked Y".
 fn remote_differences(have: &v1::RemoteControllerSpec, asked: &v1::RemoteControllerSpec) -> String {
-    let fields: [(&str, String, String); 11] = [
+    let fields: [(&str, String, String); 13] = [
         (
             "transport",
             have.transport.to_string(),
@@ -85,6 +85,16 @@ fn remote_differences(have: &v1::RemoteControllerSpec, asked: &v1::RemoteControl
                 asked.reconnect_delay_sec, asked.fast_io_fail_timeout_sec
             ),
         ),
+        (
+            "extra_paths",
+            path_list(&have.extra_paths),
+            path_list(&asked.extra_paths),
+        ),
+        (
+            "multipath_policy",
+            have.multipath_policy.to_string(),
+            asked.multipath_policy.to_string(),
+        ),
     ];
     let differing: Vec<String> = fields
         .iter()
@@ -96,6 +106,15 @@ fn remote_differences(have: &v1::RemoteControllerSpec, asked: &v1::RemoteControl
     } else {
         differing.join("; ")
     }
+}
+
+/// `extra_paths` as `addr:port, ...` for a difference message.
+fn path_list(paths: &[v1::NvmePathAddress]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .map(|p| format!("{}:{}", p.traddr, p.trsvcid))
+        .collect();
+    shown.join(", ")
 }
 
 /// Whether two API functions are the same host function (`0000:03:00.2` is `03:00.2`).
@@ -613,6 +632,33 @@ mod tests {
             subnqn: "nqn.2026-01.io.example:remote".into(),
             ..Default::default()
         }
+    }
+
+    /// A single-path remote asked again with a second path (or the reverse) is a
+    /// different remote: refused, naming the field, the stored spec unchanged.
+    #[test]
+    fn a_second_path_on_an_attached_remote_is_refused_naming_the_field() {
+        let mut doc = Desired::default();
+        create_remote(&mut doc, "r0", &remote_spec()).expect("remote");
+        let mut two_paths = remote_spec();
+        two_paths.extra_paths = vec![v1::NvmePathAddress {
+            traddr: "127.0.0.1".into(),
+            trsvcid: 4421,
+        }];
+        let err = create_remote(&mut doc, "r0", &two_paths).expect_err("conflict");
+        let text = err.to_string();
+        assert!(
+            text.contains("extra_paths: \"\", asked \"127.0.0.1:4421\""),
+            "{text}"
+        );
+        assert_eq!(doc.remote("r0"), Some(&remote_spec()));
+        two_paths.multipath_policy = v1::MultipathPolicy::ActiveActive as i32;
+        let mut doc = Desired::default();
+        create_remote(&mut doc, "r1", &two_paths).expect("two paths");
+        let mut passive = two_paths.clone();
+        passive.multipath_policy = v1::MultipathPolicy::ActivePassive as i32;
+        let err = create_remote(&mut doc, "r1", &passive).expect_err("other policy");
+        assert!(err.to_string().contains("multipath_policy"), "{err}");
     }
 
     #[test]

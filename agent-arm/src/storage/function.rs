@@ -19,7 +19,7 @@ pub(crate) fn decode(function: &v1::EmulationFunction) -> Result<EmulatedFunctio
     use v1::emulation_function::Function;
     match &function.function {
         None => Err(FieldError {
-            field: "",
+            field: "".into(),
             reason: "one of pf_vf, pci_address or vuid is required".to_owned(),
         }),
         Some(Function::PfVf(pf)) => Ok(match pf.vf_index {
@@ -32,7 +32,7 @@ pub(crate) fn decode(function: &v1::EmulationFunction) -> Result<EmulatedFunctio
         Some(Function::PciAddress(pci)) => snap_bdf(&pci.bdf)
             .map(EmulatedFunction::PciBdf)
             .map_err(|reason| FieldError {
-                field: "pci_address.bdf",
+                field: "pci_address.bdf".into(),
                 reason,
             }),
         Some(Function::Vuid(vuid)) => {
@@ -43,7 +43,7 @@ pub(crate) fn decode(function: &v1::EmulationFunction) -> Result<EmulatedFunctio
                 Ok(EmulatedFunction::Vuid(vuid.clone()))
             } else {
                 Err(FieldError {
-                    field: "vuid",
+                    field: "vuid".into(),
                     reason: format!("must be 1-{MAX_VUID} letters and digits"),
                 })
             }

@@ -17,8 +17,10 @@ pub(crate) mod edit;
 pub(crate) mod error;
 pub(crate) mod function;
 pub(crate) mod kernel;
+pub(crate) mod multipath;
 pub(crate) mod remote;
 pub(crate) mod snap;
+mod snap_paths;
 pub(crate) mod store;
 mod undo_text;
 pub(crate) mod uplink;
@@ -165,6 +167,15 @@ impl StorageEngine {
         let mut volumes = self.volumes().await?;
         self.backend.read_disk_identities(&mut volumes).await;
         Ok(volumes)
+    }
+
+    /// Each path of remote `id` (spec `spec`) with the state the backend reports.
+    pub(crate) async fn remote_paths(
+        &self,
+        id: &str,
+        spec: &dpu_proto::v1::RemoteControllerSpec,
+    ) -> Result<Vec<dpu_proto::v1::NvmePath>, BackendError> {
+        self.backend.remote_paths(id, spec).await
     }
 
     /// The emulated controllers the backend reports now.

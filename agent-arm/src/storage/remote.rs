@@ -10,6 +10,7 @@ use dpu_nvmeof::AddressFamily;
 use dpu_proto::v1;
 
 use super::backend::{BackendError, FailureKind};
+use super::multipath::{MultipathPolicy, PathAddress};
 
 /// The port NVMe-oF targets listen on unless told otherwise (NVMe-oF 1.1 §7.4.9).
 pub(crate) const DEFAULT_TRSVCID: u16 = 4420;
@@ -49,14 +50,18 @@ pub(crate) struct Reconnect {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub(crate) struct FieldError {
-    /// The field's path below the spec, e.g. `reconnect_delay_sec`.
-    pub(crate) field: &'static str,
+    /// The field's path below the spec, e.g. `reconnect_delay_sec` or
+    /// `extra_paths[0].traddr`.
+    pub(crate) field: std::borrow::Cow<'static, str>,
     pub(crate) reason: String,
 }
 
-fn bad(field: &'static str, reason: impl Into<String>) -> FieldError {
+pub(crate) fn bad(
+    field: impl Into<std::borrow::Cow<'static, str>>,
+    reason: impl Into<String>,
+) -> FieldError {
     FieldError {
-        field,
+        field: field.into(),
         reason: reason.into(),
     }
 }
@@ -141,6 +146,10 @@ pub(crate) struct RemoteTarget {
     pub(crate) data_digest: bool,
     pub(crate) num_io_queues: Option<u32>,
     pub(crate) reconnect: Reconnect,
+    /// The spec's extra paths, in order ([`super::multipath`]).
+    pub(crate) extra_paths: Vec<PathAddress>,
+    /// How I/O uses the paths; `None` with one path.
+    pub(crate) policy: Option<MultipathPolicy>,
 }
 
 impl RemoteTarget {
@@ -194,6 +203,11 @@ impl RemoteTarget {
             spec.reconnect_delay_sec,
             spec.fast_io_fail_timeout_sec,
         )?;
+        let first = PathAddress {
+            traddr: spec.traddr.clone(),
+            trsvcid,
+        };
+        let (extra_paths, policy) = super::multipath::decode(spec, family, &first)?;
         Ok(Self {
             transport,
             family,
@@ -205,7 +219,20 @@ impl RemoteTarget {
             data_digest: spec.data_digest,
             num_io_queues: (spec.num_io_queues != 0).then_some(spec.num_io_queues),
             reconnect,
+            extra_paths,
+            policy,
         })
+    }
+
+    /// Every path, the first (`traddr`/`trsvcid`) first.
+    pub(crate) fn paths(&self) -> Vec<PathAddress> {
+        let first = PathAddress {
+            traddr: self.traddr.clone(),
+            trsvcid: self.trsvcid,
+        };
+        std::iter::once(first)
+            .chain(self.extra_paths.iter().cloned())
+            .collect()
     }
 
     /// E.g. `tcp 127.0.0.1:4420 nqn.2016-06.io.spdk:cnode1`, for messages.

@@ -24,6 +24,7 @@ use super::backend::{
 use super::desired::{
     BackendController, ControllerDoc, NamespaceDoc, QosDoc, Remotes, SubsystemDoc,
 };
+use super::multipath::PathAddress;
 use super::remote::{decode_remote, RemoteTarget, RemoteTransport};
 use dpu_proto::v1;
 
@@ -87,14 +88,18 @@ pub(crate) fn controller_name(nqn: &str, id: &str) -> String {
 }
 
 /// Whether the attached controller `seen` goes where `target` asks, path by path as SPDK
-/// compares them (traddr, trsvcid, subnqn; hostnqn when the spec sets one).
-fn same_target(seen: &NvmeController, target: &RemoteTarget) -> bool {
+/// compares them (traddr, trsvcid, subnqn; hostnqn when the spec sets one): every path
+/// SPDK has is one of the spec's (a spec path SPDK lacks is attached by the reconciler,
+/// [`SnapBackend::attach_missing_paths`]).
+pub(super) fn same_target(seen: &NvmeController, target: &RemoteTarget) -> bool {
+    let paths = target.paths();
     seen.ctrlrs.iter().all(|path| {
         path.trid
             .trtype
             .eq_ignore_ascii_case(&target.transport.to_string())
-            && path.trid.traddr == target.traddr
-            && path.trid.trsvcid == target.trsvcid.to_string()
+            && paths
+                .iter()
+                .any(|p| path.trid.traddr == p.traddr && path.trid.trsvcid == p.trsvcid.to_string())
             && path.trid.subnqn == target.subnqn
             && target
                 .hostnqn
@@ -103,7 +108,7 @@ fn same_target(seen: &NvmeController, target: &RemoteTarget) -> bool {
     }) && !seen.ctrlrs.is_empty()
 }
 
-fn describe_paths(seen: &NvmeController) -> String {
+pub(super) fn describe_paths(seen: &NvmeController) -> String {
     let paths: Vec<String> = seen
         .ctrlrs
         .iter()
@@ -118,6 +123,67 @@ fn describe_paths(seen: &NvmeController) -> String {
         })
         .collect();
     paths.join(", ")
+}
+
+/// The params of attaching `path` of `target` as controller `id`.
+pub(super) fn attach_params(
+    id: &str,
+    target: &RemoteTarget,
+    path: &PathAddress,
+) -> AttachController {
+    AttachController {
+        name: id.to_owned(),
+        trtype: match target.transport {
+            RemoteTransport::Tcp => TransportType::Tcp,
+            RemoteTransport::Rdma => TransportType::Rdma,
+        },
+        adrfam: match target.family {
+            dpu_nvmeof::AddressFamily::Ipv6 => AddressFamilyParam::Ipv6,
+            _ => AddressFamilyParam::Ipv4,
+        },
+        traddr: path.traddr.clone(),
+        trsvcid: path.trsvcid.to_string(),
+        subnqn: target.subnqn.clone(),
+        hostnqn: target.hostnqn.clone(),
+        hdgst: target.header_digest,
+        ddgst: target.data_digest,
+        num_io_queues: target.num_io_queues,
+        ctrlr_loss_timeout_sec: target.reconnect.ctrl_loss_timeout_sec,
+        reconnect_delay_sec: target.reconnect.reconnect_delay_sec,
+        fast_io_fail_timeout_sec: target.reconnect.fast_io_fail_timeout_sec,
+    }
+}
+
+/// A failed `bdev_nvme_attach_controller` of `target` as controller `id`, by SPDK's code.
+pub(super) fn attach_failed(id: &str, target: &RemoteTarget, e: SnapError) -> BackendError {
+    match e.code() {
+        // A target that cannot be reached or does not serve the subsystem. Seen from
+        // spdk_tgt v24.01 (tests/tests/spdk): nothing listening answers -19 "No such
+        // device", an unknown subnqn -32602 "Invalid parameters"
+        // (rpc_bdev_nvme_attach_controller_done); v24.09 and later answer -5. Decode
+        // failures are -32603 and bad values -22, so none of these is the caller's fault.
+        Some(-32602 | -19 | -5) => BackendError::new(
+            FailureKind::Unavailable,
+            format!(
+                "cannot connect remote controller {id} to {}: the target did not accept \
+                 the connection (nothing listening there, or no such subsystem)",
+                target.describe()
+            ),
+            e,
+        ),
+        // -17 "File exists": another controller name is already connected to this very
+        // path and subsystem (SPDK refuses a second one). Not done: `id` does not exist.
+        Some(-17) => BackendError::new(
+            FailureKind::Conflict,
+            format!(
+                "cannot attach remote controller {id}: SPDK already has another controller \
+                 connected to {}",
+                target.describe()
+            ),
+            e,
+        ),
+        _ => failed(format!("bdev_nvme_attach_controller {id}"))(e),
+    }
 }
 
 /// DPF's `pci_bdf` for a function the host has not enumerated.
@@ -319,7 +385,7 @@ impl SnapBackend {
             Ok(found) => {
                 if let Some(seen) = found.iter().find(|c| c.name == id) {
                     return if same_target(seen, &target) {
-                        Ok(())
+                        self.attach_missing_paths(id, &target, Some(seen)).await
                     } else {
                         Err(BackendError::plain(
                             FailureKind::Conflict,
@@ -340,64 +406,18 @@ impl SnapBackend {
                 ) => {}
             Err(e) => return Err(failed(format!("bdev_nvme_get_controllers {id}"))(e)),
         }
-        let params = AttachController {
-            name: id.to_owned(),
-            trtype: match target.transport {
-                RemoteTransport::Tcp => TransportType::Tcp,
-                RemoteTransport::Rdma => TransportType::Rdma,
-            },
-            adrfam: match target.family {
-                dpu_nvmeof::AddressFamily::Ipv6 => AddressFamilyParam::Ipv6,
-                _ => AddressFamilyParam::Ipv4,
-            },
-            traddr: target.traddr.clone(),
-            trsvcid: target.trsvcid.to_string(),
-            subnqn: target.subnqn.clone(),
-            hostnqn: target.hostnqn.clone(),
-            hdgst: target.header_digest,
-            ddgst: target.data_digest,
-            num_io_queues: target.num_io_queues,
-            ctrlr_loss_timeout_sec: target.reconnect.ctrl_loss_timeout_sec,
-            reconnect_delay_sec: target.reconnect.reconnect_delay_sec,
-            fast_io_fail_timeout_sec: target.reconnect.fast_io_fail_timeout_sec,
-        };
+        if !target.extra_paths.is_empty() {
+            return self.attach_missing_paths(id, &target, None).await;
+        }
+        let params = attach_params(id, &target, &target.paths()[0]);
         let result = self
             .client
             .bdev_nvme_attach_controller(&params)
             .execute()
             .await
             .map(drop);
-        match result {
-            // A target that cannot be reached or does not serve the subsystem. Seen from
-            // spdk_tgt v24.01 (tests/tests/spdk): nothing listening answers -19 "No such
-            // device", an unknown subnqn -32602 "Invalid parameters"
-            // (rpc_bdev_nvme_attach_controller_done); v24.09 and later answer -5. Decode
-            // failures are -32603 and bad values -22, so none of these is the caller's fault.
-            Err(e) if matches!(e.code(), Some(-32602 | -19 | -5)) => Err(BackendError::new(
-                FailureKind::Unavailable,
-                format!(
-                    "cannot connect remote controller {id} to {}: the target did not accept \
-                     the connection (nothing listening there, or no such subsystem)",
-                    target.describe()
-                ),
-                e,
-            )),
-            // -17 "File exists": another controller name is already connected to this very
-            // path and subsystem (SPDK refuses a second one). Not done: `id` does not exist.
-            Err(e) if e.code() == Some(-17) => Err(BackendError::new(
-                FailureKind::Conflict,
-                format!(
-                    "cannot attach remote controller {id}: SPDK already has another controller \
-                     connected to {}",
-                    target.describe()
-                ),
-                e,
-            )),
-            // -114: attached between the check above and this call (same path): done.
-            other => {
-                existing_ok(other.map_err(failed(format!("bdev_nvme_attach_controller {id}"))))
-            }
-        }
+        // -114: attached between the check above and this call (same path): done.
+        existing_ok(result.map_err(|e| attach_failed(id, &target, e)))
     }
 
     /// Detaches remote `id`, unless the controller SPDK has under that name goes somewhere
