@@ -717,6 +717,13 @@ pub(crate) enum ProveCommand {
         after_help = "Examples:\n  dpuctl lab run -- dpuctl prove switch                     # in the lab: TC in software is the best it can show\n  dpuctl prove switch --interface ens1f0np0 --peer 192.0.2.20 --representor pf0hpf --report switch.html"
     )]
     Switch(ProveSwitchArgs),
+    /// Prove a volume's QoS read limit is held: read its host device in a limited, a
+    /// lifted and a restored window and judge the rate against the limit on the volume's
+    /// and the disk's own counters (the limit is set back on every path).
+    #[command(
+        after_help = "Examples:\n  dpuctl prove qos volumes/r0n1\n  dpuctl prove qos r0n1 --duration 5s --no-lift -o json   # a production volume: no lift"
+    )]
+    Qos(crate::prove_qos_cli::ProveQosArgs),
 }
 
 /// The forwarding level a switch proof must show.

@@ -14,6 +14,7 @@ mod fleet_cli;
 mod fleet_roce_cli;
 mod outcome;
 mod output;
+mod prove_qos_cli;
 mod report;
 mod storage_qos_cli;
 

@@ -9,10 +9,11 @@
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
+use dpu_host::fleet::deadline::{RunOptionsError, Workload};
 use dpu_host::fleet::dpu_checks::DpuExpectations;
 use dpu_host::fleet::on_host::OnHost;
 use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
-use dpu_host::fleet::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
+use dpu_host::fleet::report::{FleetReport, NodeStatus};
 use dpu_host::fleet::runner::{run_fleet, unreachable, RunOptions};
 use dpu_host::fleet::select::{select, Selector};
 use dpu_host::fleet::target::Target;
@@ -20,10 +21,10 @@ use dpu_host::fleet::{html, inventory, ops};
 use dpu_proto::v1;
 
 use super::env::Env;
-use super::fleet_publish::NotReady;
 use crate::fleet_cli::{FleetArgs, FleetCommand, FleetProveCommand, FleetTargets};
 use crate::outcome::Outcome;
 use crate::output;
+use dpu_host::fleet::not_ready::NotReady;
 
 pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outcome> {
     let fleet = &args.targets;
@@ -82,7 +83,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outco
             .await
         }
     };
-    let report = with_not_ready(report, not_ready, &selectors);
+    let report = report.with_not_ready(not_ready, &selectors);
     print_report(env, &report)?;
     write_files(fleet, &report)?;
     if fleet.publish {
@@ -90,48 +91,6 @@ pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outco
     }
     Ok(outcome(&report))
 }
-
-/// Adds a row per node whose agent pod is not ready (UNREACHABLE: the fleet has a broken
-/// node there), where `--select` would have chosen it by name.
-fn with_not_ready(
-    report: FleetReport,
-    not_ready: Vec<NotReady>,
-    selectors: &[Selector],
-) -> FleetReport {
-    if not_ready.is_empty() {
-        return report;
-    }
-    let mut nodes = report.nodes;
-    for pod in not_ready {
-        let as_target = Target::new(pod.name.clone(), dpu_proto::Endpoint::Unix("/".into()));
-        if !selectors.iter().all(|s| s.matches(&as_target)) {
-            continue;
-        }
-        let outcome = NodeOutcome {
-            problems: vec![Problem::new(
-                NodeStatus::Unreachable,
-                "agent.pod-ready",
-                "agent pod not ready",
-                pod.detail,
-            )],
-            ..NodeOutcome::default()
-        };
-        nodes.push(NodeReport {
-            name: pod.name,
-            agent: "-".to_owned(),
-            status: outcome.status(),
-            elapsed_ms: 0.0,
-            problems: outcome.problems,
-            facts: serde_json::Value::Null,
-            compared: outcome.compared,
-            skipped: None,
-        });
-    }
-    FleetReport::new(&report.command, nodes, report.elapsed_ms, report.cancelled)
-}
-
-/// The default deadline of a proof on a host: it moves real traffic.
-const PROVE_DEADLINE: Duration = Duration::from_secs(600);
 
 /// `fleet prove storage|switch`: the host's own dpuctl over ssh, on a blocking thread per
 /// host (the ssh session); Ctrl-C stops every remote proof.
@@ -157,10 +116,7 @@ async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand
     // The host's proof is stopped at the deadline by its own session; the runner waits a
     // little longer so that a stopped proof reads as "ran past its deadline".
     let limit = options.deadline;
-    let options = RunOptions {
-        deadline: limit + Duration::from_secs(15),
-        ..options.clone()
-    };
+    let options = options.with_proof_grace();
     let command = format!("{proof}-proof");
     run_fleet(&command, targets, &options, interrupted, |_, target| {
         let (on_host, target, cancel) = (on_host.clone(), target.clone(), cancel.clone());
@@ -175,29 +131,36 @@ async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand
     .await
 }
 
-/// `--parallel`, `--deadline` and the global `--timeout` as the runner's options.
+/// `--parallel`, `--deadline` and the global `--timeout` as the runner's options (the
+/// fleet's deadline policy: `dpu_host::fleet::deadline`).
 fn run_options(
     env: &Env<'_>,
     fleet: &FleetTargets,
     command: &FleetCommand,
 ) -> anyhow::Result<RunOptions> {
-    if fleet.parallel == 0 {
-        anyhow::bail!("--parallel must be at least 1");
-    }
-    let call_timeout = env.session.timeout();
-    let deadline = match fleet.deadline {
-        None if matches!(command, FleetCommand::Prove(_)) => PROVE_DEADLINE,
-        None => call_timeout * 3,
-        Some(secs) => Duration::try_from_secs_f64(secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .context("--deadline must be a positive number of seconds")?,
+    let workload = match command {
+        FleetCommand::Prove(_) => Workload::Proof,
+        _ => Workload::Calls,
     };
-    Ok(RunOptions {
-        parallel: fleet.parallel,
-        deadline,
-        call_timeout: call_timeout.min(deadline),
-    })
+    let deadline = fleet.deadline.map(deadline_flag).transpose()?;
+    RunOptions::for_workload(workload, fleet.parallel, deadline, env.session.timeout()).map_err(
+        |e| match e {
+            RunOptionsError::NoParallelism => anyhow::anyhow!("--parallel must be at least 1"),
+            RunOptionsError::ZeroDeadline => deadline_refused(),
+        },
+    )
+}
+
+/// `--deadline SECS` as a duration: positive and finite.
+pub(crate) fn deadline_flag(secs: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(deadline_refused)
+}
+
+fn deadline_refused() -> anyhow::Error {
+    anyhow::anyhow!("--deadline must be a positive number of seconds")
 }
 
 /// The targets from `--inventory` or `--kube`, and (from `--kube`) the nodes whose agent

@@ -4,19 +4,11 @@
 //! the agents' mutual-TLS listeners.
 
 use dpu_host::agent::TlsFiles;
+use dpu_host::fleet::not_ready::NotReady;
 use dpu_host::fleet::report::FleetReport;
 use dpu_host::fleet::target::Target;
 
 use crate::fleet_cli::FleetTargets;
-
-/// A node whose agent pod is not ready: a row of the report (UNREACHABLE), not a target.
-#[derive(Debug)]
-pub(crate) struct NotReady {
-    /// The node (or the pod, when it has no node).
-    pub(crate) name: String,
-    /// Why, as Kubernetes says it.
-    pub(crate) detail: String,
-}
 
 #[cfg(not(feature = "kube"))]
 pub(crate) async fn discover(

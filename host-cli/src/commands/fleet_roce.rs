@@ -4,9 +4,8 @@
 //! not made and the isolation findings) or JSON. Exit 0: every run PASS; 1: a run FAILED;
 //! 3: inconclusive without failures; 2: bad input; 130: interrupted.
 
-use std::time::Duration;
-
 use anyhow::Context as _;
+use dpu_host::fleet::deadline::PAIRS_PROBE_TIMEOUT;
 use dpu_host::fleet::pairs::judge::Verdict;
 use dpu_host::fleet::pairs::plan::{plan, Direction};
 use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
@@ -34,11 +33,8 @@ pub(crate) async fn run(
 
 fn params(fleet: &FleetTargets, args: &FleetPairsArgs) -> anyhow::Result<PairsParams> {
     let probe_timeout = match fleet.deadline {
-        None => Duration::from_secs(60),
-        Some(secs) => Duration::try_from_secs_f64(secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .context("--deadline must be a positive number of seconds")?,
+        None => PAIRS_PROBE_TIMEOUT,
+        Some(secs) => super::fleet::deadline_flag(secs)?,
     };
     Ok(PairsParams {
         tests: parse_tests(&args.tests)?,

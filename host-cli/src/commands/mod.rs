@@ -10,6 +10,7 @@ mod fleet_publish;
 mod fleet_roce;
 mod lab;
 mod prove;
+mod prove_qos;
 mod read;
 mod roce;
 mod roce_dcb;

@@ -6,10 +6,12 @@
 //! differs from the majority.
 //!
 //! Owns: the [`target`]s and where they come from ([`inventory`] files, [`select`]ion,
-//! Kubernetes discovery behind the `kube` feature), the bounded concurrent [`runner`], the
+//! Kubernetes discovery behind the `kube` feature, nodes that are [`not_ready`]), the
+//! bounded concurrent [`runner`] and its [`deadline`] policy, the
 //! per-node operations, the aggregated report, the RoCE pair tests and publishing results
 //! to Kubernetes. Like the rest of this library it neither prints nor parses argv.
 
+pub mod deadline;
 pub mod dpu_checks;
 pub mod dpu_facts;
 pub mod health_causes;
@@ -17,6 +19,7 @@ pub mod html;
 pub mod inventory;
 #[cfg(feature = "kube")]
 pub mod kube;
+pub mod not_ready;
 pub mod on_host;
 pub mod ops;
 pub mod pairs;

@@ -77,6 +77,16 @@ impl Selector {
             Self::NotEquals(key, value) => target.label(key) != Some(value.as_str()),
         }
     }
+
+    /// Whether this term chooses a node known only by `name` (no labels): what a term
+    /// does to a target without labels.
+    pub fn matches_unlabelled(&self, name: &str) -> bool {
+        match self {
+            Self::Name(wanted) => name == wanted,
+            Self::Equals(..) => false,
+            Self::NotEquals(..) => true,
+        }
+    }
 }
 
 impl fmt::Display for Selector {

@@ -33,6 +33,7 @@ mod security;
 mod shell_assets;
 mod simulator;
 mod simulator_proof;
+mod simulator_qos;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;
