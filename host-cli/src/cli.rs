@@ -368,6 +368,10 @@ pub(crate) enum StorageCommand {
         after_help = "Examples:\n  dpuctl storage qos volumes/r0n1 --iops 20000 --read-mbps 500\n  dpuctl storage qos volumes/r0n1 --clear"
     )]
     Qos(crate::storage_qos_cli::QosArgs),
+    /// Each path of the remote controllers (attached with --path) and its state as SPDK
+    /// reports it: usable, inaccessible, connecting, failed, missing; which carries I/O.
+    #[command(after_help = "Example:\n  dpuctl storage paths remoteControllers/r0")]
+    Paths(crate::storage_paths_cli::PathsArgs),
     /// Read a block device or file with O_DIRECT and report fio-style results.
     #[command(
         after_help = "Example:\n  dpuctl -o json storage read /dev/nvme1n1 --bs 4k --iodepth 32 --size 1g"
@@ -407,6 +411,8 @@ pub(crate) struct AttachArgs {
     /// (between --reconnect-delay-sec and --ctrl-loss-timeout-sec).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) fast_io_fail_timeout_sec: Option<u32>,
+    #[command(flatten)]
+    pub(crate) multipath: crate::storage_paths_cli::MultipathArgs,
     /// Ask the agent to validate and report, changing nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,

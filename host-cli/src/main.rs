@@ -16,6 +16,7 @@ mod outcome;
 mod output;
 mod prove_qos_cli;
 mod report;
+mod storage_paths_cli;
 mod storage_qos_cli;
 
 use std::io::IsTerminal as _;

@@ -17,6 +17,7 @@ mod roce_dcb;
 mod roce_perf;
 mod shell;
 mod storage;
+mod storage_paths;
 mod switch;
 
 use std::time::Duration;

@@ -22,11 +22,14 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
             allow_missing,
         } => detach(env, name, *allow_missing).await,
         StorageCommand::Qos(args) => qos(env, args).await,
+        StorageCommand::Paths(args) => super::storage_paths::paths(env, args).await,
         StorageCommand::Read(args) => super::read::run(env, args),
     }
 }
 
-async fn client(env: &Env<'_>) -> anyhow::Result<StorageClient<tonic::transport::Channel>> {
+pub(super) async fn client(
+    env: &Env<'_>,
+) -> anyhow::Result<StorageClient<tonic::transport::Channel>> {
     Ok(StorageClient::new(env.channel().await?)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
 }
@@ -58,6 +61,11 @@ fn remote_spec(args: &AttachArgs) -> v1::RemoteControllerSpec {
         ctrl_loss_timeout_sec: args.ctrl_loss_timeout_sec.unwrap_or(0),
         reconnect_delay_sec: args.reconnect_delay_sec.unwrap_or(0),
         fast_io_fail_timeout_sec: args.fast_io_fail_timeout_sec.unwrap_or(0),
+        extra_paths: args.multipath.paths.clone(),
+        multipath_policy: args
+            .multipath
+            .multipath_policy
+            .map_or(0, |p| p.proto() as i32),
         ..Default::default()
     }
 }
