@@ -160,6 +160,13 @@ pub(crate) enum Command {
         after_help = "Examples:\n  dpuctl fleet --inventory fleet.toml health\n  dpuctl fleet --inventory fleet.toml --select rack=r07 check --mtu 9000\n  dpuctl fleet --kube --publish check          # in the cluster (deploy/kubernetes/dpuctl-fleet.yaml)\n  dpuctl -o json fleet --inventory fleet.toml --html fleet.html info"
     )]
     Fleet(crate::fleet_cli::FleetArgs),
+    /// A/B/A tuning experiments: change one knob, measure, return to the baseline, and
+    /// believe a gain only when the statistics say so; the knob is always put back.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  dpuctl experiment check mtu.toml\n  dpuctl experiment run mtu.toml --html mtu.html\n  dpuctl experiment recover            # after a run was killed"
+    )]
+    Experiment(crate::experiment_cli::ExperimentCommand),
     /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
     Lab(LabArgs),
     /// Print a shell completion script to stdout.

@@ -10,6 +10,7 @@
 mod cli;
 mod commands;
 mod demo_args;
+mod experiment_cli;
 mod fleet_cli;
 mod fleet_roce_cli;
 mod outcome;

@@ -5,6 +5,7 @@ mod counters;
 mod demo;
 mod dpu;
 mod env;
+mod experiment;
 mod fleet;
 mod fleet_publish;
 mod fleet_roce;
@@ -49,6 +50,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Fleet(args) => fleet::run(&env, args).await,
         Command::Lab(args) => lab::run(args),
+        Command::Experiment(cmd) => experiment::run(cli.output, cmd).await,
         // Neither contacts the agent (the session dials on first use only).
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),

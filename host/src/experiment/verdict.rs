@@ -206,7 +206,7 @@ pub struct Analysis {
 
 /// `x` with four significant digits, no exponent for everyday magnitudes: reports mix
 /// bytes per second (1e10) and microseconds (1.234).
-pub(crate) fn number(x: f64) -> String {
+pub fn number(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
