@@ -5,20 +5,15 @@
 //! details of SNAP, OVS or netlink (those live in `dpu-nvmeof`, `dpu-ovs`, `dpu-probe`),
 //! and it never runs a shell command.
 
-mod accept;
 mod backends;
 mod cli;
 mod config;
-mod conn;
 mod context;
 mod datapath_counters;
+mod edge;
 mod errors;
-mod fd_reserve;
-mod grpc_guard;
 mod health;
 mod health_check;
-mod health_listener;
-mod listen;
 mod metrics;
 mod observability;
 mod ovs;
@@ -87,7 +82,7 @@ fn real_main(args: &cli::Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     observability::init(&config.log)?;
-    match accept::raise_fd_limit() {
+    match edge::accept::raise_fd_limit() {
         Ok((before, after)) if before != after => {
             tracing::info!(
                 before,

@@ -17,12 +17,12 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::ServingStatus;
 use tower::layer::util::{Identity, Stack};
 
-use crate::accept::{self, Budgets, Gate};
 use crate::config::Config;
 use crate::context::AgentContext;
-use crate::fd_reserve::FdReserve;
-use crate::grpc_guard::GrpcGuardLayer;
-use crate::listen::{self, Bound};
+use crate::edge::accept::{self, Budgets, Gate};
+use crate::edge::fd_reserve::FdReserve;
+use crate::edge::grpc_guard::GrpcGuardLayer;
+use crate::edge::listen::{self, Bound};
 use crate::metrics::rpc_layer::RpcMetricsLayer;
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
@@ -55,7 +55,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     // listener that is not accepting yet (a SIGTERM then would reset it unanswered).
     // The plaintext health-only listener (`[health] listen`) first: once the agent's
     // socket exists, so does the port kubelet probes.
-    let health_only = crate::health_listener::bind(&config).await?;
+    let health_only = crate::edge::health_listener::bind(&config).await?;
     // /metrics first: once a gRPC socket accepts, the metrics endpoint does too.
     let metrics_listener = match &config.metrics.listen {
         Some(endpoint) => Some(

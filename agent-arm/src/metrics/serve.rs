@@ -26,7 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use super::preauth::{PreAuth, Ticket, Tracked};
 use super::scrape::{Format, Scraper};
 use crate::config::{MetricsConfig, SecurityConfig};
-use crate::listen::Bound;
+use crate::edge::listen::Bound;
 use crate::security::policy::Role;
 use crate::security::Caller;
 

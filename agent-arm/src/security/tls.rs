@@ -1,6 +1,6 @@
 //! TLS 1.3 with mandatory client certificates for TCP listeners, built on rustls directly
 //! (tonic's own TLS settings cannot pin the protocol version). Handshakes run in their own
-//! tasks, bounded in number and time (`crate::accept::tls`), so a slow or hostile client
+//! tasks, bounded in number and time (`crate::edge::accept::tls`), so a slow or hostile client
 //! cannot hold up the others' connections; a failed handshake is logged and dropped.
 
 use std::path::{Path, PathBuf};

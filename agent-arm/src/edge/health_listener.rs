@@ -40,11 +40,11 @@ use tonic::transport::Server;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tower::{Layer, Service};
 
-use crate::accept::{self, Gate};
 use crate::config::{Config, LimitsConfig};
-use crate::fd_reserve::FdReserve;
-use crate::grpc_guard::GrpcGuardLayer;
-use crate::listen::{self, Bound};
+use crate::edge::accept::{self, Gate};
+use crate::edge::fd_reserve::FdReserve;
+use crate::edge::grpc_guard::GrpcGuardLayer;
+use crate::edge::listen::{self, Bound};
 use crate::service_future::ServiceFuture;
 
 /// Connections the health-only listener holds at once: kubelet opens one per probe

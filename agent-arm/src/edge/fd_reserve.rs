@@ -1,7 +1,7 @@
-//! The spare descriptors the accept loops ([`crate::accept`]) hold in reserve: when accept
+//! The spare descriptors the accept loops ([`crate::edge::accept`]) hold in reserve: when accept
 //! fails for lack of descriptors, one spare is closed to make room, and the connection
 //! accepted that way holds a [`ReserveSlot`] that reopens the spare when it closes. Apart
-//! from the accept loops so that a connection ([`crate::conn`]) can hold its slot without
+//! from the accept loops so that a connection ([`crate::edge::conn`]) can hold its slot without
 //! importing the loops that make connections.
 
 use std::fs::File;

@@ -14,7 +14,7 @@
 //!   is served (the spare is reopened when it closes); a TCP one is closed at once, which
 //!   empties the backlog instead of spinning on it.
 //!
-//! Each connection is then watched for its HTTP/2 preface and idleness ([`crate::conn`]).
+//! Each connection is then watched for its HTTP/2 preface and idleness ([`crate::edge::conn`]).
 
 use std::future::Future;
 use std::io;
@@ -29,8 +29,8 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::LimitsConfig;
-use crate::conn::{Guarded, Slot, Timeouts};
-use crate::fd_reserve::{FdReserve, ReserveSlot};
+use crate::edge::conn::{Guarded, Slot, Timeouts};
+use crate::edge::fd_reserve::{FdReserve, ReserveSlot};
 
 /// First pause after a failed accept; it doubles on each failure in a row.
 const MIN_BACKOFF: Duration = Duration::from_millis(10);

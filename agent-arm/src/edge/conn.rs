@@ -23,7 +23,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::{Instant, Sleep};
 use tonic::transport::server::Connected;
 
-use crate::fd_reserve::ReserveSlot;
+use crate::edge::fd_reserve::ReserveSlot;
 
 /// The client's connection preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), before its frames.
 const PREFACE_LEN: usize = 24;
