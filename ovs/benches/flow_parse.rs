@@ -7,6 +7,9 @@
 //! `DPU_BENCH_PYTHON=/tmp/ovs-venv/bin/python cargo bench -p dpu-ovs --bench flow_parse`.
 //! Knobs: `DPU_BENCH_FLOWS` (100000), `DPU_BENCH_RUNS` (9), `DPU_BENCH_PY_RUNS` (3).
 //! Only the parse is timed on both sides: not file reading, not interpreter start.
+//! The borrowed row, which carries the 1 GB/s target, parses into one reused record
+//! (`DumpParser::next_into`: no allocation per flow); `parse_dump_all` keeps every flow,
+//! as Python's list does, and the speedup over Python is taken against it.
 //! Without `--bench` (as `cargo test --benches` runs it) it does a small smoke run only.
 
 use std::io::{self, Write};
@@ -200,11 +203,28 @@ fn summary(flows: &[DatapathFlow<'_>]) -> (usize, u64, usize) {
     (flows.len(), packets, offloaded)
 }
 
-/// Parses and then walks every key sub-field and action argument, roughly the
-/// decomposition Python's parser does eagerly.
+/// Parses every flow into one reused record (the borrowed path that allocates nothing
+/// per flow) and sums the packets, so the parse cannot be optimised away.
+fn parse_streaming(text: &str) -> u64 {
+    let (mut parser, mut flow) = (parse_dump(text), DatapathFlow::default());
+    let mut packets = 0;
+    while let Some(parsed) = parser.next_into(&mut flow) {
+        if parsed.is_ok() {
+            packets += flow.packets;
+        }
+    }
+    packets
+}
+
+/// Parses (into one reused record) and then walks every key sub-field and action
+/// argument, roughly the decomposition Python's parser does eagerly.
 fn parse_and_walk(text: &str) -> usize {
+    let (mut parser, mut flow) = (parse_dump(text), DatapathFlow::default());
     let mut n = 0;
-    for flow in parse_dump(text).flatten() {
+    while let Some(parsed) = parser.next_into(&mut flow) {
+        if parsed.is_err() {
+            continue;
+        }
         for field in &flow.key {
             n += field.sub_fields().count();
         }
@@ -303,7 +323,8 @@ fn main() -> io::Result<()> {
         ours_summary.2
     )?;
 
-    let ours = time_runs(runs, || parse_dump_all(&text).map(|v| v.len()));
+    let streamed = time_runs(runs, || parse_streaming(&text));
+    let kept = time_runs(runs, || parse_dump_all(&text).map(|v| v.len()));
     let owned = time_runs(runs, || {
         parse_dump(&text)
             .filter_map(Result::ok)
@@ -313,7 +334,8 @@ fn main() -> io::Result<()> {
     let walked = time_runs(runs, || parse_and_walk(&text));
     let rate = |d: Duration| (n_flows as f64 / d.as_secs_f64(), mb / d.as_secs_f64());
     for (name, d, has_target) in [
-        ("rust parse (borrowed)", ours, true),
+        ("rust parse (borrowed)", streamed, true),
+        ("rust parse_dump_all (keeps all)", kept, false),
         ("rust parse + into_owned", owned, false),
         ("rust parse + walk sub-fields", walked, false),
     ] {
@@ -383,7 +405,8 @@ fn main() -> io::Result<()> {
         "cross-check (flows, packets, offloaded:yes): rust {ours_summary:?}, python {:?}: {agree}",
         py.summary
     )?;
-    let ratio = py.median.as_secs_f64() / ours.as_secs_f64();
+    // Python keeps every flow: the ratio is taken against the Rust parse that does too.
+    let ratio = py.median.as_secs_f64() / kept.as_secs_f64();
     let walked_ratio = py.median.as_secs_f64() / walked.as_secs_f64();
     let verdict = if ratio >= TARGET_RATIO {
         "met"
@@ -392,7 +415,7 @@ fn main() -> io::Result<()> {
     };
     writeln!(
         out,
-        "speedup: {ratio:.0}x (parse), {walked_ratio:.0}x (parse + walk); \
+        "speedup: {ratio:.0}x (parse_dump_all), {walked_ratio:.0}x (parse + walk); \
          target >= {TARGET_RATIO:.0}x: {verdict}"
     )?;
     Ok(())

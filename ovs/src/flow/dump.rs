@@ -2,7 +2,7 @@
 //! datapath's per-thread headers, which give the following flows their PMD thread.
 
 use super::error::FlowParseError;
-use super::line::{parse_line, DatapathFlow};
+use super::line::{parse_line, parse_line_into, DatapathFlow};
 use super::scan::Item;
 use super::stats::FlowThread;
 
@@ -94,10 +94,45 @@ const HEADER: &str = "flow-dump from ";
 const MAIN_THREAD: &str = "the main thread:";
 const PMD_THREAD: &str = "pmd on cpu core: ";
 
-impl<'a> Iterator for DumpParser<'a> {
-    type Item = Result<DatapathFlow<'a>, FlowParseError>;
+impl<'a> DumpParser<'a> {
+    /// Parses the next flow line into `flow`, a record the caller reuses for the whole
+    /// dump: its key and action lists keep their capacity from line to line, so walking a
+    /// dump this way allocates nothing per flow once the longest line has been seen, and
+    /// frees nothing either. `None` at the end of the dump. A malformed line gives its
+    /// error (as the iterator does), leaves `flow` empty ([`DatapathFlow::clear`]), and the
+    /// next call goes on with the line after it.
+    ///
+    /// For a caller that looks at each flow and moves on (counting, filtering, summing);
+    /// one that keeps the flows uses the iterator or [`parse_dump_all`], which give each
+    /// flow its own lists.
+    ///
+    /// ```
+    /// use dpu_ovs::flow::{parse_dump, DatapathFlow};
+    ///
+    /// let dump = "in_port(1),eth_type(0x0800), packets:3, bytes:180, used:never, actions:2\n\
+    ///             in_port(2),eth_type(0x0806), packets:4, bytes:240, used:never, actions:1\n";
+    /// let (mut parser, mut flow) = (parse_dump(dump), DatapathFlow::default());
+    /// let mut packets = 0;
+    /// while let Some(parsed) = parser.next_into(&mut flow) {
+    ///     parsed?;
+    ///     packets += flow.packets;
+    /// }
+    /// assert_eq!(packets, 7);
+    /// # Ok::<(), dpu_ovs::flow::FlowParseError>(())
+    /// ```
+    pub fn next_into(&mut self, flow: &mut DatapathFlow<'a>) -> Option<Result<(), FlowParseError>> {
+        Some(match self.next_flow_line()? {
+            Ok(line) => parse_line_into(line, self.line_no, self.thread, &mut self.items, flow),
+            Err(e) => {
+                flow.clear();
+                Err(e)
+            }
+        })
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next flow line, past blank lines and thread headers (which set the thread);
+    /// an error for a header that names no thread.
+    fn next_flow_line(&mut self) -> Option<Result<&'a str, FlowParseError>> {
         loop {
             let line = self.next_line()?;
             self.line_no += 1;
@@ -123,8 +158,19 @@ impl<'a> Iterator for DumpParser<'a> {
                     }
                 }
             }
-            return Some(parse_line(line, self.line_no, self.thread, &mut self.items));
+            return Some(Ok(line));
         }
+    }
+}
+
+impl<'a> Iterator for DumpParser<'a> {
+    type Item = Result<DatapathFlow<'a>, FlowParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(
+            self.next_flow_line()?
+                .and_then(|line| parse_line(line, self.line_no, self.thread, &mut self.items)),
+        )
     }
 }
 

@@ -58,6 +58,23 @@ impl<'a> DatapathFlow<'a> {
         parse_line(line, 1, None, &mut Vec::new())
     }
 
+    /// Empties the record (no key, no actions, no extra fields, every counter 0, `used`
+    /// never), keeping the capacity of its lists for the next line parsed into it.
+    pub fn clear(&mut self) {
+        self.ufid = None;
+        self.key.clear();
+        self.packets = 0;
+        self.bytes = 0;
+        self.used = Used::Never;
+        self.flags = None;
+        self.offloaded = Offloaded::Unknown;
+        self.dp = None;
+        self.actions.clear();
+        self.dp_extra_info = None;
+        self.extra.clear();
+        self.thread = None;
+    }
+
     /// The first key field with this name (`"ipv4"`, `"in_port"`).
     pub fn key_field(&self, name: &str) -> Option<&KeyField<'a>> {
         self.key.iter().find(|f| f.name() == name)
@@ -100,6 +117,28 @@ impl<'a> DatapathFlow<'a> {
             dp_extra_info: self.dp_extra_info.map(|f| Cow::Owned(f.into_owned())),
             extra: self.extra.into_iter().map(ExtraField::into_owned).collect(),
             thread: self.thread,
+        }
+    }
+}
+
+/// An empty record, as [`DatapathFlow::clear`] leaves one: what
+/// [`super::DumpParser::next_into`] starts from when a caller reuses one record for a whole
+/// dump.
+impl Default for DatapathFlow<'_> {
+    fn default() -> Self {
+        Self {
+            ufid: None,
+            key: Vec::new(),
+            packets: 0,
+            bytes: 0,
+            used: Used::Never,
+            flags: None,
+            offloaded: Offloaded::Unknown,
+            dp: None,
+            actions: Vec::new(),
+            dp_extra_info: None,
+            extra: Vec::new(),
+            thread: None,
         }
     }
 }
@@ -165,26 +204,50 @@ struct Fields<'a> {
     extra: Vec<ExtraField<'a>>,
 }
 
-/// Parses one flow line numbered `line_no` (for errors), listed under `thread`. `items` is
-/// scratch space a caller parsing many lines passes again and again, so that the key and
-/// the actions are each allocated once, at their exact size.
+/// Parses one flow line numbered `line_no` (for errors), listed under `thread`, into a
+/// new flow whose key and actions are allocated once each, at their exact size. `items` is
+/// scratch space a caller parsing many lines passes again and again.
 pub(crate) fn parse_line<'a>(
     line: &'a str,
     line_no: usize,
     thread: Option<FlowThread>,
     items: &mut Vec<Item>,
 ) -> Result<DatapathFlow<'a>, FlowParseError> {
-    let s = line.trim_end_matches(|c: char| c.is_ascii_whitespace());
-    items.clear();
-    parse_trimmed(s, thread, items)
-        .map_err(|e| FlowParseError::new(line_no, e.offset, e.expected, line))
+    let mut flow = DatapathFlow::default();
+    parse_line_into(line, line_no, thread, items, &mut flow)?;
+    Ok(flow)
 }
 
+/// Parses one flow line like [`parse_line`], into `flow`: its key, actions and extra
+/// fields are refilled in place, so a record reused from line to line allocates only
+/// when a line has more items than any before it. On an error `flow` is emptied
+/// ([`DatapathFlow::clear`]): nothing of the bad line, nor of the line before, is left in it.
+pub(crate) fn parse_line_into<'a>(
+    line: &'a str,
+    line_no: usize,
+    thread: Option<FlowThread>,
+    items: &mut Vec<Item>,
+    flow: &mut DatapathFlow<'a>,
+) -> Result<(), FlowParseError> {
+    let s = line.trim_end_matches(|c: char| c.is_ascii_whitespace());
+    items.clear();
+    let mut extra = std::mem::take(&mut flow.extra);
+    extra.clear();
+    parse_trimmed(s, thread, items, extra, flow).map_err(|e| {
+        flow.clear();
+        FlowParseError::new(line_no, e.offset, e.expected, line)
+    })
+}
+
+/// Scans the trimmed line `s`; `extra` is the record's emptied list of extra fields, which
+/// goes back into `flow` whatever happens (filled on success).
 fn parse_trimmed<'a>(
     s: &'a str,
     thread: Option<FlowThread>,
     items: &mut Vec<Item>,
-) -> Result<DatapathFlow<'a>, ScanError> {
+    extra: Vec<ExtraField<'a>>,
+    flow: &mut DatapathFlow<'a>,
+) -> Result<(), ScanError> {
     let line = Line::from(s);
     let mut pos = s.len()
         - s.trim_start_matches(|c: char| c.is_ascii_whitespace())
@@ -224,8 +287,31 @@ fn parse_trimmed<'a>(
     }
     let key_items = items.len();
 
+    let mut fields = Fields {
+        extra,
+        ..Fields::default()
+    };
+    let scanned = scan_fields(s, line, pos, items, &mut fields);
+    let (key, actions) = items.split_at(key_items);
+    match scanned {
+        Ok(()) => fields.finish(s, ufid, thread, key, actions, flow),
+        Err(e) => {
+            flow.extra = fields.extra;
+            Err(e)
+        }
+    }
+}
+
+/// Scans the `name:value` fields from `pos` to the end of `s` into `fields`, and the
+/// actions' items onto `items`.
+fn scan_fields<'a>(
+    s: &'a str,
+    line: Line<'a>,
+    mut pos: usize,
+    items: &mut Vec<Item>,
+    fields: &mut Fields<'a>,
+) -> Result<(), ScanError> {
     let b = s.as_bytes();
-    let mut fields = Fields::default();
     loop {
         let name_len = field_name_len(b, pos).ok_or(ScanError::at(pos, "a `name:value` field"))?;
         let name = &s[pos..pos + name_len];
@@ -255,8 +341,7 @@ fn parse_trimmed<'a>(
         }
         pos = vend + 2;
     }
-    let (key, actions) = items.split_at(key_items);
-    fields.finish(s, ufid, thread, key, actions)
+    Ok(())
 }
 
 impl<'a> Fields<'a> {
@@ -312,7 +397,9 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Assembles the flow from the fields and the scanned key and action items of line `s`.
+    /// Assembles the flow from the fields and the scanned key and action items of line `s`
+    /// into `flow`, reusing its lists; `flow` is written only once nothing can fail, and
+    /// gets `self.extra` back either way.
     fn finish(
         self,
         s: &'a str,
@@ -320,46 +407,46 @@ impl<'a> Fields<'a> {
         thread: Option<FlowThread>,
         key: &[Item],
         actions: &[Item],
-    ) -> Result<DatapathFlow<'a>, ScanError> {
+        flow: &mut DatapathFlow<'a>,
+    ) -> Result<(), ScanError> {
         let missing = |what| ScanError::at(s.len(), what);
+        let checked = (|| {
+            let packets = self.packets.ok_or(missing("a `packets:` field"))?;
+            let bytes = self.bytes.ok_or(missing("a `bytes:` field"))?;
+            let used = self.used.ok_or(missing("a `used:` field"))?;
+            if !self.actions {
+                return Err(missing("an `actions:` field"));
+            }
+            Ok((packets, bytes, used))
+        })();
+        flow.extra = self.extra;
+        let (packets, bytes, used) = checked?;
         let verbose = ufid.is_some() || self.dp.is_some();
-        let packets = self.packets.ok_or(missing("a `packets:` field"))?;
-        let bytes = self.bytes.ok_or(missing("a `bytes:` field"))?;
-        let used = self.used.ok_or(missing("a `used:` field"))?;
-        if !self.actions {
-            return Err(missing("an `actions:` field"));
-        }
         let text = |it: &Item| (&s[it.start..it.end], it.open.map(|o| o - it.start));
-        Ok(DatapathFlow {
-            ufid,
-            key: key
-                .iter()
-                .map(|it| {
-                    let (text, open) = text(it);
-                    KeyField::from_scanned(text, open)
-                })
-                .collect(),
-            packets,
-            bytes,
-            used,
-            flags: self.flags,
-            offloaded: self.offloaded.unwrap_or(if verbose {
-                Offloaded::No
-            } else {
-                Offloaded::Unknown
-            }),
-            dp: self.dp,
-            actions: actions
-                .iter()
-                .map(|it| {
-                    let (text, open) = text(it);
-                    Action::from_scanned(text, open)
-                })
-                .collect(),
-            dp_extra_info: self.dp_extra_info,
-            extra: self.extra,
-            thread,
-        })
+        flow.ufid = ufid;
+        flow.key.clear();
+        flow.key.extend(key.iter().map(|it| {
+            let (text, open) = text(it);
+            KeyField::from_scanned(text, open)
+        }));
+        flow.packets = packets;
+        flow.bytes = bytes;
+        flow.used = used;
+        flow.flags = self.flags;
+        flow.offloaded = self.offloaded.unwrap_or(if verbose {
+            Offloaded::No
+        } else {
+            Offloaded::Unknown
+        });
+        flow.dp = self.dp;
+        flow.actions.clear();
+        flow.actions.extend(actions.iter().map(|it| {
+            let (text, open) = text(it);
+            Action::from_scanned(text, open)
+        }));
+        flow.dp_extra_info = self.dp_extra_info;
+        flow.thread = thread;
+        Ok(())
     }
 }
 
