@@ -25,6 +25,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Out
             args.report.as_deref(),
             args.metrics_file.as_deref(),
         ),
+        ProveCommand::Qos(args) => return super::prove_qos::run(env, args).await,
     };
     let outcome = finish(env, &report, html)?;
     // After the report is out: a file that cannot be written is then exit 2 with the
@@ -88,7 +89,7 @@ fn number(value: Option<u64>) -> String {
 
 /// Prints the report (table or JSON), writes the HTML file if asked, and maps the
 /// verdict to the exit code: 0 only for PROVEN.
-fn finish(
+pub(super) fn finish(
     env: &Env<'_>,
     report: &ProofReport,
     html_path: Option<&Path>,
