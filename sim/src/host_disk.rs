@@ -164,6 +164,11 @@ impl HostDisk {
         // The disk exists for the host from the start; it is a namespace once one is
         // exposed (`step` writes its identity then).
         fixture::identify_disk(&root, &disk.name, disk.dev, &[]).map_err(prepare(&root))?;
+        // The host's own count of the disk's I/O is the kernel's: `stat` in the host's tree
+        // is the real one, so `dpuctl --sys-root` reads what the block layer counted.
+        let stat = root.join("sys/block").join(&disk.name).join("stat");
+        std::os::unix::fs::symlink(Path::new("/sys/block").join(&disk.name).join("stat"), &stat)
+            .map_err(prepare(&stat))?;
         let (sectors_read, reads) = read_stat(&disk.name).unwrap_or_default();
         let throttle = DeviceThrottle::new(Facility::detect(), disk.dev).map_err(|source| {
             HostDiskError::Prepare {
