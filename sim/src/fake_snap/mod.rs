@@ -80,6 +80,8 @@ pub const SNAP4_METHODS: &[&str] = &[
     "bdev_nvme_attach_controller",
     "bdev_nvme_detach_controller",
     "bdev_nvme_get_controllers",
+    "bdev_nvme_set_multipath_policy",
+    "bdev_nvme_get_io_paths",
     "spdk_get_version",
     "rpc_get_methods",
 ];
@@ -102,6 +104,8 @@ pub const SNAP3_METHODS: &[&str] = &[
     "bdev_nvme_attach_controller",
     "bdev_nvme_detach_controller",
     "bdev_nvme_get_controllers",
+    "bdev_nvme_set_multipath_policy",
+    "bdev_nvme_get_io_paths",
     "spdk_get_version",
     "rpc_get_methods",
 ];

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 mod bdev;
 mod decode;
+mod multipath;
 mod nvme;
 mod snap3;
 
@@ -180,6 +181,9 @@ pub struct FakeBdev {
     /// The QoS limits in force, as `assigned_rate_limits` reports them (IOPS, then MiB/s
     /// read+write, read, write; 0 = unlimited), set by `bdev_set_qos_limit`.
     pub qos: [u64; 4],
+    /// The multipath policy `bdev_nvme_set_multipath_policy` set; empty: SPDK's default,
+    /// active-passive.
+    pub mp_policy: String,
 }
 
 /// One NVMe-oF transport id (`struct spdk_nvme_transport_id`), as SPDK keeps it.
@@ -505,6 +509,8 @@ impl FakeSnapState {
             (_, "bdev_get_bdevs") => self.get_bdevs(p),
             (_, "bdev_get_iostat") => self.iostat(&config.version, p),
             (_, "bdev_set_qos_limit") => self.set_qos_limit(p),
+            (_, "bdev_nvme_set_multipath_policy") => self.set_multipath_policy(p),
+            (_, "bdev_nvme_get_io_paths") => self.get_io_paths(config, p),
             (Snap4, "nvme_subsystem_create") => self.subsystem_create(p),
             (Snap4, "nvme_subsystem_destroy") => self.subsystem_destroy(p),
             (Snap4, "nvme_subsystem_list") => self.subsystem_list(config, p),

@@ -474,7 +474,12 @@ impl FakeSnapState {
             "supported_io_types": {"read": true, "write": true, "unmap": true,
                 "write_zeroes": true, "flush": true, "reset": true, "compare": true,
                 "compare_and_write": true, "abort": true, "nvme_admin": true, "nvme_io": true},
-            "driver_specific": {"nvme": [{"ctrlr_data": {"cntlid": 1}, "controller": bdev.controller}]},
+            "driver_specific": {"nvme": [{"ctrlr_data": {"cntlid": 1}, "controller": bdev.controller}],
+                "mp_policy": if bdev.mp_policy.is_empty() {
+                    super::multipath::DEFAULT_POLICY
+                } else {
+                    bdev.mp_policy.as_str()
+                }},
         })
     }
 
