@@ -551,6 +551,18 @@ impl RemoteTarget {
             .map(drop)
     }
 
+    /// Removes the listener of subsystem `nqn` on `addr:port` (one path of several goes
+    /// away: SPDK drops the connections through it).
+    pub fn remove_listener(&self, nqn: &str, addr: &str, port: u16) -> Result<(), String> {
+        let port = port.to_string();
+        self.tgt
+            .rpc(
+                "nvmf_subsystem_remove_listener",
+                &[nqn, "-t", "tcp", "-f", "ipv4", "-a", addr, "-s", &port],
+            )
+            .map(drop)
+    }
+
     /// Adds subsystem `nqn` (a malloc bdev `bdev` of its own as namespace 1) listening on
     /// the target's address and port: a second subsystem behind the same network path.
     pub fn add_subsystem(&self, nqn: &str, serial: &str, bdev: &str) -> Result<(), String> {
@@ -1293,4 +1305,160 @@ pub fn classify_reply(exchange: &RawExchange) -> ObservedReply {
         };
     }
     ObservedReply::Result { id_null }
+}
+
+/// One `bdev_nvme_set_multipath_policy` or `bdev_nvme_get_io_paths` request (context: bdev
+/// `r0n1` of controller `r0`) and what SPDK v24.01 answered, with the `mp_policy` its
+/// `bdev_get_bdevs` reported for `r0n1` right after.
+#[derive(Debug, Clone, Copy)]
+pub struct MultipathObservation {
+    /// Short name of the case.
+    pub case: &'static str,
+    /// The bytes sent.
+    pub request: &'static str,
+    /// What came back.
+    pub reply: ObservedReply,
+    /// `driver_specific.mp_policy` of `r0n1` afterwards.
+    pub policy_after: &'static str,
+}
+
+/// SPDK v24.01's multipath methods, in the order sent (r0n1 starts active-passive, SPDK's
+/// default). Both the `spdk` tier (real `spdk_tgt`) and the fake's conformance test send
+/// these and check every reply and the policy after it ([`multipath_differences`]).
+pub const MULTIPATH_V24_01: &[MultipathObservation] = &[
+    MultipathObservation {
+        case: "policy without a name",
+        request: r#"{"jsonrpc":"2.0","id":1,"method":"bdev_nvme_set_multipath_policy","params":{"policy":"active_active"}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "an unknown policy",
+        request: r#"{"jsonrpc":"2.0","id":2,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"round_robin"}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "a selector with active-passive",
+        request: r#"{"jsonrpc":"2.0","id":3,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_passive","selector":"round_robin"}}"#,
+        reply: error(-32603, "spdk_json_decode_object failed"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "rr_min_io with active-passive",
+        request: r#"{"jsonrpc":"2.0","id":4,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_passive","rr_min_io":4}}"#,
+        reply: error(-22, "Invalid argument"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "rr_min_io 0 with round robin",
+        request: r#"{"jsonrpc":"2.0","id":5,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_active","selector":"round_robin","rr_min_io":0}}"#,
+        reply: error(-22, "Invalid argument"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "rr_min_io without a selector",
+        request: r#"{"jsonrpc":"2.0","id":6,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_active","rr_min_io":5}}"#,
+        reply: error(-22, "Invalid argument"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "an unknown bdev",
+        request: r#"{"jsonrpc":"2.0","id":7,"method":"bdev_nvme_set_multipath_policy","params":{"name":"nope","policy":"active_active"}}"#,
+        reply: error(-19, "No such device"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "the controller's name, not its bdev's",
+        request: r#"{"jsonrpc":"2.0","id":8,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0","policy":"active_active"}}"#,
+        reply: error(-19, "No such device"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "active-active",
+        request: r#"{"jsonrpc":"2.0","id":9,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_active"}}"#,
+        reply: RESULT,
+        policy_after: "active_active",
+    },
+    MultipathObservation {
+        case: "active-active, round robin every 4 I/Os",
+        request: r#"{"jsonrpc":"2.0","id":10,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_active","selector":"round_robin","rr_min_io":4}}"#,
+        reply: RESULT,
+        policy_after: "active_active",
+    },
+    MultipathObservation {
+        case: "back to active-passive",
+        request: r#"{"jsonrpc":"2.0","id":11,"method":"bdev_nvme_set_multipath_policy","params":{"name":"r0n1","policy":"active_passive"}}"#,
+        reply: RESULT,
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "io_paths with array params",
+        request: r#"{"jsonrpc":"2.0","id":12,"method":"bdev_nvme_get_io_paths","params":[]}"#,
+        reply: error(-32602, "bdev_nvme_get_io_paths requires no parameters"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "io_paths with a numeric name",
+        request: r#"{"jsonrpc":"2.0","id":13,"method":"bdev_nvme_get_io_paths","params":{"name":5}}"#,
+        reply: error(-32602, "bdev_nvme_get_io_paths requires no parameters"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "io_paths with an unknown key",
+        request: r#"{"jsonrpc":"2.0","id":14,"method":"bdev_nvme_get_io_paths","params":{"bdev":"r0n1"}}"#,
+        reply: error(-32602, "bdev_nvme_get_io_paths requires no parameters"),
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "io_paths of every bdev",
+        request: r#"{"jsonrpc":"2.0","id":15,"method":"bdev_nvme_get_io_paths"}"#,
+        reply: RESULT,
+        policy_after: "active_passive",
+    },
+    MultipathObservation {
+        case: "io_paths of an unknown bdev: an empty list, not an error",
+        request: r#"{"jsonrpc":"2.0","id":16,"method":"bdev_nvme_get_io_paths","params":{"name":"nope"}}"#,
+        reply: RESULT,
+        policy_after: "active_passive",
+    },
+];
+
+/// Sends [`MULTIPATH_V24_01`] to the peer on `socket` (bdev `r0n1` there, active-passive)
+/// and returns every way it answered otherwise: a reply, or the policy read back after it,
+/// or an `io_paths` answer without SPDK's `poll_groups` array.
+pub fn multipath_differences(socket: &Path) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for row in MULTIPATH_V24_01 {
+        let reply = match exchange(socket, row.request.as_bytes(), RAW_TIMEOUT) {
+            Ok(reply) => reply,
+            Err(e) => {
+                wrong.push(format!("{}: {e}", row.case));
+                continue;
+            }
+        };
+        let got = classify_reply(&reply);
+        if got != row.reply {
+            wrong.push(format!(
+                "{}: expected {:?}, got {got:?}",
+                row.case, row.reply
+            ));
+        }
+        if let (RawExchange::Reply(value), ObservedReply::Result { .. }) = (&reply, got) {
+            if row.request.contains("get_io_paths") && !value["result"]["poll_groups"].is_array() {
+                wrong.push(format!("{}: no poll_groups array in {value}", row.case));
+            }
+        }
+        let request = serde_json::json!({"jsonrpc":"2.0","id":99,"method":"bdev_get_bdevs",
+            "params":{"name": "r0n1"}});
+        match exchange(socket, request.to_string().as_bytes(), RAW_TIMEOUT) {
+            Ok(RawExchange::Reply(v))
+                if v["result"][0]["driver_specific"]["mp_policy"] == row.policy_after => {}
+            other => wrong.push(format!(
+                "{}: mp_policy after expected {}, got {other:?}",
+                row.case, row.policy_after
+            )),
+        }
+    }
+    wrong
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use dpu_tests::fake_snap::{FakeDialect, FakeSnap};
 use dpu_tests::spdk::{
-    classify_reply, exchange, qos_differences, ObservedReply, OBSERVED_V24_01, REMOTE_NQN,
+    classify_reply, exchange, multipath_differences, qos_differences, ObservedReply,
+    OBSERVED_V24_01, REMOTE_NQN,
 };
 
 const NQN2: &str = "nqn.2016-06.io.spdk:cnode2";
@@ -74,5 +75,11 @@ fn the_fake_answers_every_request_recorded_from_spdk_v24_01_alike() {
         qos.is_empty(),
         "the fake's bdev_set_qos_limit disagrees with SPDK:\n{}",
         qos.join("\n")
+    );
+    let multipath = multipath_differences(&path);
+    assert!(
+        multipath.is_empty(),
+        "the fake's multipath methods disagree with SPDK:\n{}",
+        multipath.join("\n")
     );
 }

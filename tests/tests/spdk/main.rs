@@ -16,6 +16,7 @@
 
 mod attach;
 mod iostat;
+mod multipath;
 mod qos;
 mod qos_rate;
 mod raw;

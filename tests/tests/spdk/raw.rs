@@ -6,8 +6,8 @@
 
 use dpu_tests::harness::free_tcp_port;
 use dpu_tests::spdk::{
-    classify_reply, qos_differences, ObservedReply, RemoteTarget, SpdkTgt, OBSERVED_V24_01,
-    REMOTE_NQN,
+    classify_reply, multipath_differences, qos_differences, ObservedReply, RemoteTarget, SpdkTgt,
+    OBSERVED_V24_01, REMOTE_NQN,
 };
 
 /// The second subsystem `{NQN2}`.
@@ -135,6 +135,14 @@ fn raw_protocol_observations_of_spdk_v24_01() {
         qos.is_empty(),
         "SPDK answered bdev_set_qos_limit otherwise:\n{}",
         qos.join("\n")
+    );
+    // bdev_nvme_set_multipath_policy and bdev_nvme_get_io_paths: every reply and the
+    // policy after it.
+    let multipath = multipath_differences(dpu.socket());
+    assert!(
+        multipath.is_empty(),
+        "SPDK answered the multipath methods otherwise:\n{}",
+        multipath.join("\n")
     );
     let ctrlrs = paths[0]["ctrlrs"].as_array().expect("ctrlrs");
     assert_eq!(ctrlrs.len(), 1, "{paths}");
