@@ -189,7 +189,8 @@ pub fn block_stat_samples(name: &str, stat: &BlockStat) -> Vec<Sample> {
 /// exist.
 pub fn read_block_stat(root: &SysRoot, name: &str) -> Result<BlockStat, ProbeError> {
     let dir = root.sys("block").join(name);
-    if name.is_empty() || name.contains('/') || name.starts_with('.') || !dir.is_dir() {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') || !crate::root::is_dir(&dir)
+    {
         return Err(ProbeError::NotFound {
             what: "block device",
             name: name.to_owned(),

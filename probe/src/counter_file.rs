@@ -329,6 +329,17 @@ impl KeptDir {
             });
             entry.outcome = Some(read);
         }
+        // After the read window, once per directory: a capture sees every value read.
+        if crate::capture::is_active() {
+            for entry in &listing.files {
+                let path = self.path.join(&*entry.name);
+                match &entry.outcome {
+                    Some(Ok(len)) => crate::capture::note_read(&path, Ok(&entry.text[..*len])),
+                    Some(Err(e)) => crate::capture::note_read(&path, Err(e)),
+                    None => {}
+                }
+            }
+        }
     }
 
     /// The `index`-th listed file's content from the last [`KeptDir::read_all`], trimmed
@@ -389,6 +400,9 @@ fn list_files(path: &Path) -> Result<Vec<String>, ProbeError> {
         }
     }
     names.sort_unstable();
+    if crate::capture::is_active() {
+        crate::capture::note_listing(path, Ok(&names));
+    }
     Ok(names)
 }
 

@@ -7,6 +7,7 @@
 //! anything that writes to the machine, gRPC types, or daemons (SNAP, OVS).
 
 pub mod block;
+pub mod capture;
 mod counter_file;
 pub mod counters;
 pub mod dcb;

@@ -103,7 +103,7 @@ pub fn list_netdevs(root: &SysRoot) -> Result<Vec<NetdevInfo>, ProbeError> {
 /// Reads one network device; [`ProbeError::NotFound`] when it does not exist.
 pub fn read_netdev(root: &SysRoot, ifname: &str) -> Result<NetdevInfo, ProbeError> {
     let dir = root.sys("class/net").join(ifname);
-    if !dir.is_dir() {
+    if !crate::root::is_dir(&dir) {
         return Err(ProbeError::NotFound {
             what: "netdev",
             name: ifname.to_owned(),
@@ -138,7 +138,7 @@ pub fn read_netdev(root: &SysRoot, ifname: &str) -> Result<NetdevInfo, ProbeErro
         pci_address: link_basename(&device).filter(|bdf| looks_like_pci_address(bdf)),
         phys_port_name: read_optional_attr(&dir.join("phys_port_name")),
         phys_switch_id: read_optional_attr(&dir.join("phys_switch_id")),
-        virtual_function: device.join("physfn").exists(),
+        virtual_function: crate::root::exists(&device.join("physfn")),
     })
 }
 

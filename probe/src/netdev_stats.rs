@@ -28,7 +28,7 @@ pub struct NetdevStatsReading {
 /// a read error on it, a non-numeric value a [`ProbeError::Format`].
 pub fn read_netdev_stats(root: &SysRoot, ifname: &str) -> Result<Vec<Sample>, ProbeError> {
     let dev = root.sys("class/net").join(ifname);
-    if ifname.is_empty() || ifname.contains('/') || !dev.is_dir() {
+    if ifname.is_empty() || ifname.contains('/') || !crate::root::is_dir(&dev) {
         return Err(ProbeError::NotFound {
             what: "netdev",
             name: ifname.to_owned(),
@@ -83,6 +83,9 @@ fn list_counters(dir: &Path) -> Result<Vec<String>, ProbeError> {
         }
     }
     names.sort();
+    if crate::capture::is_active() {
+        crate::capture::note_listing(dir, Ok(&names));
+    }
     Ok(names)
 }
 

@@ -330,7 +330,7 @@ pub fn list_pci_functions(
 /// Reads one function; [`ProbeError::NotFound`] when it does not exist.
 pub fn read_pci_function(root: &SysRoot, address: &str) -> Result<PciFunction, ProbeError> {
     let dir = root.sys("bus/pci/devices").join(address);
-    if !looks_like_pci_address(address) || !dir.is_dir() {
+    if !looks_like_pci_address(address) || !crate::root::is_dir(&dir) {
         return Err(ProbeError::NotFound {
             what: "PCI function",
             name: address.to_owned(),

@@ -266,7 +266,7 @@ pub fn read_bridge_acs(root: &SysRoot, address: &str) -> Result<BridgeAcs, Probe
         });
     }
     let path = root.sys("bus/pci/devices").join(address).join("config");
-    let bytes = std::fs::read(&path).map_err(|e| ProbeError::read(&path, e))?;
+    let bytes = crate::root::read_bytes(&path).map_err(|e| ProbeError::read(&path, e))?;
     let bytes = &bytes[..bytes.len().min(EXTENDED_CONFIG_END)];
     decode_acs(bytes).map_err(|e| ProbeError::Format {
         path,

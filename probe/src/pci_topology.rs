@@ -253,7 +253,8 @@ fn read_nics(
         let link = class.join(&ibdev).join("device");
         let is_pci = match fs::symlink_metadata(&link) {
             Ok(_) => {
-                let real = fs::canonicalize(&link).map_err(|e| ProbeError::read(&link, e))?;
+                let real =
+                    crate::root::canonicalize(&link).map_err(|e| ProbeError::read(&link, e))?;
                 real.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(looks_like_bdf)
@@ -294,7 +295,7 @@ struct Devices {
 impl Devices {
     fn new(root: &SysRoot) -> Result<Self, ProbeError> {
         let link_root = root.sys("devices");
-        let real = match fs::canonicalize(&link_root) {
+        let real = match crate::root::canonicalize(&link_root) {
             Ok(real) => Some(real),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(ProbeError::read(&link_root, e)),
@@ -304,7 +305,7 @@ impl Devices {
 
     /// Resolves `link` (a function's directory or a link to it) and reads its place.
     fn place(&self, link: &Path) -> Result<PciPlacement, ProbeError> {
-        let real = fs::canonicalize(link).map_err(|e| ProbeError::read(link, e))?;
+        let real = crate::root::canonicalize(link).map_err(|e| ProbeError::read(link, e))?;
         let not_pci = |why: &str| ProbeError::Format {
             path: link.to_owned(),
             detail: format!(

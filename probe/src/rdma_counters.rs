@@ -383,7 +383,7 @@ pub fn read_device_counters(
 
 fn read_device_counters_into(root: &SysRoot, ibdev: &str, out: &mut Vec<ObjectCounters>) {
     let device_hw = root.sys("class/infiniband").join(ibdev).join("hw_counters");
-    if device_hw.is_dir() {
+    if crate::root::is_dir(&device_hw) {
         out.push(ObjectCounters {
             object: device_object(ibdev),
             result: read_device_hw_counters(root, ibdev),
@@ -424,7 +424,7 @@ fn port_path(root: &SysRoot, ibdev: &str, port: u32) -> Result<std::path::PathBu
 
 fn device_dir(root: &SysRoot, ibdev: &str) -> Result<std::path::PathBuf, ProbeError> {
     let dir = device_path(root, ibdev)?;
-    if dir.is_dir() {
+    if crate::root::is_dir(&dir) {
         Ok(dir)
     } else {
         Err(ProbeError::NotFound {
@@ -439,7 +439,7 @@ fn port_dir(root: &SysRoot, ibdev: &str, port: u32) -> Result<std::path::PathBuf
     let dir = device_dir(root, ibdev)?
         .join("ports")
         .join(port.to_string());
-    if dir.is_dir() {
+    if crate::root::is_dir(&dir) {
         Ok(dir)
     } else {
         Err(ProbeError::NotFound {

@@ -7,7 +7,6 @@
 //! `docs/reference/rdma-sysfs-ib.md`. A missing attribute is `None`, never a guessed
 //! value; an unreadable or malformed one is an error naming the file.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -142,7 +141,7 @@ pub fn read_ib_port_attributes(
         .join(ibdev)
         .join("ports")
         .join(port.to_string());
-    if !dir.is_dir() {
+    if !crate::root::is_dir(&dir) {
         return Err(ProbeError::NotFound {
             what: "RDMA port",
             name: format!("{ibdev}/{port}"),
@@ -167,7 +166,7 @@ pub fn read_ib_port_attributes(
 
 /// An attribute's text without the trailing newline; `None` when the file is absent.
 fn read_optional(path: &Path) -> Result<Option<String>, ProbeError> {
-    match fs::read_to_string(path) {
+    match crate::root::read_text(path) {
         Ok(text) => Ok(Some(trimmed(&text))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ProbeError::read(path, e)),
@@ -206,7 +205,7 @@ fn parse_or_error<T>(
 /// `rate`: the kernel answers EINVAL when the active width is not one it knows
 /// (`rate_show`), which is "no rate", not a broken tree.
 fn read_rate(path: &Path) -> Result<Option<IbRate>, ProbeError> {
-    let text = match fs::read_to_string(path) {
+    let text = match crate::root::read_text(path) {
         Ok(text) => trimmed(&text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
@@ -246,6 +245,7 @@ fn parse_rate(text: &str) -> Option<IbRate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn write(dir: &Path, name: &str, text: &str) {
         let path = dir.join(name);

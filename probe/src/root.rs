@@ -2,7 +2,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::ProbeError;
+use crate::{capture, ProbeError};
 
 /// The root under which `sys/`, `proc/` and `etc/` are read. `/` on a live system; a
 /// fixture directory in tests; a mounted image in the field (`--sys-root`).
@@ -46,9 +46,53 @@ impl SysRoot {
 
 /// Reads a sysfs-style attribute and trims the trailing newline.
 pub(crate) fn read_attr(path: &Path) -> Result<String, ProbeError> {
-    fs::read_to_string(path)
+    read_text(path)
         .map(|s| s.trim_end_matches(['\n', '\0']).trim_end().to_owned())
         .map_err(|e| ProbeError::read(path, e))
+}
+
+/// `fs::read_to_string`, seen by an open capture recording.
+pub(crate) fn read_text(path: &Path) -> io::Result<String> {
+    let text = fs::read_to_string(path);
+    if capture::is_active() {
+        capture::note_read(path, text.as_ref().map(|t| t.as_bytes()));
+    }
+    text
+}
+
+/// `fs::read`, seen by an open capture recording.
+pub(crate) fn read_bytes(path: &Path) -> io::Result<Vec<u8>> {
+    let bytes = fs::read(path);
+    if capture::is_active() {
+        capture::note_read(path, bytes.as_deref());
+    }
+    bytes
+}
+
+/// `path.is_dir()`, seen by an open capture recording (so a replayed tree has the
+/// directory even when nothing under it was read).
+pub(crate) fn is_dir(path: &Path) -> bool {
+    if capture::is_active() {
+        capture::note_presence(path);
+    }
+    path.is_dir()
+}
+
+/// `path.exists()`, seen by an open capture recording.
+pub(crate) fn exists(path: &Path) -> bool {
+    if capture::is_active() {
+        capture::note_presence(path);
+    }
+    path.exists()
+}
+
+/// `fs::canonicalize`, seen by an open capture recording (which keeps every link on the
+/// way, so the replayed tree resolves the same).
+pub(crate) fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+    if capture::is_active() {
+        capture::note_presence(path);
+    }
+    fs::canonicalize(path)
 }
 
 /// Reads an attribute that may legitimately be absent or unreadable (EINVAL on empty
@@ -59,15 +103,22 @@ pub(crate) fn read_optional_attr(path: &Path) -> Option<String> {
 
 /// Lists directory entry names, sorted, so output is stable.
 pub(crate) fn list_dir(path: &Path) -> Result<Vec<String>, ProbeError> {
-    let entries = match fs::read_dir(path) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(ProbeError::read(path, e)),
-    };
+    let names = read_names(path);
+    if capture::is_active() {
+        capture::note_listing(path, names.as_deref());
+    }
+    match names {
+        Ok(names) => Ok(names),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(ProbeError::read(path, e)),
+    }
+}
+
+/// The UTF-8 entry names of `path`, sorted.
+fn read_names(path: &Path) -> io::Result<Vec<String>> {
     let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| ProbeError::read(path, e))?;
-        if let Some(name) = entry.file_name().to_str() {
+    for entry in fs::read_dir(path)? {
+        if let Some(name) = entry?.file_name().to_str() {
             names.push(name.to_owned());
         }
     }
@@ -78,6 +129,9 @@ pub(crate) fn list_dir(path: &Path) -> Result<Vec<String>, ProbeError> {
 /// Resolves a sysfs symlink and returns its last path component (a driver name, a PCI
 /// address).
 pub(crate) fn link_basename(path: &Path) -> Option<String> {
+    if capture::is_active() {
+        capture::note_presence(path);
+    }
     fs::read_link(path)
         .ok()
         .and_then(|target| target.file_name().map(|n| n.to_string_lossy().into_owned()))

@@ -34,7 +34,7 @@ pub fn hypervisor(root: &SysRoot) -> Option<String> {
     if let Some(name) = dmi_hypervisor(&dmi) {
         return Some(name.to_owned());
     }
-    let cpuinfo = std::fs::read_to_string(root.proc("cpuinfo")).unwrap_or_default();
+    let cpuinfo = crate::root::read_text(&root.proc("cpuinfo")).unwrap_or_default();
     cpu_flag(&cpuinfo).then(|| "a hypervisor".to_owned())
 }
 

@@ -399,12 +399,11 @@ fn rdma_jobs(
     for device in devices {
         match rdma_counters::list_ports(root, &device) {
             Ok(ports) => {
-                if root
+                let hw_counters = root
                     .sys("class/infiniband")
                     .join(&device)
-                    .join("hw_counters")
-                    .is_dir()
-                {
+                    .join("hw_counters");
+                if crate::root::is_dir(&hw_counters) {
                     jobs.push(RdmaJob::Device(device.clone()));
                 }
                 jobs.extend(ports.into_iter().map(|p| RdmaJob::Port(device.clone(), p)));
@@ -523,7 +522,7 @@ fn netdev_netlink(netdevs: &mut NetdevReader, ifname: Option<&str>, out: &mut Co
 fn tc_sysfs(root: &SysRoot, ifname: &str, out: &mut Collector) {
     let object = netlink::netdev_object(ifname);
     let class = root.sys("class/net");
-    if ifname.is_empty() || ifname.contains('/') || !class.join(ifname).is_dir() {
+    if ifname.is_empty() || ifname.contains('/') || !crate::root::is_dir(&class.join(ifname)) {
         return out.not_found(
             Source::Tc,
             object,

@@ -49,7 +49,7 @@ pub fn read_roce_tos(root: &SysRoot, ibdev: &str, port: u32) -> Result<RoceTos, 
         });
     }
     let path = roce_tos_path(root, ibdev, port);
-    if !path.exists() {
+    if !crate::root::exists(&path) {
         return Ok(RoceTos { tos: 0, file: None });
     }
     let text = read_attr(&path)?;

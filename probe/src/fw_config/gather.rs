@@ -129,11 +129,7 @@ fn is_queried(root: &SysRoot, f: &PciFunction) -> bool {
         f.kind,
         PciFunctionKind::BlueFieldNic | PciFunctionKind::ConnectX | PciFunctionKind::OtherMellanox
     );
-    let is_vf = root
-        .sys("bus/pci/devices")
-        .join(&f.address)
-        .join("physfn")
-        .exists();
+    let is_vf = crate::root::exists(&root.sys("bus/pci/devices").join(&f.address).join("physfn"));
     nic && !is_vf && f.vendor_id == Some(MELLANOX_VENDOR_ID) && f.address.ends_with(".0")
 }
 

@@ -85,7 +85,7 @@ pub fn list_rdma_devices(root: &SysRoot) -> Result<Vec<RdmaDeviceInfo>, ProbeErr
 /// Reads one RDMA device; [`ProbeError::NotFound`] when it does not exist.
 pub fn read_rdma_device(root: &SysRoot, ibdev: &str) -> Result<RdmaDeviceInfo, ProbeError> {
     let dir = root.sys("class/infiniband").join(ibdev);
-    if !dir.is_dir() {
+    if !crate::root::is_dir(&dir) {
         return Err(ProbeError::NotFound {
             what: "RDMA device",
             name: ibdev.to_owned(),
@@ -129,7 +129,7 @@ fn read_port(dir: &std::path::Path, port: u32) -> Result<RdmaPortInfo, ProbeErro
             continue;
         };
         let gid_path = dir.join("gids").join(&index);
-        let gid = match std::fs::read_to_string(&gid_path) {
+        let gid = match crate::root::read_text(&gid_path) {
             Ok(text) => text.trim().to_owned(),
             // Kernels print zeros for empty entries; older ones may refuse the read.
             Err(e) if is_unavailable(&e) => continue,
