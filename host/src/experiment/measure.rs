@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use super::cancel::Cancel;
 use super::metric::{read_metric, Metric, MetricError};
 use super::plan::{Measurement, OutputParser};
-use super::run::Cancel;
 
 /// How often a running command is checked for exit and for cancellation.
 const POLL: Duration = Duration::from_millis(50);

@@ -1,8 +1,6 @@
 //! A/B/A tuning experiments (issue 37): change one knob, measure, return to the baseline,
 //! measure again, and believe a gain only when the statistics say so.
 //!
-//! This slice is the core the command will stand on, with no machine access:
-//!
 //! - [`design`]: the phase order (`ABA`, `ABABA`) and which way a metric is better;
 //! - [`stats`]: from each phase's trials to a [`verdict::Verdict`] (medians, MAD spread,
 //!   the drift check between A phases, B's effect as a bootstrap interval, the
@@ -11,18 +9,27 @@
 //! - [`verdict`]: the typed, serialisable result;
 //! - [`plan`]: a checked experiment plan (the measurement, the knob and its two values,
 //!   trials, order, metric direction), read from TOML by [`plan_load::parse`] and refused
-//!   with [`plan_error::PlanError`]s naming each field.
+//!   with [`plan_error::PlanError`]s naming each field;
+//! - [`knob`]: the knob applied through the kernel (netlink MTU, `/proc/sys`, configfs),
+//!   each value checked first and read back;
+//! - [`journal`]: the revert journal a killed run leaves and the next one undoes;
+//! - [`measure`] and [`metric`]: one trial, one number (a command without a shell, read
+//!   by the project's parsers; a storage read);
+//! - [`run`]: the phases in order with the original value restored whatever happens,
+//!   stopped through [`cancel`];
+//! - [`page`] and [`metrics`]: the `--html` page and the `--metrics-file` text.
 //!
-//! Not built yet (docs/experiments.md): running a measurement, applying a knob through the
-//! kernel, the revert journal, `dpuctl experiment`, plots and the fleet.
+//! Not built yet (docs/experiments.md): the `roce-perf` measurement, the `ring` knob and
+//! the fleet.
 
 pub mod bootstrap;
+pub mod cancel;
 pub mod design;
 pub mod journal;
 pub mod knob;
 pub mod measure;
-pub mod metrics;
 pub mod metric;
+pub mod metrics;
 pub mod normal;
 pub mod page;
 pub mod plan;

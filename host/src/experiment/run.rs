@@ -8,11 +8,10 @@
 //! measures A and B, and leaves the machine as it found it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use super::cancel::Cancel;
 use super::design::Arm;
 use super::journal::{self, JournalEntry, JournalError, JournalKnob, Recovery};
 use super::knob::{values_text, KnobError, MachineKnob};
@@ -20,23 +19,6 @@ use super::measure::{Measure, MeasureError};
 use super::plan::{Knob, Plan};
 use super::stats::{analyse, StatsConfig, StatsError};
 use super::verdict::Analysis;
-
-/// Set from a signal handler (or a test) to stop a run between trials; the running
-/// measurement checks it too and kills its command.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// Asks the run to stop.
-    pub fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a stop was asked for.
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// Where a run keeps its journal and finds the kernel's files.
 #[derive(Debug, Clone)]

@@ -11,6 +11,7 @@ mod daemonset;
 mod dashboard;
 mod demo_serving;
 mod errors;
+mod experiment;
 mod first_run;
 mod fleet_manifest;
 mod fleet_pairs;

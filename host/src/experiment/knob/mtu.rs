@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{check_read_back, parse_in, read_trimmed, KnobError, MachineKnob};
+use super::control::{check_read_back, parse_in, read_trimmed, KnobError, MachineKnob};
 
 /// The MTU range a plan may ask for; the device's own limits are the kernel's to enforce.
 const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65535;

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{parse_in, read_trimmed, write_and_check, KnobError, MachineKnob};
+use super::control::{parse_in, read_trimmed, write_and_check, KnobError, MachineKnob};
 
 /// The rdma_cm default ToS of one port of an RDMA device. The device name was checked by
 /// the plan, so it is safe as a path component.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{parse_in, read_trimmed, write_and_check, KnobError, MachineKnob};
+use super::control::{parse_in, read_trimmed, write_and_check, KnobError, MachineKnob};
 use crate::experiment::plan::Sysctl;
 
 /// One allow-listed sysctl.

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::control::check_read_back;
 use super::*;
 use crate::experiment::plan::{RingDirection, Sysctl, Values};
 
