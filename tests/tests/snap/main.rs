@@ -7,6 +7,7 @@
 mod agent;
 mod cli;
 mod conformance;
+mod multipath;
 mod demo;
 
 use std::path::PathBuf;
