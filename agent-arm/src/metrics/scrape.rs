@@ -21,7 +21,7 @@ pub(crate) use super::format::Format;
 use super::layout::LayoutCache;
 use super::names::FamilyKey;
 use super::ovs_levels::FlowLevels;
-use super::roles::{representor_roles, role_name};
+use super::roles::{role_name, RoleReader};
 use crate::config::MetricsConfig;
 use crate::context::AgentContext;
 use crate::services::switch_flows::FlowQuery;
@@ -61,6 +61,23 @@ fn probe_sources(tc: bool) -> Vec<Source> {
     sources
 }
 
+/// What reads the probe's part, kept from one reading to the next: the sampler (its
+/// descriptors and netlink socket) and the roles' `phys_port_name` files.
+#[derive(Debug)]
+struct ProbeReaders {
+    sampler: Sampler,
+    roles: RoleReader,
+}
+
+impl ProbeReaders {
+    fn new(root: dpu_probe::SysRoot) -> Self {
+        Self {
+            sampler: Sampler::new(root),
+            roles: RoleReader::default(),
+        }
+    }
+}
+
 /// Serves scrapes for one agent.
 #[derive(Debug)]
 pub(crate) struct Scraper {
@@ -69,7 +86,7 @@ pub(crate) struct Scraper {
     /// Held while a reading runs: scrapes that arrive meanwhile wait, then share it.
     latest: tokio::sync::Mutex<Option<Latest>>,
     /// `None` while a reading (possibly one a scrape gave up on) holds it.
-    sampler: Arc<Mutex<Option<Sampler>>>,
+    sampler: Arc<Mutex<Option<ProbeReaders>>>,
     /// The names and labels of the counter tree, encoded once while it stays the same.
     layouts: LayoutCache,
 }
@@ -77,7 +94,7 @@ pub(crate) struct Scraper {
 impl Scraper {
     /// A scraper over the agent's root and backends.
     pub(crate) fn new(ctx: Arc<AgentContext>, config: &MetricsConfig) -> Self {
-        let sampler = Sampler::new(ctx.root.clone());
+        let sampler = ProbeReaders::new(ctx.root.clone());
         Self {
             ctx,
             config: config.clone(),
@@ -252,7 +269,7 @@ impl Scraper {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(mut sampler) = taken else {
+        let Some(mut readers) = taken else {
             return ProbePart::Unread(
                 "the previous reading is still running (it outlived read_timeout)".to_owned(),
             );
@@ -260,7 +277,8 @@ impl Scraper {
         // tc statistics come from netlink only: a fixture root has no filters to ask.
         let (slot, tc) = (Arc::clone(&self.sampler), self.reads_tc());
         let task = tokio::task::spawn_blocking(move || {
-            let roles = representor_roles(sampler.root());
+            let sampler = &mut readers.sampler;
+            let roles = readers.roles.read(sampler.root());
             let mut selectors = CounterSelector::defaults();
             if tc {
                 selectors.extend(roles.iter().map(|(ifname, _)| CounterSelector::Tc {
@@ -275,7 +293,7 @@ impl Scraper {
                 Vec::new()
             };
             // Given back even when the scrape stopped waiting, for the next reading.
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(sampler);
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(readers);
             (snapshot, roles, priorities)
         });
         match tokio::time::timeout(deadline, task).await {
@@ -287,7 +305,7 @@ impl Scraper {
             Ok(Err(failed)) => {
                 // The sampler went down with the task: the next reading gets a new one.
                 *self.sampler.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Sampler::new(self.ctx.root.clone()));
+                    Some(ProbeReaders::new(self.ctx.root.clone()));
                 ProbePart::Unread(format!("the counter reading task failed: {failed}"))
             }
             Err(_elapsed) => ProbePart::Unread(format!(
