@@ -398,7 +398,8 @@ pub async fn prove_qos(
         why = interrupted => Err(anyhow::anyhow!("interrupted ({why})")),
     };
     // Set back whatever happened: a lift still in force, or one whose restore failed.
-    let lifted = if args.lift {
+    // Only a lift that happened is reported (an error before it leaves the limit alone).
+    let lifted = if lift.lifted_at.is_some() || lift.lifted_for.is_some() {
         let still_lifted = lift.lifted_at.is_some();
         let restored = if still_lifted {
             set_limits(&channel, &volume.name, &original).await
@@ -425,7 +426,19 @@ pub async fn prove_qos(
     } else {
         None
     };
-    let (windows, first) = result?;
+    let (windows, first) = match (result, &lifted) {
+        (Ok(done), _) => done,
+        (Err(e), Some(record)) => {
+            return Err(e.context(format!(
+                "the proof stopped; the QoS limit of {} it had lifted for {:.1} s was set back \
+                 to {}",
+                volume.name,
+                record.seconds,
+                limits_text(&original)
+            )))
+        }
+        (Err(e), None) => return Err(e),
+    };
     // The agent must report the original limit in force again.
     let after = list_volumes(&channel)
         .await?
