@@ -169,6 +169,12 @@ pub(crate) enum Command {
     Experiment(crate::experiment_cli::ExperimentCommand),
     /// The built-in QEMU lab (a DPU stand-in with real kernel paths).
     Lab(LabArgs),
+    /// Record the sysfs/procfs files dpuctl reads on this host into a redacted bundle
+    /// whose root/ replays as a --sys-root (docs/hardware.md).
+    #[command(
+        after_help = "Examples:\n  dpuctl capture --out bundle            # then attach bundle/ to a bug report\n  dpuctl --sys-root bundle/root check --no-agent"
+    )]
+    Capture(crate::capture_cli::CaptureArgs),
     /// Print a shell completion script to stdout.
     #[command(
         after_help = "Examples:\n  dpuctl completions bash > ~/.local/share/bash-completion/completions/dpuctl\n  dpuctl completions zsh > ~/.zfunc/_dpuctl      # with fpath+=(~/.zfunc) in ~/.zshrc\n  dpuctl completions fish > ~/.config/fish/completions/dpuctl.fish\n\nThe packages install these for every user already."

@@ -7,6 +7,7 @@
 //! shares only `dpu-proto` and the read-only `dpu-probe` with it), and it never builds a
 //! shell command line from user input.
 
+mod capture_cli;
 mod cli;
 mod commands;
 mod demo_args;

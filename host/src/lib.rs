@@ -16,6 +16,7 @@ pub mod accounting;
 pub mod agent;
 pub mod agent_dial_cause;
 pub mod agent_health;
+pub mod capture;
 pub mod check;
 pub mod demo;
 pub mod experiment;

@@ -50,6 +50,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Fleet(args) => fleet::run(&env, args).await,
         Command::Lab(args) => lab::run(args),
+        Command::Capture(args) => crate::capture_cli::run(cli, args),
         Command::Experiment(cmd) => experiment::run(cli.output, cmd).await,
         // Neither contacts the agent (the session dials on first use only).
         Command::Completions(args) => shell::completions(args),

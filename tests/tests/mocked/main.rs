@@ -2,6 +2,7 @@
 //! a fixture sysfs tree, a fake SNAP server, driven by `dpuctl` and generated clients.
 
 mod bad_input;
+mod capture;
 mod check;
 mod check_dpu_side;
 mod check_env;

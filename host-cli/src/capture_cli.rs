@@ -1,0 +1,76 @@
+//! `dpuctl capture`: the arguments and the printing; the capture itself is
+//! [`dpu_host::capture`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use dpu_host::capture::{capture, CaptureOptions};
+
+use crate::cli::{Cli, OutputFormat};
+use crate::outcome::Outcome;
+use crate::output;
+
+/// The longest `--interval` accepted: a capture is a few seconds of two readings.
+const MAX_INTERVAL: Duration = Duration::from_secs(600);
+
+/// `capture` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct CaptureArgs {
+    /// The bundle directory to write: must not exist, or be empty (nothing is overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+    /// Keep MACs, GUIDs, GIDs, IP addresses, hostnames and serials as they are (by default
+    /// each is replaced by a consistent placeholder listed in the manifest).
+    #[arg(long)]
+    pub(crate) no_redact: bool,
+    /// Time between the two counter readings, e.g. 2s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_interval)]
+    pub(crate) interval: Duration,
+}
+
+/// `--interval`: a humantime duration above zero and at most [`MAX_INTERVAL`].
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration ({e}); give e.g. 2s or 500ms"))?;
+    if interval.is_zero() || interval > MAX_INTERVAL {
+        return Err(format!(
+            "{text:?}: the interval must be more than zero and at most {}",
+            humantime::format_duration(MAX_INTERVAL)
+        ));
+    }
+    Ok(interval)
+}
+
+/// Runs the capture and says where the bundle is.
+pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
+    let options = CaptureOptions {
+        sys_root: cli.sys_root.clone(),
+        out: args.out.clone(),
+        redact: !args.no_redact,
+        interval: args.interval,
+    };
+    let summary = capture(&options).context("capture failed")?;
+    let manifest = &summary.manifest;
+    if cli.output == OutputFormat::Json {
+        return output::json(manifest).map(|()| Outcome::Success);
+    }
+    let files = manifest.readings.first().map_or(0, |r| r.paths.len());
+    let unreadable = manifest.readings.first().map_or(0, |r| r.unreadable.len());
+    output::line(&format!(
+        "captured {files} paths into {} ({unreadable} unreadable, {} identifiers redacted{})",
+        summary.out.display(),
+        manifest.redactions.len(),
+        if manifest.redacted {
+            ""
+        } else {
+            ": --no-redact"
+        },
+    ))?;
+    output::line(&format!(
+        "replay: dpuctl --sys-root {} check --no-agent",
+        summary.out.join("root").display()
+    ))?;
+    Ok(Outcome::Success)
+}
