@@ -12,6 +12,7 @@
 //! The recording goes through the probe's own readers ([`dpu_probe::capture`]), not a copy
 //! of `/sys`: what is in the bundle is what the project read, nothing else.
 
+mod error;
 pub mod manifest;
 pub mod redact;
 mod tree;
@@ -28,6 +29,7 @@ use dpu_probe::pci::PciFilter;
 use dpu_probe::{netdev, pci, rdma, system, SysRoot};
 
 use crate::check::facts::HostFacts;
+pub use error::CaptureError;
 use manifest::Manifest;
 use redact::Redactor;
 
@@ -42,38 +44,6 @@ pub struct CaptureOptions {
     pub redact: bool,
     /// Time between the two counter readings.
     pub interval: Duration,
-}
-
-/// Why a capture failed; nothing is left in `out` when it does.
-#[derive(Debug, thiserror::Error)]
-pub enum CaptureError {
-    /// `--out` names something that is not a directory.
-    #[error("{path} exists and is not a directory: give a new or empty directory")]
-    OutNotDir {
-        /// The path given.
-        path: PathBuf,
-    },
-    /// `--out` names a directory with entries: a capture never overwrites.
-    #[error("{path} is not empty: give a new or empty directory (nothing was written)")]
-    OutNotEmpty {
-        /// The path given.
-        path: PathBuf,
-    },
-    /// The interval between the readings is zero.
-    #[error("the interval between the two readings must be more than zero")]
-    ZeroInterval,
-    /// The recorder would not start.
-    #[error("cannot record")]
-    Record(#[source] recorder::RecordError),
-    /// Writing the bundle failed.
-    #[error("cannot write {path}")]
-    Write {
-        /// What was being written.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
 }
 
 /// What a finished capture wrote.
@@ -115,7 +85,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let root = SysRoot::new(&options.sys_root);
     let taken_at = SystemTime::now();
 
-    let session = recorder::start(&root).map_err(CaptureError::Record)?;
+    let session = recorder::start(root.path()).map_err(CaptureError::Record)?;
     let facts = HostFacts::gather(&root);
     let system = system::read_system_facts(&root);
     let inventory = (
@@ -135,7 +105,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     );
 
     std::thread::sleep(options.interval);
-    let session = recorder::start(&root).map_err(CaptureError::Record)?;
+    let session = recorder::start(root.path()).map_err(CaptureError::Record)?;
     let second_snapshot = sampler.snapshot(&[]);
     let second = session.finish();
     tracing::debug!(

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use dpu_probe::capture::RecordedNode;
 
-use super::CaptureError;
+use super::error::CaptureError;
 
 /// Writes `nodes` under `dir` (which exists and is empty). `contents` gives each file's
 /// bytes as they are to be written (after redaction).

@@ -11,15 +11,15 @@
 //! at a time in a process (the readers have no handle to pass a recorder through); a
 //! second [`start`] while one is open is refused.
 
+mod recording;
 mod walk;
 
-use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::SysRoot;
+pub use recording::{RecordedNode, Recording};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static STATE: Mutex<Option<walk::Recorder>> = Mutex::new(None);
@@ -41,46 +41,6 @@ pub enum RecordError {
     },
 }
 
-/// One recorded path: what the probe found there. Paths are relative to the root and
-/// contain no symlink except possibly as their last component.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecordedNode {
-    /// A file and the bytes read from it.
-    File(Vec<u8>),
-    /// A regular file that appeared in a listing but was never read.
-    ListedFile,
-    /// A directory (listed, or checked for, or on the way to a file).
-    Dir,
-    /// A symlink: its target as the link says it (made relative when it was absolute, so
-    /// a written tree never points out of itself), and what it resolves to.
-    Link {
-        /// The target to write, relative to the link's directory.
-        target: PathBuf,
-        /// The root-relative path it resolves to.
-        resolved: PathBuf,
-        /// Whether that is a directory.
-        to_dir: bool,
-    },
-    /// A read that failed with this error: the file is left out of a written tree (no
-    /// tree can make a plain file answer EINVAL), and the manifest says why.
-    Unreadable {
-        /// The OS error number, when there was one.
-        errno: Option<i32>,
-        /// The error as text.
-        message: String,
-    },
-}
-
-/// Everything one session recorded, by root-relative physical path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recording {
-    /// The recorded paths.
-    pub nodes: BTreeMap<PathBuf, RecordedNode>,
-    /// Reads that could not be placed in the root (a link that leaves it, a path that is
-    /// not under it), with why: recorded so the manifest can say what the replay lacks.
-    pub outside: Vec<(PathBuf, String)>,
-}
-
 /// An open recording; [`RecordingSession::finish`] ends it and hands back what it saw.
 /// Dropping it without finishing ends it too (and throws the recording away).
 #[derive(Debug)]
@@ -88,17 +48,18 @@ pub struct RecordingSession {
     finished: bool,
 }
 
-/// Starts recording every read under `root` in this process.
-pub fn start(root: &SysRoot) -> Result<RecordingSession, RecordError> {
-    let canonical = std::fs::canonicalize(root.path()).map_err(|source| RecordError::Root {
-        path: root.path().to_owned(),
+/// Starts recording every read under `root` (a [`SysRoot`](crate::SysRoot)'s path) in
+/// this process.
+pub fn start(root: &Path) -> Result<RecordingSession, RecordError> {
+    let canonical = std::fs::canonicalize(root).map_err(|source| RecordError::Root {
+        path: root.to_owned(),
         source,
     })?;
     let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
     if state.is_some() {
         return Err(RecordError::Busy);
     }
-    *state = Some(walk::Recorder::new(root.path().to_owned(), canonical));
+    *state = Some(walk::Recorder::new(root.to_owned(), canonical));
     ACTIVE.store(true, Ordering::Release);
     Ok(RecordingSession { finished: false })
 }

@@ -45,9 +45,9 @@ fn reads_are_recorded_at_their_physical_paths_with_links_kept_and_nothing_when_o
     // Off: reads work and nothing is kept for a later session.
     assert_eq!(read_attr(&class.join("eth0/mtu")).expect("mtu"), "9000");
 
-    let session = start(&root).expect("start");
+    let session = start(root.path()).expect("start");
     assert!(
-        matches!(start(&root), Err(RecordError::Busy)),
+        matches!(start(root.path()), Err(RecordError::Busy)),
         "one at a time"
     );
     assert_eq!(list_dir(&class).expect("list"), ["eth0"]);
@@ -92,7 +92,7 @@ fn reads_are_recorded_at_their_physical_paths_with_links_kept_and_nothing_when_o
     assert!(recording.outside.is_empty(), "{:?}", recording.outside);
 
     // Finished: a new session may start, and reads after the end are not recorded.
-    let again = start(&root).expect("a second session after the first finished");
+    let again = start(root.path()).expect("a second session after the first finished");
     let empty = again.finish();
     read_attr(&class.join("eth0/mtu")).expect("mtu");
     assert!(empty.nodes.is_empty());

@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::{RecordedNode, Recording};
+use super::recording::{RecordedNode, Recording};
 
 /// The state of one open recording.
 #[derive(Debug)]

@@ -1,0 +1,39 @@
+//! Why a capture failed: what the bundle's writer and the capture itself refuse or fail
+//! on, one type both return.
+
+use std::io;
+use std::path::PathBuf;
+
+use dpu_probe::capture as recorder;
+
+/// Why a capture failed; nothing is left in `out` when it does.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// `--out` names something that is not a directory.
+    #[error("{path} exists and is not a directory: give a new or empty directory")]
+    OutNotDir {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// `--out` names a directory with entries: a capture never overwrites.
+    #[error("{path} is not empty: give a new or empty directory (nothing was written)")]
+    OutNotEmpty {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The interval between the readings is zero.
+    #[error("the interval between the two readings must be more than zero")]
+    ZeroInterval,
+    /// The recorder would not start.
+    #[error("cannot record")]
+    Record(#[source] recorder::RecordError),
+    /// Writing the bundle failed.
+    #[error("cannot write {path}")]
+    Write {
+        /// What was being written.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
