@@ -1,16 +1,11 @@
-//! `dpuctl capture`: the arguments and the printing; the capture itself is
+//! The arguments of `dpuctl capture`, apart from `cli.rs` so the command list there only
+//! names them; the command is `commands/capture.rs`, the capture itself
 //! [`dpu_host::capture`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
-use dpu_host::capture::{capture, CaptureOptions};
-
-use crate::cli::{Cli, OutputFormat};
-use crate::outcome::Outcome;
-use crate::output;
 
 /// The longest `--interval` accepted: a capture is a few seconds of two readings.
 const MAX_INTERVAL: Duration = Duration::from_secs(600);
@@ -41,36 +36,4 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(interval)
-}
-
-/// Runs the capture and says where the bundle is.
-pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
-    let options = CaptureOptions {
-        sys_root: cli.sys_root.clone(),
-        out: args.out.clone(),
-        redact: !args.no_redact,
-        interval: args.interval,
-    };
-    let summary = capture(&options).context("capture failed")?;
-    let manifest = &summary.manifest;
-    if cli.output == OutputFormat::Json {
-        return output::json(manifest).map(|()| Outcome::Success);
-    }
-    let files = manifest.readings.first().map_or(0, |r| r.paths.len());
-    let unreadable = manifest.readings.first().map_or(0, |r| r.unreadable.len());
-    output::line(&format!(
-        "captured {files} paths into {} ({unreadable} unreadable, {} identifiers redacted{})",
-        summary.out.display(),
-        manifest.redactions.len(),
-        if manifest.redacted {
-            ""
-        } else {
-            ": --no-redact"
-        },
-    ))?;
-    output::line(&format!(
-        "replay: dpuctl --sys-root {} check --no-agent",
-        summary.out.join("root").display()
-    ))?;
-    Ok(Outcome::Success)
 }

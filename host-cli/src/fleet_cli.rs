@@ -2,6 +2,7 @@
 //! and the per-command flags. Handlers live in `commands/fleet*.rs`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
@@ -74,6 +75,26 @@ pub(crate) struct FleetTargets {
     /// dpuctl built with `--features kube`.
     #[arg(long)]
     pub(crate) publish: bool,
+}
+
+impl FleetTargets {
+    /// `--deadline SECS` as a duration, when given: positive and finite (the default for
+    /// each kind of work is `dpu_host::fleet::deadline`'s).
+    pub(crate) fn deadline(&self) -> anyhow::Result<Option<Duration>> {
+        self.deadline
+            .map(|secs| {
+                Duration::try_from_secs_f64(secs)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(deadline_refused)
+            })
+            .transpose()
+    }
+}
+
+/// The one refusal of `--deadline`, for a bad number and for the library's zero alike.
+pub(crate) fn deadline_refused() -> anyhow::Error {
+    anyhow::anyhow!("--deadline must be a positive number of seconds")
 }
 
 /// `fleet` subcommands: the single-node commands, asked of every target.

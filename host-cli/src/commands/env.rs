@@ -2,6 +2,7 @@
 
 use dpu_host::agent::TlsFiles;
 use dpu_host::session::Session;
+use dpu_proto::v1::storage_client::StorageClient;
 use tonic::transport::Channel;
 
 use crate::cli::{Cli, OutputFormat};
@@ -24,6 +25,13 @@ impl Env<'_> {
     /// The session's channel to the agent.
     pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
         Ok(self.session.channel().await?)
+    }
+
+    /// A `dpu.v1.Storage` client on the session's channel, taking the largest answers the
+    /// agent sends.
+    pub(crate) async fn storage_client(&self) -> anyhow::Result<StorageClient<Channel>> {
+        Ok(StorageClient::new(self.channel().await?)
+            .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
     }
 }
 

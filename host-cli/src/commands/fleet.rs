@@ -6,7 +6,7 @@
 //! INCONCLUSIVE, 2 for bad input (nothing was run), 130 when interrupted (what finished
 //! is printed).
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::Context as _;
 use dpu_host::fleet::deadline::{RunOptionsError, Workload};
@@ -21,7 +21,9 @@ use dpu_host::fleet::{html, inventory, ops};
 use dpu_proto::v1;
 
 use super::env::Env;
-use crate::fleet_cli::{FleetArgs, FleetCommand, FleetProveCommand, FleetTargets};
+use crate::fleet_cli::{
+    deadline_refused, FleetArgs, FleetCommand, FleetProveCommand, FleetTargets,
+};
 use crate::outcome::Outcome;
 use crate::output;
 use dpu_host::fleet::not_ready::NotReady;
@@ -142,25 +144,13 @@ fn run_options(
         FleetCommand::Prove(_) => Workload::Proof,
         _ => Workload::Calls,
     };
-    let deadline = fleet.deadline.map(deadline_flag).transpose()?;
+    let deadline = fleet.deadline()?;
     RunOptions::for_workload(workload, fleet.parallel, deadline, env.session.timeout()).map_err(
         |e| match e {
             RunOptionsError::NoParallelism => anyhow::anyhow!("--parallel must be at least 1"),
             RunOptionsError::ZeroDeadline => deadline_refused(),
         },
     )
-}
-
-/// `--deadline SECS` as a duration: positive and finite.
-pub(crate) fn deadline_flag(secs: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(deadline_refused)
-}
-
-fn deadline_refused() -> anyhow::Error {
-    anyhow::anyhow!("--deadline must be a positive number of seconds")
 }
 
 /// The targets from `--inventory` or `--kube`, and (from `--kube`) the nodes whose agent

@@ -32,10 +32,7 @@ pub(crate) async fn run(
 }
 
 fn params(fleet: &FleetTargets, args: &FleetPairsArgs) -> anyhow::Result<PairsParams> {
-    let probe_timeout = match fleet.deadline {
-        None => PAIRS_PROBE_TIMEOUT,
-        Some(secs) => super::fleet::deadline_flag(secs)?,
-    };
+    let probe_timeout = fleet.deadline()?.unwrap_or(PAIRS_PROBE_TIMEOUT);
     Ok(PairsParams {
         tests: parse_tests(&args.tests)?,
         sizes: args.sizes.clone(),

@@ -1,5 +1,6 @@
 //! Command handlers, one file per area.
 
+mod capture;
 mod check;
 mod counters;
 mod demo;
@@ -10,6 +11,7 @@ mod fleet;
 mod fleet_publish;
 mod fleet_roce;
 mod lab;
+mod proof_report;
 mod prove;
 mod prove_qos;
 mod read;
@@ -50,8 +52,8 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Fleet(args) => fleet::run(&env, args).await,
         Command::Lab(args) => lab::run(args),
-        Command::Capture(args) => crate::capture_cli::run(cli, args),
         Command::Experiment(cmd) => experiment::run(cli.output, cmd).await,
+        Command::Capture(args) => capture::run(cli, args),
         // Neither contacts the agent (the session dials on first use only).
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),

@@ -6,7 +6,7 @@ use dpu_host::accounting::Verdict;
 use dpu_host::prove::{self, qos_judge, QosProof, QosReport};
 
 use super::env::Env;
-use super::prove::finish;
+use super::proof_report::finish;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::prove_qos_cli::ProveQosArgs;

@@ -2,7 +2,7 @@
 //! expose a remote namespace to the host, list what the agent manages, read io stats,
 //! set QoS limits, undo; `storage read` is the host-side read demo (`super::read`, over `dpu_host::storage_read`).
 
-use dpu_proto::v1::{self, inventory_client::InventoryClient, storage_client::StorageClient};
+use dpu_proto::v1::{self, inventory_client::InventoryClient};
 
 use super::env::{rpc_error, Env};
 use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
@@ -25,13 +25,6 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
         StorageCommand::Paths(args) => super::storage_paths::paths(env, args).await,
         StorageCommand::Read(args) => super::read::run(env, args),
     }
-}
-
-pub(super) async fn client(
-    env: &Env<'_>,
-) -> anyhow::Result<StorageClient<tonic::transport::Channel>> {
-    Ok(StorageClient::new(env.channel().await?)
-        .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
 }
 
 fn options(dry_run: bool) -> Option<v1::ApplyOptions> {
@@ -119,7 +112,8 @@ fn controller_state(state: i32) -> &'static str {
 }
 
 async fn attach(env: &Env<'_>, args: &AttachArgs) -> anyhow::Result<Outcome> {
-    let controller = client(env)
+    let controller = env
+        .storage_client()
         .await?
         .create_remote_controller(v1::CreateRemoteControllerRequest {
             remote_controller_id: args.id.clone(),
@@ -154,7 +148,8 @@ async fn expose(env: &Env<'_>, args: &ExposeArgs) -> anyhow::Result<Outcome> {
         serial_number: args.serial.clone().unwrap_or_default(),
         model_number: args.model.clone().unwrap_or_default(),
     };
-    let exposure = client(env)
+    let exposure = env
+        .storage_client()
         .await?
         .apply_exposure(v1::ApplyExposureRequest {
             exposure_id: args.remote.id.clone(),
@@ -199,7 +194,7 @@ struct Listing {
 }
 
 async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
-    let mut client = client(env).await?;
+    let mut client = env.storage_client().await?;
     let listing = Listing {
         exposures: client
             .list_exposures(v1::ListExposuresRequest::default())
@@ -353,7 +348,8 @@ async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Outcome> {
         r_mbytes_per_sec: args.read_mbps.unwrap_or(0),
         w_mbytes_per_sec: args.write_mbps.unwrap_or(0),
     };
-    let reply = client(env)
+    let reply = env
+        .storage_client()
         .await?
         .set_volume_qos(v1::SetVolumeQosRequest {
             volume,
@@ -379,7 +375,8 @@ async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
-    let stats = client(env)
+    let stats = env
+        .storage_client()
         .await?
         .get_io_stats(v1::GetIoStatsRequest {
             name: name.to_owned(),
@@ -396,7 +393,7 @@ async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
 }
 
 async fn detach(env: &Env<'_>, name: &str, allow_missing: bool) -> anyhow::Result<Outcome> {
-    let mut client = client(env).await?;
+    let mut client = env.storage_client().await?;
     let reply = if name.starts_with("remoteControllers/") {
         client
             .delete_remote_controller(v1::DeleteRemoteControllerRequest {

@@ -6,7 +6,6 @@ use dpu_proto::v1;
 use serde::Serialize;
 
 use super::env::{rpc_error, Env};
-use super::storage::client;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::storage_paths_cli::PathsArgs;
@@ -62,7 +61,7 @@ fn rows(remotes: &[v1::RemoteController]) -> Vec<PathRow> {
 }
 
 pub(super) async fn paths(env: &Env<'_>, args: &PathsArgs) -> anyhow::Result<Outcome> {
-    let mut client = client(env).await?;
+    let mut client = env.storage_client().await?;
     let remotes = match &args.remote {
         Some(name) => {
             let name = if name.starts_with("remoteControllers/") {

@@ -1,0 +1,41 @@
+//! `dpuctl capture`: runs [`dpu_host::capture`] and says where the bundle is.
+
+use anyhow::Context as _;
+use dpu_host::capture::{capture, CaptureOptions};
+
+use crate::capture_cli::CaptureArgs;
+use crate::cli::{Cli, OutputFormat};
+use crate::outcome::Outcome;
+use crate::output;
+
+/// Runs the capture and says where the bundle is.
+pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
+    let options = CaptureOptions {
+        sys_root: cli.sys_root.clone(),
+        out: args.out.clone(),
+        redact: !args.no_redact,
+        interval: args.interval,
+    };
+    let summary = capture(&options).context("capture failed")?;
+    let manifest = &summary.manifest;
+    if cli.output == OutputFormat::Json {
+        return output::json(manifest).map(|()| Outcome::Success);
+    }
+    let files = manifest.readings.first().map_or(0, |r| r.paths.len());
+    let unreadable = manifest.readings.first().map_or(0, |r| r.unreadable.len());
+    output::line(&format!(
+        "captured {files} paths into {} ({unreadable} unreadable, {} identifiers redacted{})",
+        summary.out.display(),
+        manifest.redactions.len(),
+        if manifest.redacted {
+            ""
+        } else {
+            ": --no-redact"
+        },
+    ))?;
+    output::line(&format!(
+        "replay: dpuctl --sys-root {} check --no-agent",
+        summary.out.join("root").display()
+    ))?;
+    Ok(Outcome::Success)
+}
