@@ -9,7 +9,7 @@
 use dpu_nvmeof::snap::EmulatedFunction;
 use dpu_proto::v1;
 
-use super::remote::FieldError;
+use super::field_error::FieldError;
 
 /// Longest VUID accepted (NVIDIA's look like `MT2334XZ0G7DNVMES0D0F2`, 22 characters).
 const MAX_VUID: usize = 64;

@@ -15,6 +15,7 @@ pub(crate) mod desired;
 pub(crate) mod dispatch;
 pub(crate) mod edit;
 pub(crate) mod error;
+pub(crate) mod field_error;
 pub(crate) mod function;
 pub(crate) mod kernel;
 pub(crate) mod multipath;

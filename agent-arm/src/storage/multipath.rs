@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use dpu_nvmeof::AddressFamily;
 use dpu_proto::v1;
 
-use super::remote::{bad, FieldError, DEFAULT_TRSVCID};
+use super::field_error::{bad, FieldError, DEFAULT_TRSVCID};
 
 /// The most paths one remote controller may have (the first and three extra): a DPU has
 /// two uplinks; four leaves room for two targets' ports without letting a typo fan out.

@@ -10,10 +10,8 @@ use dpu_nvmeof::AddressFamily;
 use dpu_proto::v1;
 
 use super::backend::{BackendError, FailureKind};
+use super::field_error::{bad, FieldError, DEFAULT_TRSVCID};
 use super::multipath::{MultipathPolicy, PathAddress};
-
-/// The port NVMe-oF targets listen on unless told otherwise (NVMe-oF 1.1 §7.4.9).
-pub(crate) const DEFAULT_TRSVCID: u16 = 4420;
 
 /// The largest `num_io_queues` the API takes.
 const MAX_IO_QUEUES: u32 = 1024;
@@ -44,26 +42,6 @@ pub(crate) struct Reconnect {
     pub(crate) reconnect_delay_sec: Option<u32>,
     /// Fail I/O after this many seconds while attempts go on.
     pub(crate) fast_io_fail_timeout_sec: Option<u32>,
-}
-
-/// A field of a spec that cannot be used, and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub(crate) struct FieldError {
-    /// The field's path below the spec, e.g. `reconnect_delay_sec` or
-    /// `extra_paths[0].traddr`.
-    pub(crate) field: std::borrow::Cow<'static, str>,
-    pub(crate) reason: String,
-}
-
-pub(crate) fn bad(
-    field: impl Into<std::borrow::Cow<'static, str>>,
-    reason: impl Into<String>,
-) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: reason.into(),
-    }
 }
 
 impl Reconnect {
