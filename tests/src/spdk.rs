@@ -690,6 +690,19 @@ const PERF_TIME_LIMIT_SECS: u64 = 60;
 /// NVMe/TCP initiator, `--no-huge`, its own shm id), queue depth 4, and returns perf's
 /// report. Errors when perf fails or stops at its time limit before reading `count`.
 pub fn perf_read(port: u16, subnqn: &str, io_size: u64, count: u64) -> Result<PerfReport, String> {
+    perf_read_within(port, subnqn, io_size, count, PERF_TIME_LIMIT_SECS)
+}
+
+/// [`perf_read`] with perf's `-t` time limit set to `limit_secs`: for a read that is
+/// expected to fail (its path removed), so the failure costs seconds, not the default
+/// limit.
+pub fn perf_read_within(
+    port: u16,
+    subnqn: &str,
+    io_size: u64,
+    count: u64,
+    limit_secs: u64,
+) -> Result<PerfReport, String> {
     let tree = spdk_dir();
     let shm_id = next_shm_id();
     let bin = tree.join("build/bin/spdk_nvme_perf");
@@ -708,7 +721,7 @@ pub fn perf_read(port: u16, subnqn: &str, io_size: u64, count: u64) -> Result<Pe
         "-d".into(),
         count.to_string(),
         "-t".into(),
-        PERF_TIME_LIMIT_SECS.to_string(),
+        limit_secs.to_string(),
         "-r".into(),
         format!("trtype:tcp adrfam:IPv4 traddr:127.0.0.1 trsvcid:{port} subnqn:{subnqn}"),
     ];
@@ -731,9 +744,9 @@ pub fn perf_read(port: u16, subnqn: &str, io_size: u64, count: u64) -> Result<Pe
     if !out.status.success() {
         return Err(failed_perf(&command_line, out.status, &output));
     }
-    if elapsed >= Duration::from_secs(PERF_TIME_LIMIT_SECS) {
+    if elapsed >= Duration::from_secs(limit_secs) {
         return Err(format!(
-            "spdk_nvme_perf ran into its {PERF_TIME_LIMIT_SECS} s limit before {count} reads:\n{output}"
+            "spdk_nvme_perf ran into its {limit_secs} s limit before {count} reads:\n{output}"
         ));
     }
     let total = output

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use dpu_proto::v1;
 use dpu_tests::harness::free_tcp_port;
-use dpu_tests::spdk::{export_bdev, perf_read, PerfReport, REMOTE_NQN};
+use dpu_tests::spdk::{export_bdev, perf_read, perf_read_within, PerfReport, REMOTE_NQN};
 use serde_json::Value;
 use tonic::Code;
 
@@ -87,9 +87,20 @@ fn spdk_io_paths(bench: &Bench) -> Vec<(String, bool, bool)> {
         .collect()
 }
 
-/// Reads `count` blocks through B's export in the background.
-fn read_in_background(port: u16, count: u64) -> JoinHandle<Result<PerfReport, String>> {
-    std::thread::spawn(move || perf_read(port, EXPORT_NQN, IO_SIZE, count))
+/// perf's time limit for a read that must survive the removal: the read is sized for
+/// about 6 s, and a failover stalls it for the reconnect settings' few seconds.
+const SURVIVING_READ_LIMIT_SECS: u64 = 40;
+/// perf's time limit for the negative control's read, which must fail: it only has to
+/// outlast the removal, and a read stuck on a lost path should not cost a minute.
+const FAILING_READ_LIMIT_SECS: u64 = 10;
+
+/// Reads `count` blocks through B's export in the background, within `limit_secs`.
+fn read_in_background(
+    port: u16,
+    count: u64,
+    limit_secs: u64,
+) -> JoinHandle<Result<PerfReport, String>> {
+    std::thread::spawn(move || perf_read_within(port, EXPORT_NQN, IO_SIZE, count, limit_secs))
 }
 
 /// How many reads take a few seconds here: one short timed read sizes the real one (the
@@ -107,10 +118,11 @@ fn read_while_removing(
     bench: &Bench,
     export: u16,
     victim: u16,
+    limit_secs: u64,
 ) -> (Result<PerfReport, String>, u64, u64) {
     let count = reads_for_a_few_seconds(export);
     let (before, _) = spdk_reads(&bench.dpu, "r0n1");
-    let read = read_in_background(export, count);
+    let read = read_in_background(export, count, limit_secs);
     wait_until(Duration::from_secs(20), || {
         let (now, _) = spdk_reads(&bench.dpu, "r0n1");
         if now > before + 20 * IO_SIZE {
@@ -177,7 +189,7 @@ fn a_read_survives_losing_one_of_two_paths_and_the_path_comes_back() {
     assert!(shown.iter().all(|p| p.1 == "usable"), "{shown:?}");
 
     // Remove the listener of the path I/O uses now (active-passive: one current path).
-    let read = read_in_background(export, 50);
+    let read = read_in_background(export, 50, SURVIVING_READ_LIMIT_SECS);
     read.join().expect("perf").unwrap_or_else(|e| panic!("{e}"));
     let current: Vec<String> = spdk_io_paths(&bench)
         .into_iter()
@@ -194,7 +206,8 @@ fn a_read_survives_losing_one_of_two_paths_and_the_path_comes_back() {
             )
         });
     let survivor = if victim == first { second } else { first };
-    let (result, at_removal, at_end) = read_while_removing(&bench, export, victim);
+    let (result, at_removal, at_end) =
+        read_while_removing(&bench, export, victim, SURVIVING_READ_LIMIT_SECS);
     let report =
         result.unwrap_or_else(|e| panic!("the read failed over two paths: {e}\n{}", bench.logs()));
     assert!(
@@ -278,7 +291,7 @@ fn a_read_over_a_single_path_fails_when_its_listener_goes_away() {
     let port = bench.remote.port();
     ok(&bench.attach("r0", "127.0.0.1", port, REMOTE_NQN, &RECONNECT));
     let export = export_bdev(&bench.dpu, "r0n1", EXPORT_NQN).unwrap_or_else(|e| panic!("{e}"));
-    let (result, _, _) = read_while_removing(&bench, export, port);
+    let (result, _, _) = read_while_removing(&bench, export, port, FAILING_READ_LIMIT_SECS);
     assert!(
         result.is_err(),
         "a read over a single path survived losing it: the multipath proof would prove nothing"
