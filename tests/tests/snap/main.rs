@@ -7,8 +7,8 @@
 mod agent;
 mod cli;
 mod conformance;
-mod multipath;
 mod demo;
+mod multipath;
 
 use std::path::PathBuf;
 use std::time::Duration;
