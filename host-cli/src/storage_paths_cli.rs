@@ -29,7 +29,7 @@ impl MultipathPolicyArg {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MultipathArgs {
     /// Another transport address of the same target (the DPU's second uplink), as
-    /// ADDR:PORT or [IPV6]:PORT; repeat for more. Same transport and subsystem as
+    /// ADDR:PORT (an IPv6 address in brackets); repeat for more. Same transport and subsystem as
     /// --traddr.
     #[arg(long = "path", value_name = "ADDR:PORT", value_parser = parse_path)]
     pub(crate) paths: Vec<v1::NvmePathAddress>,
@@ -45,7 +45,7 @@ pub(crate) struct PathsArgs {
     pub(crate) remote: Option<String>,
 }
 
-/// Splits `ADDR:PORT` or `[IPV6]:PORT`; the agent checks the address itself.
+/// Splits `ADDR:PORT` or `[IPV6]:PORT` (brackets around an IPv6 address); the agent checks the address itself.
 pub(crate) fn parse_path(text: &str) -> Result<v1::NvmePathAddress, String> {
     let bad = || format!("{text:?}: expected ADDR:PORT or [IPV6]:PORT");
     let (addr, port) = match text.strip_prefix('[') {

@@ -33,7 +33,7 @@ pub enum MeasureError {
     /// The command could not be started.
     #[error("cannot start {program}")]
     Spawn {
-        /// argv[0].
+        /// The program run (`argv[0]`).
         program: String,
         /// The underlying error.
         #[source]
@@ -42,7 +42,7 @@ pub enum MeasureError {
     /// The command failed.
     #[error("{program} exited with {status}: {stderr_tail}")]
     Failed {
-        /// argv[0].
+        /// The program run (`argv[0]`).
         program: String,
         /// Its exit status.
         status: String,

@@ -7,7 +7,7 @@
 //! kept as a link of its own), so a tree written from a [`Recording`] has the same links
 //! the probe followed and `canonicalize` answers the same in it.
 //!
-//! Inactive, a reader pays one relaxed atomic load ([`is_active`]). One session records
+//! Inactive, a reader pays one relaxed atomic load (`is_active`). One session records
 //! at a time in a process (the readers have no handle to pass a recorder through); a
 //! second [`start`] while one is open is refused.
 

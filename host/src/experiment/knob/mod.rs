@@ -1,6 +1,6 @@
 //! Applying an experiment's knob through the kernel, never through a shell string: an
-//! MTU by `RTM_SETLINK` ([`mtu`]), a sysctl by writing its `/proc/sys` file ([`sysctl`]),
-//! the rdma_cm default ToS through configfs ([`rdma_cm_tos`]). Every value is checked for
+//! MTU by `RTM_SETLINK` (`mtu.rs`), a sysctl by writing its `/proc/sys` file (`sysctl.rs`),
+//! the rdma_cm default ToS through configfs (`rdma_cm_tos.rs`). Every value is checked for
 //! the knob's type and range before anything is written, read back after, and a
 //! mismatch is an error, so the revert journal can trust that "applied" means applied.
 //!
