@@ -278,7 +278,13 @@ impl Run<'_> {
         let (device, bs, iodepth) = (self.device.clone(), self.args.bs, self.args.iodepth);
         let shown = device.display().to_string();
         let measured = tokio::task::spawn_blocking(move || {
-            crate::storage_read::read_for(&device, bs, iodepth, time, start)
+            crate::storage_read::read_with(
+                &device,
+                bs,
+                iodepth,
+                crate::storage_read::engine::Limit::Time(time),
+                start,
+            )
         })
         .await
         .context("the read thread failed")?

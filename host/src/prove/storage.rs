@@ -808,7 +808,13 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         async move {
             let shown = device.display().to_string();
             tokio::task::spawn_blocking(move || {
-                crate::storage_read::read_exactly(&device, bs, iodepth, n, start)
+                crate::storage_read::read_with(
+                    &device,
+                    bs,
+                    iodepth,
+                    crate::storage_read::engine::Limit::Bytes(n),
+                    start,
+                )
             })
             .await
             .context("the read thread failed")?

@@ -66,13 +66,14 @@ fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, eng
     Ok((file, file_size, align))
 }
 
-/// Reads `size` bytes of `path` from `start` on (O_DIRECT, io_uring, never writing,
-/// wrapping at the end) for a proof's workload; no progress display.
-pub fn read_exactly(
+/// Reads `path` from `start` on (O_DIRECT, io_uring, never writing, wrapping at the end)
+/// until `limit`, with no progress display: the workload of a proof, which reads a number
+/// of bytes (`prove storage`) or for a time when it measures a rate (`prove qos`).
+pub fn read_with(
     path: &Path,
     bs: u64,
     iodepth: u32,
-    size: u64,
+    limit: Limit,
     start: u64,
 ) -> anyhow::Result<engine::Measured> {
     let (file, file_size, align) = open_checked(path, bs)?;
@@ -85,31 +86,7 @@ pub fn read_exactly(
         bs,
         iodepth,
         align,
-        Limit::Bytes(size),
-        |_| {},
-    )
-}
-
-/// Reads `path` from `start` on for `time` (O_DIRECT, io_uring, never writing, wrapping at
-/// the end) for a proof that measures a rate (`dpuctl prove qos`); no progress display.
-pub fn read_for(
-    path: &Path,
-    bs: u64,
-    iodepth: u32,
-    time: Duration,
-    start: u64,
-) -> anyhow::Result<engine::Measured> {
-    let (file, file_size, align) = open_checked(path, bs)?;
-    engine::read_loop(
-        &file,
-        engine::Extent {
-            size: file_size,
-            start,
-        },
-        bs,
-        iodepth,
-        align,
-        Limit::Time(time),
+        limit,
         |_| {},
     )
 }

@@ -5,7 +5,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dpu_tests::harness::{bin_dir, sim_bin};
 
@@ -50,6 +50,45 @@ pub(crate) fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// `dpuctl storage expose` of the simulated target's namespace on PF 0 (the exposure id
+/// and volume `storage`, the one every simulated node serves), then waits (bounded, 5 s)
+/// until the host under `root` shows `device`'s namespace: the set-up of every proof run
+/// against the simulator.
+pub(crate) fn expose_storage(socket: &Path, root: &Path, device: &Path) {
+    let out = dpuctl(
+        socket,
+        &[
+            "storage",
+            "expose",
+            "--id",
+            "storage",
+            "--transport",
+            "rdma",
+            "--traddr",
+            "192.0.2.10",
+            "--trsvcid",
+            "4420",
+            "--subnqn",
+            "nqn.2026-01.io.dpu-sim:storage",
+            "--nqn",
+            "nqn.2026-01.io.dpu-sim:host0",
+            "--pf",
+            "0",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let disk = device.file_name().expect("a device name");
+    let uuid = root.join("sys/block").join(disk).join("uuid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !uuid.is_file() {
+        assert!(
+            Instant::now() < deadline,
+            "the host never showed the namespace"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
 }
 
 /// `rx_bytes` of netdev `p0` as the agent reads it now.

@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dpu_tests::harness::{bin_dir, sim_bin};
 use dpu_tests::skip;
 use serde_json::Value;
 
-use crate::simulator::{dpuctl, sim_cmd as sim, text};
+use crate::simulator::{dpuctl, expose_storage, sim_cmd as sim, text};
 
 /// A simulation stopped when dropped, whatever the test did.
 struct Running {
@@ -141,41 +141,7 @@ fn a_proof_against_the_simulator_is_proven_by_the_hosts_read_and_by_nothing_else
         text(&early)
     );
 
-    let expose = dpuctl(
-        &socket,
-        &[
-            "storage",
-            "expose",
-            "--id",
-            "storage",
-            "--transport",
-            "rdma",
-            "--traddr",
-            "192.0.2.10",
-            "--trsvcid",
-            "4420",
-            "--subnqn",
-            "nqn.2026-01.io.dpu-sim:storage",
-            "--nqn",
-            "nqn.2026-01.io.dpu-sim:host0",
-            "--pf",
-            "0",
-        ],
-    );
-    assert!(expose.status.success(), "{}", text(&expose));
-    let disk = Path::new(&device)
-        .file_name()
-        .expect("a device name")
-        .to_owned();
-    let uuid = Path::new(&root).join("sys/block").join(&disk).join("uuid");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !uuid.is_file() {
-        assert!(
-            Instant::now() < deadline,
-            "the host never showed the namespace"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    expose_storage(&socket, Path::new(&root), Path::new(&device));
 
     // The host's read through the emulation: PROVEN, every trial, on the volume and the
     // DPU's RDMA port.

@@ -16,7 +16,7 @@ use dpu_tests::harness::{bin_dir, sim_bin};
 use dpu_tests::{skip, skip_kernel_feature};
 use serde_json::Value;
 
-use crate::simulator::{dpuctl, sim_cmd as sim, text};
+use crate::simulator::{dpuctl, expose_storage, sim_cmd as sim, text};
 
 const THROTTLE: &str = "/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device";
 
@@ -65,38 +65,7 @@ fn host(dir: &Path, printed: &str, node: &str) -> Host {
 }
 
 fn expose(h: &Host) {
-    let out = dpuctl(
-        &h.socket,
-        &[
-            "storage",
-            "expose",
-            "--id",
-            "storage",
-            "--transport",
-            "rdma",
-            "--traddr",
-            "192.0.2.10",
-            "--trsvcid",
-            "4420",
-            "--subnqn",
-            "nqn.2026-01.io.dpu-sim:storage",
-            "--nqn",
-            "nqn.2026-01.io.dpu-sim:host0",
-            "--pf",
-            "0",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let disk = Path::new(&h.device).file_name().expect("a device name");
-    let uuid = Path::new(&h.root).join("sys/block").join(disk).join("uuid");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !uuid.is_file() {
-        assert!(
-            Instant::now() < deadline,
-            "the host never showed the namespace"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    expose_storage(&h.socket, Path::new(&h.root), Path::new(&h.device));
 }
 
 fn set_read_limit(h: &Host, mibps: &str) {
