@@ -65,5 +65,5 @@ step dpuctl roce dcb --interface pf0 --duration 1 || echo "(exit $?: a veth has 
 phase_done "storage, switch and RoCE workflows in the lab"
 
 # The demo's plan and every Kubernetes object it would create (no cluster here).
-"$dpuctl" demo training-storage --plan host/src/demo/example_plan.toml --dry-run | tail -n 25
+"$dpuctl" demo training-storage --plan demo/src/example_plan.toml --dry-run | tail -n 25
 phase_done "demo dry run"

@@ -13,7 +13,7 @@ pub(crate) enum ExecutorChoice {
     Kubernetes,
 }
 
-impl From<ExecutorChoice> for dpu_host::demo::plan::ExecutorKind {
+impl From<ExecutorChoice> for dpu_demo::plan::ExecutorKind {
     fn from(choice: ExecutorChoice) -> Self {
         match choice {
             ExecutorChoice::Local => Self::Local,

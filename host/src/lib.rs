@@ -3,9 +3,10 @@
 //! Owns: the agent [`session`] (one channel per run), the before/after counter accounting
 //! engine ([`accounting`]) and the proofs built on it ([`prove`]), the host checklist
 //! ([`check`]), the RoCE benchmark runs and their tool-output parsers ([`roce`]), the
-//! NVMe-oF read engine ([`storage_read`]), the training-storage demo ([`demo`]), the A/B/A
-//! tuning experiments' statistics ([`experiment`]), and the textfile metrics of a run
-//! ([`textfile`]).
+//! NVMe-oF read engine ([`storage_read`]), the A/B/A tuning experiments ([`experiment`]),
+//! and the textfile metrics of a run ([`textfile`]). The training-storage demo is a
+//! product over these foundations in its own crate (`dpu-demo`), so its HTTP and
+//! Kubernetes clients are not linked by every consumer of this one.
 //!
 //! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
 //! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
@@ -18,7 +19,6 @@ pub mod agent_dial_cause;
 pub mod agent_health;
 pub mod capture;
 pub mod check;
-pub mod demo;
 pub mod experiment;
 pub mod facts;
 pub mod fleet;
@@ -28,4 +28,4 @@ pub mod session;
 pub mod snapshot_wire;
 pub mod storage_read;
 pub mod textfile;
-mod toml_keys;
+pub mod toml_keys;

@@ -15,18 +15,18 @@ use toml::Spanned;
 /// A toml deserialization error as a key path, a message and, when the error has a span, a
 /// 1-based (line, column).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TomlProblem {
+pub struct TomlProblem {
     /// The key path at the error's position (`storage.manifest[2].sha256`); for a missing
     /// field, the field itself; empty for the document as a whole.
-    pub(crate) key: String,
+    pub key: String,
     /// What toml says is wrong (a missing field: that the key is required).
-    pub(crate) message: String,
+    pub message: String,
     /// 1-based line and column, when toml gave a span.
-    pub(crate) position: Option<(usize, usize)>,
+    pub position: Option<(usize, usize)>,
 }
 
 /// Locates a toml deserialization error of `text`: its key path and position.
-pub(crate) fn locate_toml_error(text: &str, error: &toml::de::Error) -> TomlProblem {
+pub fn locate_toml_error(text: &str, error: &toml::de::Error) -> TomlProblem {
     let mut message = error.message().trim().to_owned();
     let mut key = String::new();
     let mut position = None;
@@ -52,14 +52,15 @@ pub(crate) fn locate_toml_error(text: &str, error: &toml::de::Error) -> TomlProb
 }
 
 /// The parsed document of one file, for finding where many keys are.
-pub(crate) struct KeyPositions<'a> {
+#[derive(Debug)]
+pub struct KeyPositions<'a> {
     text: &'a str,
     doc: Option<Spanned<DeTable<'a>>>,
 }
 
 impl<'a> KeyPositions<'a> {
     /// Parses `text` once; a file that does not parse locates nothing.
-    pub(crate) fn parse(text: &'a str) -> Self {
+    pub fn parse(text: &'a str) -> Self {
         Self {
             text,
             doc: DeTable::parse(text).ok(),
@@ -68,14 +69,14 @@ impl<'a> KeyPositions<'a> {
 
     /// The 1-based (line, column) of the deepest part of `key` present in the file (a
     /// missing key points at its table), if any part is.
-    pub(crate) fn of(&self, key: &str) -> Option<(usize, usize)> {
+    pub fn of(&self, key: &str) -> Option<(usize, usize)> {
         let doc = self.doc.as_ref()?;
         offset_of(doc.get_ref(), key).map(|offset| line_column(self.text, offset))
     }
 }
 
 /// 1-based line and character column of a byte offset.
-pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;

@@ -7,11 +7,11 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use dpu_host::demo::run::{
+use dpu_demo::run::{
     training_storage, DemoError, DemoReport, DemoVerdict, TrainingStorage, TrainingStorageResult,
 };
-use dpu_host::demo::serving::{check_serving_command, CheckServing, ServingReport};
-use dpu_host::demo::step_report::{StepObserver, StepReport, StepStatus};
+use dpu_demo::serving::{check_serving_command, CheckServing, ServingReport};
+use dpu_demo::step_report::{StepObserver, StepReport, StepStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::env::Env;
@@ -50,7 +50,7 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
         Err(DemoError::Other(e)) => return Err(e),
     };
     if let Some(path) = &args.report {
-        std::fs::write(path, dpu_host::demo::review_html::render(&report))
+        std::fs::write(path, dpu_demo::review_html::render(&report))
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     if env.json() {

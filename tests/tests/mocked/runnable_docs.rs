@@ -7,7 +7,7 @@
 //! the examples' `PATH` is a two-line wrapper adding `--sys-root` to the built binary, and
 //! `dpu-sim` is the built simulator (the README's quick start starts its own agent). The
 //! examples run in an empty directory holding `plan.toml`, a copy of
-//! `host/src/demo/example_plan.toml` (the plan the demo's docs point to).
+//! `demo/src/example_plan.toml` (the plan the demo's docs point to).
 
 use std::os::unix::fs::PermissionsExt as _;
 
@@ -45,7 +45,7 @@ fn every_mocked_example_in_the_docs_runs_as_written() {
     let cwd = work.path().join("cwd");
     std::fs::create_dir(&cwd).expect("mkdir");
     std::fs::copy(
-        docs::repo_root().join("host/src/demo/example_plan.toml"),
+        docs::repo_root().join("demo/src/example_plan.toml"),
         cwd.join("plan.toml"),
     )
     .expect("copy the example plan");

@@ -21,8 +21,8 @@ use tonic::transport::Channel;
 
 use super::plan::{ManifestEntry, Plan};
 use super::step_report::Outcome;
-use crate::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
-use crate::session::Session;
+use dpu_host::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
+use dpu_host::session::Session;
 
 /// The idle window before the manifest is read, over which the volume's background is
 /// measured: long enough to see a concurrent reader, short next to a demo run.
@@ -212,7 +212,7 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
     let channel = if &endpoint == session.endpoint() {
         session.channel().await.map_err(anyhow::Error::new)
     } else {
-        crate::agent::connect(&endpoint, session.tls_files(), session.timeout())
+        dpu_host::agent::connect(&endpoint, session.tls_files(), session.timeout())
             .await
             .map_err(anyhow::Error::new)
     };

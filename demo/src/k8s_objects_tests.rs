@@ -2,8 +2,8 @@
 //! counts, resources, labels; and their YAML parses back to the same values.
 
 use super::*;
-use crate::demo::plan::tests::example;
-use crate::demo::yaml::{tests::pyyaml_load_all, to_yaml};
+use crate::plan::tests::example;
+use crate::yaml::{tests::pyyaml_load_all, to_yaml};
 
 /// The run id used throughout.
 fn run() -> RunId {
@@ -124,10 +124,7 @@ fn train_job_uses_runtime_ref_and_trainer() {
     );
     // TrainJob names must be RFC 1035 labels.
     let name = job["metadata"]["name"].as_str().unwrap_or_default();
-    assert!(
-        crate::demo::plan::validate::rfc1035_label(name).is_ok(),
-        "{name}"
-    );
+    assert!(crate::plan::validate::rfc1035_label(name).is_ok(), "{name}");
 }
 
 #[test]

@@ -10,9 +10,9 @@ use super::report::AccountLine;
 use super::serving::{self, ServingCheck, ServingReport};
 use super::step_report::{Outcome as StepOutcome, Progress, StepObserver, StepReport};
 use super::storage_step::{self, volume_reading, StorageAccount};
-use crate::accounting::deltas::{sum, Movement};
-use crate::roce::rdma_evidence::{movement, PortReading};
-use crate::session::Session;
+use dpu_host::accounting::deltas::{sum, Movement};
+use dpu_host::roce::rdma_evidence::{movement, PortReading};
+use dpu_host::session::Session;
 
 /// The number of steps a run has, for "step i of N".
 pub const STEPS: usize = 7;
@@ -247,8 +247,8 @@ mod tests {
     use dpu_probe::snapshot::{Sample, Snapshot, Source, Unit};
 
     use super::*;
-    use crate::demo::report::{DemoReport, DemoVerdict};
-    use crate::roce::rdma_evidence::CounterSource;
+    use crate::report::{DemoReport, DemoVerdict};
+    use dpu_host::roce::rdma_evidence::CounterSource;
 
     fn port(sent: u64) -> Vec<(String, PortReading)> {
         let sample = |name: &'static str, v| {

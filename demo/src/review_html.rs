@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::DemoReport;
 use super::step_report::StepStatus;
-use crate::prove::html::escape;
+use dpu_host::prove::html::escape;
 
 /// The whole page.
 pub fn render(report: &DemoReport) -> String {

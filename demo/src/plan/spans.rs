@@ -1,8 +1,8 @@
 //! The plan's errors located in its file, through the TOML key/position foundation
-//! ([`crate::toml_keys`]).
+//! ([`dpu_host::toml_keys`]).
 
 use super::error::PlanError;
-use crate::toml_keys::{locate_toml_error, KeyPositions};
+use dpu_host::toml_keys::{locate_toml_error, KeyPositions};
 
 /// Turns a toml deserialization error into a plan error with key path and position.
 pub(super) fn from_toml(text: &str, error: &toml::de::Error) -> PlanError {

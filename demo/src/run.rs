@@ -13,8 +13,8 @@ use super::steps::{
     accounting, merge_step, review_step, serving_checks, step, storage_and_communication, Cx,
 };
 use super::yaml::to_yaml;
-use crate::roce::nccl_corroborate::snapshot;
-use crate::session::Session;
+use dpu_host::roce::nccl_corroborate::snapshot;
+use dpu_host::session::Session;
 
 pub use super::params::TrainingStorage;
 pub use super::report::{AccountLine, DemoReport, DemoVerdict};
