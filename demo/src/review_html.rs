@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::DemoReport;
 use super::step_report::StepStatus;
-use dpu_host::prove::html::escape;
+use dpu_host::render::escape;
 
 /// The whole page.
 pub fn render(report: &DemoReport) -> String {

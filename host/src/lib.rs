@@ -23,6 +23,7 @@ pub mod experiment;
 pub mod facts;
 pub mod fleet;
 pub mod prove;
+pub mod render;
 pub mod roce;
 pub mod session;
 pub mod snapshot_wire;

@@ -8,6 +8,10 @@
 //! synced, then renamed), so the collector never reads half a file. Verdicts are state sets:
 //! one series per possible verdict, 1 for the one that happened, so an alert names the
 //! state it wants without knowing an encoding.
+//!
+//! A foundation: each report renders its own series (`ProofReport::textfile`,
+//! `FleetReport::textfile`, `PerfReport::textfile`, `check::textfile::of`) with the
+//! [`Textfile`] builder, so this file imports none of the products.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -19,13 +23,6 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Metric, Registry};
-
-use crate::accounting::{Outcome, Verdict};
-use crate::check::rules::Status;
-use crate::check::CheckResult;
-use crate::fleet::report::{FleetReport, NodeStatus};
-use crate::prove::ProofReport;
-use crate::roce::perf::{PathVerdict, PerfReport};
 
 type Labels = Vec<(String, String)>;
 type GaugeFamily = Family<Labels, Gauge<f64, AtomicU64>>;
@@ -101,7 +98,7 @@ impl Textfile {
     }
 
     /// One series per state of a state set, 1 for `current`, 0 for the others.
-    fn state_set(
+    pub fn state_set(
         &mut self,
         name: &'static str,
         help: &'static str,
@@ -178,233 +175,14 @@ fn owned(labels: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
-fn seconds_since_epoch(at: SystemTime) -> f64 {
+/// `at` as Unix time in seconds, the value of every `*_timestamp_seconds` series.
+pub fn unix_seconds(at: SystemTime) -> f64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// A proof's verdict, its lines by outcome, and when it ran.
-pub fn proof(report: &ProofReport, at: SystemTime) -> Textfile {
-    let mut t = Textfile::default();
-    let proof = [("proof", report.proof)];
-    let verdict = match report.verdict {
-        Verdict::Proven => "proven",
-        Verdict::NotProven => "not_proven",
-        Verdict::Inconclusive => "inconclusive",
-    };
-    t.state_set(
-        "dpu_proof_verdict",
-        "The proof's verdict: 1 for the state it reached",
-        &proof,
-        "verdict",
-        &["proven", "not_proven", "inconclusive"],
-        verdict,
-    );
-    for (result, wanted) in [
-        ("met", 0u8),
-        ("not_met", 1),
-        ("inconclusive", 2),
-        ("waived", 3),
-    ] {
-        let count = report
-            .lines
-            .iter()
-            .filter(|l| {
-                matches!(
-                    (&l.outcome, wanted),
-                    (Outcome::Met, 0)
-                        | (Outcome::NotMet(_), 1)
-                        | (Outcome::Inconclusive(_), 2)
-                        | (Outcome::Waived(_), 3)
-                )
-            })
-            .count();
-        t.count(
-            "dpu_proof_lines",
-            "Expectations of the proof by result",
-            &[("proof", report.proof), ("result", result)],
-            i64::try_from(count).unwrap_or(i64::MAX),
-        );
-    }
-    t.count(
-        "dpu_proof_witnesses",
-        "Independent witnesses whose counters the verdict was judged on",
-        &proof,
-        i64::try_from(report.witnesses.len()).unwrap_or(i64::MAX),
-    );
-    t.gauge(
-        "dpu_proof_last_run_timestamp_seconds",
-        "When the proof ran (Unix time)",
-        &proof,
-        seconds_since_epoch(at),
-    );
-    t
-}
-
-/// Every check's status, and when they ran.
-pub fn checks(results: &[CheckResult], at: SystemTime) -> Textfile {
-    let mut t = Textfile::default();
-    for r in results {
-        let status = match r.status {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-        };
-        let labels: Vec<(&str, &str)> = match r.subject.as_deref() {
-            Some(rail) => vec![("check", r.id), ("rail", rail)],
-            None => vec![("check", r.id)],
-        };
-        t.state_set(
-            "dpu_check_status",
-            "The check's result: 1 for the state it reached",
-            &labels,
-            "status",
-            &["pass", "warn", "fail", "skip"],
-            status,
-        );
-    }
-    t.gauge(
-        "dpu_check_last_run_timestamp_seconds",
-        "When the checks ran (Unix time)",
-        &[],
-        seconds_since_epoch(at),
-    );
-    t
-}
-
-/// A fleet run: each node's status as a state set, one series per node and failing check,
-/// how many nodes ended in each status, and when and how long it ran. The `node` label is
-/// the target's name, so an alert can name the node (`dpu_fleet_node_status{status="fail"}
-/// == 1`).
-pub fn fleet(report: &FleetReport, at: SystemTime) -> Textfile {
-    const STATES: [NodeStatus; 7] = [
-        NodeStatus::Pass,
-        NodeStatus::Skip,
-        NodeStatus::Warn,
-        NodeStatus::Inconclusive,
-        NodeStatus::Fail,
-        NodeStatus::Unreachable,
-        NodeStatus::Cancelled,
-    ];
-    let states: Vec<String> = STATES
-        .iter()
-        .map(|s| s.label().to_ascii_lowercase())
-        .collect();
-    let states: Vec<&str> = states.iter().map(String::as_str).collect();
-    let command = report.command.as_str();
-    let mut t = Textfile::default();
-    for node in &report.nodes {
-        let status = node.status.label().to_ascii_lowercase();
-        t.state_set(
-            "dpu_fleet_node_status",
-            "The node's result in the last fleet run: 1 for the state it reached",
-            &[("command", command), ("node", &node.name)],
-            "status",
-            &states,
-            &status,
-        );
-        for problem in &node.problems {
-            t.count(
-                "dpu_fleet_node_problem",
-                "A problem the last fleet run found on the node, by the check that found it",
-                &[
-                    ("command", command),
-                    ("node", &node.name),
-                    ("check", &problem.check),
-                ],
-                1,
-            );
-        }
-    }
-    for state in STATES {
-        let count = report.summary.get(state.label()).copied().unwrap_or(0);
-        t.count(
-            "dpu_fleet_nodes",
-            "How many nodes ended the last fleet run in each state",
-            &[
-                ("command", command),
-                ("status", &state.label().to_ascii_lowercase()),
-            ],
-            i64::try_from(count).unwrap_or(i64::MAX),
-        );
-    }
-    t.gauge(
-        "dpu_fleet_run_seconds",
-        "Wall time of the last fleet run",
-        &[("command", command)],
-        report.elapsed_ms / 1e3,
-    );
-    t.gauge(
-        "dpu_fleet_last_run_timestamp_seconds",
-        "When the last fleet run ended (Unix time)",
-        &[("command", command)],
-        seconds_since_epoch(at),
-    );
-    t
-}
-
-/// A RoCE sweep's verdict, each run's path and numbers, and when it ran.
-pub fn perf(report: &PerfReport, at: SystemTime) -> Textfile {
-    let mut t = Textfile::default();
-    t.state_set(
-        "dpu_roce_perf_verdict",
-        "The sweep's verdict: 1 for the state it reached",
-        &[("peer", &report.peer)],
-        "verdict",
-        &["ok", "flagged", "inconclusive"],
-        report.verdict,
-    );
-    for run in &report.runs {
-        let size = run.size.to_string();
-        let labels = [
-            ("peer", report.peer.as_str()),
-            ("test", run.test.name()),
-            ("size", &size),
-        ];
-        let path = match run.rdma.path {
-            PathVerdict::Rdma => "rdma",
-            PathVerdict::NotRdma => "not_rdma",
-            PathVerdict::Unknown => "unknown",
-        };
-        t.state_set(
-            "dpu_roce_perf_path",
-            "The path the RDMA counters put the run on: 1 for the state",
-            &labels,
-            "path",
-            &["rdma", "not_rdma", "unknown"],
-            path,
-        );
-        if let Some(gbps) = run.bw_gbps {
-            t.gauge(
-                "dpu_roce_perf_bandwidth_bytes_per_second",
-                "Average bandwidth of the run",
-                &labels,
-                gbps * 1e9 / 8.0,
-            );
-        }
-        if let Some(us) = run.lat_avg_us {
-            t.gauge(
-                "dpu_roce_perf_latency_average_seconds",
-                "Average latency of the run",
-                &labels,
-                us / 1e6,
-            );
-        }
-    }
-    t.gauge(
-        "dpu_roce_perf_last_run_timestamp_seconds",
-        "When the sweep ran (Unix time)",
-        &[("peer", &report.peer)],
-        seconds_since_epoch(at),
-    );
-    t
-}
-
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]
@@ -428,41 +206,6 @@ mod tests {
         assert!(
             text.lines()
                 .any(|l| l == r#"dpu_check_status{check="a\"b\\c\nd",status="pass"} 0"#),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_proof_report_becomes_its_verdict_lines_and_time() {
-        let report = ProofReport {
-            proof: "storage",
-            verdict: Verdict::Inconclusive,
-            workload: String::new(),
-            lines: Vec::new(),
-            notes: Vec::new(),
-            trials: Vec::new(),
-            witnesses: Vec::new(),
-        };
-        let text = proof(&report, UNIX_EPOCH + Duration::from_secs(1_700_000_000))
-            .render()
-            .expect("renders");
-        assert!(
-            text.lines()
-                .any(|l| l == r#"dpu_proof_verdict{proof="storage",verdict="inconclusive"} 1"#),
-            "{text}"
-        );
-        assert!(
-            text.lines()
-                .any(|l| l == r#"dpu_proof_verdict{proof="storage",verdict="proven"} 0"#),
-            "{text}"
-        );
-        assert!(
-            text.lines()
-                .any(|l| l == r#"dpu_proof_lines{proof="storage",result="met"} 0"#),
-            "{text}"
-        );
-        assert!(
-            text.contains("dpu_proof_last_run_timestamp_seconds{proof=\"storage\"} 1700000000"),
             "{text}"
         );
     }

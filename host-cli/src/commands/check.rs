@@ -41,7 +41,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     // After the results are out: a file that cannot be written is then exit 2 with the
     // results still shown.
     if let Some(path) = &args.metrics_file {
-        dpu_host::textfile::checks(&results, std::time::SystemTime::now()).write_atomic(path)?;
+        dpu_host::check::textfile::of(&results, std::time::SystemTime::now()).write_atomic(path)?;
     }
     Ok(outcome)
 }

@@ -195,7 +195,7 @@ fn write_files(fleet: &FleetTargets, report: &FleetReport) -> anyhow::Result<()>
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &fleet.metrics_file {
-        dpu_host::textfile::fleet(report, SystemTime::now()).write_atomic(path)?;
+        report.textfile(SystemTime::now()).write_atomic(path)?;
     }
     Ok(())
 }

@@ -29,7 +29,9 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Out
     // After the report is out: a file that cannot be written is then exit 2 with the
     // results still shown.
     if let Some(path) = metrics {
-        dpu_host::textfile::proof(&report, std::time::SystemTime::now()).write_atomic(path)?;
+        report
+            .textfile(std::time::SystemTime::now())
+            .write_atomic(path)?;
     }
     Ok(outcome)
 }

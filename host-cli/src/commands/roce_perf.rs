@@ -69,7 +69,9 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
     // After the report is out: a file that cannot be written is then exit 2 with the
     // results still shown.
     if let Some(path) = &args.metrics_file {
-        dpu_host::textfile::perf(&report, std::time::SystemTime::now()).write_atomic(path)?;
+        report
+            .textfile(std::time::SystemTime::now())
+            .write_atomic(path)?;
     }
     Ok(match report.verdict {
         "ok" => Outcome::Success,

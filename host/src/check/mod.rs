@@ -33,6 +33,7 @@ mod rails_tests;
 pub mod rules;
 #[cfg(test)]
 mod rules_tests;
+pub mod textfile;
 mod verdict;
 
 use serde::Serialize;

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::report::{FleetReport, NodeStatus};
-use crate::prove::html::escape;
+use crate::render::escape;
 
 /// The colour a status is drawn in (the same for squares, badges and rows).
 fn colour(status: NodeStatus) -> &'static str {

@@ -29,3 +29,4 @@ pub mod report;
 pub mod runner;
 pub mod select;
 pub mod target;
+pub mod textfile;

@@ -8,13 +8,9 @@ use std::fmt::Write as _;
 use super::report::ProofReport;
 use crate::accounting::{Outcome, Rule, Side};
 
-/// HTML-escapes text for element content and attribute values (shared by every report).
-pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+/// The shared escape, kept here under its old path until the experiment page names
+/// [`crate::render::escape`] itself.
+pub use crate::render::escape;
 
 /// The bar chart: one row per expectation, bar length = net change relative to the
 /// largest of (net change, required bound) over all rows, with the bound marked.

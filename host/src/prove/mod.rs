@@ -12,6 +12,7 @@ pub mod qos_report;
 pub mod report;
 pub mod storage;
 pub mod switch;
+pub mod textfile;
 pub mod upcalls;
 pub mod witness;
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::qos_judge::{ReadLimit, WindowJudged};
 use super::report::ProofReport;
-use crate::textfile::{self, Textfile};
+use crate::textfile::Textfile;
 
 /// How long the proof lifted the limit, and that it set it back.
 #[derive(Debug, Clone, Serialize)]
@@ -122,7 +122,7 @@ impl QosReport {
     /// the limit.
     #[allow(clippy::cast_precision_loss)]
     pub fn textfile(&self, at: SystemTime) -> Textfile {
-        let mut t = textfile::proof(&self.proof, at);
+        let mut t = self.proof.textfile(at);
         t.gauge(
             "dpu_proof_qos_limit_bytes_per_second",
             "The volume's read limit the QoS proof judged",

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::perf::PerfReport;
-use crate::prove::html::escape;
+use crate::render::escape;
 use crate::roce::perf::{PathVerdict, PerfRun};
 
 /// One bar: label, value, colour.
