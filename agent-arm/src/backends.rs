@@ -17,7 +17,7 @@ use dpu_proto::v1::{BackendState, BackendStatus};
 
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
-use crate::metrics::AgentMetrics;
+use crate::telemetry::AgentMetrics;
 use crate::ovs::{OvsBackend, OvsClients};
 use crate::storage::StorageEngine;
 

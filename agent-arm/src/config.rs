@@ -9,7 +9,7 @@ use std::time::Duration;
 use dpu_proto::Endpoint;
 use serde::{Deserialize, Serialize};
 
-use crate::security::policy::Role;
+use crate::role::Role;
 
 /// The complete, effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

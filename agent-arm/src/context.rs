@@ -9,7 +9,7 @@ use dpu_probe::SysRoot;
 
 use crate::backends::Backends;
 use crate::config::Config;
-use crate::metrics::AgentMetrics;
+use crate::telemetry::AgentMetrics;
 use crate::ovs::OvsBackend;
 use crate::storage::store::StoreError;
 use crate::storage::StorageEngine;

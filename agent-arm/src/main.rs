@@ -13,15 +13,18 @@ mod datapath_counters;
 mod edge;
 mod errors;
 mod health;
+mod grpc_status;
 mod health_check;
 mod metrics;
 mod observability;
 mod ovs;
+mod role;
 mod security;
 mod server;
 mod service_future;
 mod services;
 mod storage;
+mod telemetry;
 mod version;
 mod volume_counters;
 

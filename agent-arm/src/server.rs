@@ -23,7 +23,7 @@ use crate::edge::accept::{self, Budgets, Gate};
 use crate::edge::fd_reserve::FdReserve;
 use crate::edge::grpc_guard::GrpcGuardLayer;
 use crate::edge::listen::{self, Bound};
-use crate::metrics::rpc_layer::RpcMetricsLayer;
+use crate::telemetry::rpc_layer::RpcMetricsLayer;
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
 use crate::storage::uplink::RouteLookup;

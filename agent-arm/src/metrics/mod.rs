@@ -1,15 +1,13 @@
 //! `GET /metrics` (docs/metrics.md): every counter a snapshot can read, and the agent's
 //! own health, for the Prometheus a platform team already runs.
 //!
-//! Owns: the agent's registry ([`agent`]) and the layer that records every gRPC call in
-//! it ([`rpc_layer`]), how samples are named ([`names`]), one scrape's reading ([`scrape`],
+//! Owns: how samples are named ([`names`]), one scrape's reading ([`scrape`],
 //! [`counters`], [`roles`], [`ovs_levels`], [`ethtool_prio`]) in one of two text formats
 //! ([`mod@format`]), the encoded names and labels of the counter tree kept across scrapes
 //! ([`layout`], [`template`]) and the HTTP listener ([`serve`], with its pre-authentication
-//! pool [`preauth`]). Must not touch: how counters are read (the probe's `Sampler`, its
+//! pool [`preauth`]); the agent's own registry it serves is [`crate::telemetry`]'s. Must not touch: how counters are read (the probe's `Sampler`, its
 //! ethtool ioctl and the storage engine do that) or what a gRPC call does.
 
-pub(crate) mod agent;
 mod counters;
 mod ethtool_prio;
 mod format;
@@ -18,9 +16,9 @@ mod names;
 mod ovs_levels;
 mod preauth;
 mod roles;
-pub(crate) mod rpc_layer;
 pub(crate) mod scrape;
 pub(crate) mod serve;
 mod template;
 
-pub(crate) use agent::AgentMetrics;
+/// Until the storage engine names [`crate::telemetry::AgentMetrics`] itself.
+pub(crate) use crate::telemetry::AgentMetrics;

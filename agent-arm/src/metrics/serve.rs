@@ -27,7 +27,7 @@ use super::preauth::{PreAuth, Ticket, Tracked};
 use super::scrape::{Format, Scraper};
 use crate::config::{MetricsConfig, SecurityConfig};
 use crate::edge::listen::Bound;
-use crate::security::policy::Role;
+use crate::role::Role;
 use crate::security::Caller;
 
 /// How long to wait before accepting again after `accept` failed (out of descriptors):

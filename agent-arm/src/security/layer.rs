@@ -8,9 +8,10 @@ use tonic::body::Body;
 use tonic::Status;
 use tower::{Layer, Service};
 
-use super::policy::{self, Role};
+use super::policy;
 use super::Caller;
 use crate::config::SecurityConfig;
+use crate::role::Role;
 use crate::service_future::ServiceFuture;
 
 /// Wraps the router: authorize, then audit operator calls.
@@ -48,7 +49,7 @@ pub(crate) struct Auth<S> {
 /// The gRPC status code of a finished unary call: errors are sent as headers
 /// ("trailers-only"), success as a trailer, so no `grpc-status` header means OK.
 fn outcome(response: &http::Response<Body>) -> String {
-    match crate::metrics::rpc_layer::grpc_code(response.headers()) {
+    match crate::grpc_status::grpc_code(response.headers()) {
         None | Some(tonic::Code::Ok) => "OK".to_owned(),
         Some(code) => format!("{code:?}"),
     }

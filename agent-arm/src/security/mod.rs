@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 
-use self::policy::Role;
+use crate::role::Role;
 use crate::config::SecurityConfig;
 
 /// The most bytes of a request an audit record keeps: every request a person writes fits

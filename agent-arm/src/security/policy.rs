@@ -2,29 +2,7 @@
 //! a test fails when the API has a method this table does not name, so a new RPC cannot
 //! ship open by accident.
 
-use serde::{Deserialize, Serialize};
-
-/// What a caller may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Role {
-    /// Nothing but health checks and reflection.
-    None,
-    /// Inventory, counters, listings and flow dumps: reads only.
-    Viewer,
-    /// Everything, including what changes storage and switching.
-    Operator,
-}
-
-impl Role {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Viewer => "viewer",
-            Self::Operator => "operator",
-        }
-    }
-}
+use crate::role::Role;
 
 use Role::{Operator, Viewer};
 
@@ -60,6 +38,10 @@ const POLICY: &[(&str, Role)] = &[
     ("/dpu.v1.Storage/DetachNamespace", Operator),
     ("/dpu.v1.Storage/SuspendController", Operator),
     ("/dpu.v1.Storage/ResumeController", Operator),
+    ("/dpu.v1.Storage/CreateVirtioBlkController", Operator),
+    ("/dpu.v1.Storage/GetVirtioBlkController", Viewer),
+    ("/dpu.v1.Storage/ListVirtioBlkControllers", Viewer),
+    ("/dpu.v1.Storage/DeleteVirtioBlkController", Operator),
     ("/dpu.v1.Storage/ApplyExposure", Operator),
     ("/dpu.v1.Storage/GetExposure", Viewer),
     ("/dpu.v1.Storage/ListExposures", Viewer),

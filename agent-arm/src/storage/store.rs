@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::desired::{Desired, DOC_VERSION};
-use crate::metrics::AgentMetrics;
+use crate::telemetry::AgentMetrics;
 
 /// File name of the document inside the state directory.
 const FILE_NAME: &str = "storage.json";

@@ -15,13 +15,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{Request, Response, StatusCode};
 use http_body::Frame;
 use tonic::body::Body;
 use tonic::Code;
 use tower::{Layer, Service};
 
 use super::AgentMetrics;
+use crate::grpc_status::grpc_code;
 use crate::security::policy;
 use crate::service_future::ServiceFuture;
 
@@ -67,16 +68,6 @@ pub(crate) fn labels(path: &str) -> (&'static str, String) {
         }
         None => (OTHER, OTHER.to_owned()),
     }
-}
-
-/// The `grpc-status` in `headers` (response headers or trailers); None when absent or
-/// not a number. Shared with the audit log ([`crate::security::layer`]).
-pub(crate) fn grpc_code(headers: &HeaderMap) -> Option<Code> {
-    headers
-        .get("grpc-status")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<i32>().ok())
-        .map(Code::from_i32)
 }
 
 /// Wraps the router so that every gRPC call is recorded in `metrics`.
@@ -239,7 +230,7 @@ mod tests {
     use std::collections::VecDeque;
     use std::convert::Infallible;
 
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
     use tower::ServiceExt as _;
 
     use super::*;
