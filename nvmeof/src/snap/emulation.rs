@@ -32,7 +32,8 @@ pub enum EmulatedFunction {
 }
 
 impl EmulatedFunction {
-    fn parts(&self) -> (Option<u32>, Option<u32>, Option<String>, Option<String>) {
+    /// `(pf_id, vf_id, pci_bdf, vuid)`, each set only for the addressing used.
+    pub(super) fn parts(&self) -> (Option<u32>, Option<u32>, Option<String>, Option<String>) {
         match self {
             Self::Pf { pf_id } => (Some(*pf_id), None, None, None),
             Self::Vf { pf_id, vf_id } => (Some(*pf_id), Some(*vf_id), None, None),

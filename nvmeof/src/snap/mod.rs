@@ -6,7 +6,8 @@
 //!
 //! Every typed operation is a method on [`SnapClient`] returning a [`SnapCall`] (set a
 //! `timeout`, then `execute`): standard SPDK bdev methods in `bdev.rs` (QoS limits in `qos.rs`), DOCA SNAP `nvme_*` in
-//! `snap4.rs`, mlnx_snap `subsystem_nvme_*`/`controller_nvme_*` in `snap3.rs`, and
+//! `snap4.rs`, mlnx_snap `subsystem_nvme_*`/`controller_nvme_*` in `snap3.rs`, virtio-blk
+//! emulation of both in `virtio_blk.rs`, and
 //! [`NvmeEmulation`] dispatching between the two. Keys the reference marks UNVERIFIED live in
 //! [`unverified`]. Errors keep SNAP's code and message ([`SnapError::kind`] classifies them).
 
@@ -24,6 +25,7 @@ mod snap3;
 mod snap4;
 pub mod unverified;
 mod version;
+mod virtio_blk;
 
 pub use bdev::{
     AddressFamilyParam, AttachController, BdevInfo, BdevIostat, Iostat, NvmeController,
@@ -54,6 +56,10 @@ pub use snap4::{
 };
 pub use unverified::{ControllerInfo, SubsystemCreate, STATE_STARTED};
 pub use version::{SpdkVersion, SpdkVersionFields};
+pub use virtio_blk::{
+    Snap3ListedController, Snap3VirtioBlkCreate, VirtioBlkControllerInfo, VirtioBlkCreate,
+    VirtioBlkCreated, VirtioBlkParams, VirtioBlkSeen,
+};
 
 /// Where SNAP and SPDK listen unless told otherwise (`SPDK_DEFAULT_RPC_ADDR`).
 pub const DEFAULT_SNAP_SOCKET: &str = "/var/tmp/spdk.sock";

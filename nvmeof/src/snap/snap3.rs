@@ -115,6 +115,16 @@ pub struct Snap3ControllerInfo {
     /// Controller id within the subsystem.
     #[serde(default)]
     pub cntlid: Option<u16>,
+    /// `nvme`, `virtio_blk`, ... (absent in older answers: NVMe then).
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+impl Snap3ControllerInfo {
+    /// Whether it is an NVMe controller (virtio-blk ones share `controller_list`).
+    pub fn is_nvme(&self) -> bool {
+        self.kind.as_deref().is_none_or(|k| k == "nvme")
+    }
 }
 
 #[derive(Serialize)]
