@@ -51,7 +51,7 @@ use state::Config;
 pub use state::{
     FakeBdev, FakeController, FakeDialect, FakeEmulationManager, FakeNamespace, FakeNvmeController,
     FakeNvmeCtrlr, FakePf, FakeSnapState, FakeSpdkVersion, FakeSubsystem, FakeTrid, FakeVf,
-    DECODE_FAILED_CODE, DECODE_FAILED_MESSAGE,
+    FakeVirtioBlk, DECODE_FAILED_CODE, DECODE_FAILED_MESSAGE,
 };
 
 /// The version string `spdk_get_version` reports by default (`SPDK_VERSION_STRING` of
@@ -74,6 +74,9 @@ pub const SNAP4_METHODS: &[&str] = &[
     "nvme_controller_suspend",
     "nvme_controller_resume",
     "emulation_function_list",
+    "virtio_blk_controller_create",
+    "virtio_blk_controller_destroy",
+    "virtio_blk_controller_list",
     "bdev_get_iostat",
     "bdev_get_bdevs",
     "bdev_set_qos_limit",
@@ -96,6 +99,8 @@ pub const SNAP3_METHODS: &[&str] = &[
     "controller_list",
     "controller_nvme_namespace_attach",
     "controller_nvme_namespace_detach",
+    "controller_virtio_blk_create",
+    "controller_virtio_blk_delete",
     "emulation_managers_list",
     "emulation_functions_list",
     "bdev_get_iostat",

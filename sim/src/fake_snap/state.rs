@@ -8,6 +8,7 @@
 //! - `nvme.rs`: DOCA SNAP 4's NVMe emulation methods (shapes from NVIDIA's public
 //!   clients; UNVERIFIED per method).
 //! - `snap3.rs`: mlnx_snap 3's methods (per snap-rdma `rpc/snap_rpc.py` and `rpc/md`).
+//! - `virtio_blk.rs`: virtio-blk emulation in both dialects.
 //!
 //! What the fake does not know about a real SNAP is written at each handler as
 //! **UNVERIFIED**.
@@ -23,6 +24,7 @@ mod decode;
 mod multipath;
 mod nvme;
 mod snap3;
+mod virtio_blk;
 
 pub use decode::{DECODE_FAILED_CODE, DECODE_FAILED_MESSAGE};
 
@@ -314,6 +316,29 @@ pub struct FakeController {
     pub namespaces: BTreeSet<u32>,
 }
 
+/// An emulated virtio-blk controller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FakeVirtioBlk {
+    /// The function: `vblk-pf0` or `vblk-pf0vf1` (PF index, 0-based VF index).
+    pub function: String,
+    /// That function's BDF, `bb:dd.f`.
+    pub pci_bdf: String,
+    /// That function's VHCA id.
+    pub vhca_id: u32,
+    /// That function's VUID.
+    pub vuid: String,
+    /// Backing bdev; empty for none.
+    pub bdev: String,
+    /// Virtqueues.
+    pub num_queues: u32,
+    /// Entries per virtqueue (SNAP 4 `queue_size`, SNAP 3 `queue_depth`).
+    pub queue_size: u32,
+    /// Serial number; empty when none was given.
+    pub serial: String,
+    /// SNAP 3: the emulation manager it was created on.
+    pub emulation_manager: Option<String>,
+}
+
 /// A virtual function of an emulated PF, as `emulation_function_list` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeVf {
@@ -443,6 +468,8 @@ pub struct FakeSnapState {
     pub subsystems: BTreeMap<String, FakeSubsystem>,
     /// Emulated controllers by `ctrl_id` (SNAP 4) or name (SNAP 3).
     pub controllers: BTreeMap<String, FakeController>,
+    /// Emulated virtio-blk controllers by name.
+    pub virtio_blk: BTreeMap<String, FakeVirtioBlk>,
     /// The host NQN SPDK connects with when an attach gives none (a random UUID per
     /// process, as `spdk_nvme_ctrlr_get_default_ctrlr_opts` makes it).
     pub default_hostnqn: String,
@@ -457,6 +484,7 @@ impl Default for FakeSnapState {
             nvme_controllers: BTreeMap::new(),
             subsystems: BTreeMap::new(),
             controllers: BTreeMap::new(),
+            virtio_blk: BTreeMap::new(),
             default_hostnqn: format!("nqn.2014-08.org.nvmexpress:uuid:{}", random_uuid()),
             next_ctrl: 0,
             next_cntlid: 0,
@@ -524,6 +552,11 @@ impl FakeSnapState {
             (Snap4, "nvme_controller_suspend") => self.set_suspended(p, true),
             (Snap4, "nvme_controller_resume") => self.set_suspended(p, false),
             (Snap4, "emulation_function_list") => self.function_list(config, p),
+            (Snap4, "virtio_blk_controller_create") => self.vblk_create4(config, p),
+            (Snap4, "virtio_blk_controller_destroy") => self.vblk_destroy4(p),
+            (Snap4, "virtio_blk_controller_list") => self.vblk_list4(p),
+            (Snap3, "controller_virtio_blk_create") => self.vblk_create3(config, p),
+            (Snap3, "controller_virtio_blk_delete") => self.vblk_delete3(p),
             (Snap3, "subsystem_nvme_create") => self.subsystem_create3(p),
             (Snap3, "subsystem_nvme_delete") => self.subsystem_delete3(p),
             (Snap3, "subsystem_nvme_list") => self.subsystem_list3(p),

@@ -1305,3 +1305,6 @@ fn restart_loses_state_but_keeps_configuration_and_faults_fire() {
     conn.ok("bdev_get_bdevs", Value::Null);
     assert!(started.elapsed() >= Duration::from_millis(200));
 }
+
+#[path = "tests_virtio_blk.rs"]
+mod virtio_blk;

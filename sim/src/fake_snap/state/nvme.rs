@@ -71,13 +71,21 @@ pub(super) fn nvme_functions(table: &[FakePf]) -> Vec<Function> {
 /// 0-based). Every key given must name the same function. UNVERIFIED: whether SNAP allows
 /// several at once, and its refusal wording.
 pub(super) fn find_function(table: &[FakePf], a: &Args<'_>) -> Result<Function, RpcError> {
-    let functions = nvme_functions(table);
+    find_in(nvme_functions(table), "NVMe", a)
+}
+
+/// [`find_function`] among `functions`, of the emulation type `kind` names (for messages).
+pub(super) fn find_in(
+    functions: Vec<Function>,
+    kind: &str,
+    a: &Args<'_>,
+) -> Result<Function, RpcError> {
     let mut found: Option<Function> = None;
     let mut pick = |what: String, hit: Option<&Function>| -> Result<(), RpcError> {
         let Some(hit) = hit else {
             return err(
                 ENODEV,
-                format!("No such device: no NVMe emulation function with {what}"),
+                format!("No such device: no {kind} emulation function with {what}"),
             );
         };
         match &found {
@@ -122,7 +130,12 @@ pub(super) fn find_function(table: &[FakePf], a: &Args<'_>) -> Result<Function, 
                 Some(vf) => format!("pf_id {pf} vf_id {vf}"),
                 None => format!("pf_id {pf}"),
             };
-            pick(what, functions.iter().find(|f| f.label == label))?;
+            pick(
+                what,
+                functions
+                    .iter()
+                    .find(|f| f.label.trim_start_matches("vblk-") == label),
+            )?;
         }
         (None, Some(_)) => return err(EINVAL, "Invalid argument: vf_id needs pf_id"),
         (None, None) => {}
@@ -293,6 +306,12 @@ impl FakeSnapState {
             return err(
                 EEXIST,
                 format!("A namespace with uuid {} already exists in {nqn}", ns.uuid),
+            );
+        }
+        if let Some((name, _)) = self.virtio_blk.iter().find(|(_, c)| c.bdev == ns.bdev) {
+            return err(
+                EBUSY,
+                format!("bdev {} is in use by virtio-blk controller {name}", ns.bdev),
             );
         }
         if self
@@ -593,8 +612,17 @@ impl FakeSnapState {
         p: Option<&Value>,
     ) -> Result<Value, RpcError> {
         spdk_decode(p, &[opt("all", Ty::Bool)])?;
-        let used = |label: String| self.user_of(&label).unwrap_or_default().to_owned();
         let list = config.functions.iter().map(|pf| {
+            // virtio-blk functions carry their own labels and controllers.
+            let vblk = is_vblk(&pf.emulation_type);
+            let used = |label: String| {
+                let user = if vblk {
+                    self.vblk_user_of(&format!("vblk-{label}"))
+                } else {
+                    self.user_of(&label)
+                };
+                user.unwrap_or_default().to_owned()
+            };
             let vfs: Vec<Value> = pf
                 .vfs
                 .iter()
@@ -649,4 +677,9 @@ pub(super) fn new_subsystem(
 /// Whether `s` is `len` hex digits (SNAP 3 `nguid`: 32, `eui64`: 16).
 pub(super) fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether a table entry's `emulation_type` is virtio-blk (`VBLK` in SNAP 4's list).
+pub(super) fn is_vblk(emulation_type: &str) -> bool {
+    emulation_type.eq_ignore_ascii_case("vblk") || emulation_type.eq_ignore_ascii_case("virtio_blk")
 }

@@ -277,14 +277,14 @@ impl FakeSnapState {
                 Ty::OneOf(&["nvme", "virtio_blk", "virtio_net"]),
             )],
         )?;
-        if a.str("type").is_some_and(|t| t != "nvme") {
-            return Ok(json!([]));
-        }
-        let list = self.controllers.iter().map(|(name, c)| {
+        let nvme = self.controllers.iter().map(|(name, c)| {
             json!({"subnqn": c.nqn, "cntlid": c.cntlid, "name": name,
                    "emulation_manager": c.emulation_manager, "type": "nvme",
                    "pci_index": pf_of(c), "pci_bdf": c.pci_bdf})
         });
+        let list = nvme
+            .chain(self.vblk_list3())
+            .filter(|c| a.str("type").is_none_or(|t| c["type"] == t));
         Ok(Value::Array(list.collect()))
     }
 
