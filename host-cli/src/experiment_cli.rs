@@ -34,6 +34,10 @@ pub(crate) struct ExperimentRunArgs {
     /// Also write the verdict and medians as Prometheus metrics to FILE.prom.
     #[arg(long, value_name = "FILE.prom")]
     pub(crate) metrics_file: Option<PathBuf>,
+    /// The ssh program a `roce-perf` measurement reaches its peer with (tests point this
+    /// at a stand-in).
+    #[arg(long, default_value = "ssh", env = "DPUCTL_SSH")]
+    pub(crate) ssh: PathBuf,
 }
 
 /// Where the revert journal is.

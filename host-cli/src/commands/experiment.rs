@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::Context as _;
 use dpu_host::experiment::journal::{self, Recovery};
 use dpu_host::experiment::knob::{machine_knob, values_text};
-use dpu_host::experiment::measure::measurement_for;
+use dpu_host::experiment::measure_roce::RoceContext;
+use dpu_host::experiment::measurement::measurement_for;
 use dpu_host::experiment::page::{render, PageEntry};
 use dpu_host::experiment::plan::Plan;
 use dpu_host::experiment::plan_load::parse;
@@ -21,7 +22,11 @@ use crate::experiment_cli::{ExperimentCommand, ExperimentRunArgs};
 use crate::outcome::Outcome;
 use crate::output;
 
-pub(crate) async fn run(format: OutputFormat, cmd: &ExperimentCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(
+    format: OutputFormat,
+    root: &dpu_probe::SysRoot,
+    cmd: &ExperimentCommand,
+) -> anyhow::Result<Outcome> {
     match cmd {
         ExperimentCommand::Check(args) => {
             let plan = load(&args.plan)?;
@@ -54,7 +59,7 @@ pub(crate) async fn run(format: OutputFormat, cmd: &ExperimentCommand) -> anyhow
             }
             Ok(Outcome::Success)
         }
-        ExperimentCommand::Run(args) => run_plan(format, args).await,
+        ExperimentCommand::Run(args) => run_plan(format, root, args).await,
     }
 }
 
@@ -64,10 +69,19 @@ fn load(path: &Path) -> anyhow::Result<Plan> {
     parse(&text).with_context(|| format!("the plan {} is not valid", path.display()))
 }
 
-async fn run_plan(format: OutputFormat, args: &ExperimentRunArgs) -> anyhow::Result<Outcome> {
+async fn run_plan(
+    format: OutputFormat,
+    root: &dpu_probe::SysRoot,
+    args: &ExperimentRunArgs,
+) -> anyhow::Result<Outcome> {
     let plan = load(&args.plan)?;
     let knob = machine_knob(&plan.knob)?;
-    let mut measure = measurement_for(&plan.measurement)?;
+    let roce = RoceContext {
+        root: root.clone(),
+        ssh: args.ssh.clone(),
+    };
+    // A roce-perf peer is resolved here, before the journal and the knob.
+    let mut measure = measurement_for(&plan.measurement, &roce)?;
     let settings = run::settings(&args.plan, &args.journal.journal);
     let cancel = Cancel::default();
     let signals = tokio::spawn(cancel_on_signal(cancel.clone()));
@@ -166,6 +180,15 @@ fn describe(event: &Event) -> String {
             trial,
             value,
         } => format!("experiment: {label} trial {trial}: {}", number(*value)),
+        Event::Refused {
+            label,
+            trial,
+            value,
+            reason,
+        } => format!(
+            "experiment: {label} trial {trial}: {} REFUSED, not counted: {reason}",
+            number(*value)
+        ),
         Event::Reverted { knob, value } => {
             format!("experiment: {knob} restored to {value}; journal removed")
         }
@@ -194,6 +217,15 @@ fn print_report(report: &RunReport) -> anyhow::Result<()> {
         ]);
     }
     output::print_table(&table)?;
+    for refused in report.trials.iter().filter(|t| !t.counted) {
+        output::line(&format!(
+            "refused: {} trial {} ({}): {}",
+            refused.phase,
+            refused.trial,
+            number(refused.value),
+            refused.refused.as_deref().unwrap_or_default()
+        ))?;
+    }
     for doubt in &a.doubts {
         output::line(&format!("doubt: {doubt}"))?;
     }

@@ -1,6 +1,7 @@
 //! The measurements a trial runs: a command (or an nccl-tests binary) without a shell,
-//! its output read by [`super::metric`], and a `storage read` through the
-//! `storage_read` engine. Each is a [`Measure`], so the runner is tested with a fake.
+//! its output read by [`super::metric`], a `storage read` through the `storage_read`
+//! engine, and a `roce perf` run with its counter corroboration
+//! ([`super::measure_roce`]). Each is a [`Measure`], so the runner is tested with a fake.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use super::cancel::Cancel;
 use super::metric::{read_metric, Metric, MetricError};
-use super::plan::{Measurement, OutputParser};
+use super::plan::OutputParser;
+use crate::roce::perf::RdmaEvidence;
 
 /// How often a running command is checked for exit and for cancellation.
 const POLL: Duration = Duration::from_millis(50);
@@ -66,32 +68,34 @@ pub enum MeasureError {
     /// This build cannot run the measurement.
     #[error("{0}")]
     Unsupported(String),
+    /// The measurement could not be set up (a `roce-perf` peer that does not resolve).
+    #[error("{0}")]
+    Setup(String),
+    /// A `roce perf` run failed (the tool, ssh, or its output).
+    #[error("{test}: {reason}")]
+    Run {
+        /// The test.
+        test: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The trial ran and gave a number, but its counters do not corroborate its traffic:
+    /// the runner records it as refused and goes on; it is never a data point.
+    #[error("refused: {}", .0.reason)]
+    Refused(Box<Refusal>),
 }
 
-/// The measurement of a plan.
-pub fn measurement_for(measurement: &Measurement) -> Result<Box<dyn Measure>, MeasureError> {
-    Ok(match measurement {
-        Measurement::Command { argv, parser } => Box::new(CommandMeasure {
-            argv: argv.clone(),
-            parser: *parser,
-        }),
-        Measurement::NcclTests { command } => Box::new(CommandMeasure {
-            argv: command.clone(),
-            parser: OutputParser::NcclTests,
-        }),
-        Measurement::StorageRead { device, size, bs } => Box::new(StorageMeasure {
-            device: device.clone(),
-            size: *size,
-            bs: *bs,
-        }),
-        Measurement::RocePerf { .. } => {
-            return Err(MeasureError::Unsupported(
-                "roce-perf measurement: not wired into experiments yet; run `roce perf`'s \
-                 test as a `command` measurement (ib_write_bw with parser \"perftest\")"
-                    .to_owned(),
-            ))
-        }
-    })
+/// A trial whose number cannot be believed: what it measured and why it is refused.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Refusal {
+    /// The number the tool printed.
+    pub value: f64,
+    /// What it measures.
+    pub name: String,
+    /// Why it is refused: `INCONCLUSIVE: ...` or `NOT PROVEN: ...`.
+    pub reason: String,
+    /// The counters that refused it.
+    pub rdma: RdmaEvidence,
 }
 
 /// A command run without a shell, in its own process group (so a cancel kills what it
@@ -227,6 +231,7 @@ impl Measure for StorageMeasure {
         Ok(Metric {
             value: measured.io_bytes as f64 / 1_048_576.0 / secs,
             name: format!("read MiB/s ({} B blocks)", self.bs),
+            rdma: None,
         })
     }
 }

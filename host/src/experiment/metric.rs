@@ -4,6 +4,7 @@
 //! compare with the link).
 
 use super::plan::OutputParser;
+use crate::roce::perf::RdmaEvidence;
 use crate::roce::{nccl, perftest, qperf};
 
 /// A trial's result: the number and what it is.
@@ -13,6 +14,9 @@ pub struct Metric {
     pub value: f64,
     /// What it measures, with its unit: `BW average Gb/s at 65536 B`.
     pub name: String,
+    /// The RDMA port's counters around the trial, which corroborated its traffic (a
+    /// `roce-perf` trial); None for measurements without counter evidence.
+    pub rdma: Option<RdmaEvidence>,
 }
 
 /// Why a command's output gave no metric.
@@ -43,6 +47,7 @@ pub fn read_metric(parser: OutputParser, stdout: &str) -> Result<Metric, MetricE
                     Ok(Metric {
                         value: row.average * unit.bytes_per_sec() * 8.0 / 1e9,
                         name: format!("BW average Gb/s at {} B", row.bytes),
+                        rdma: None,
                     })
                 }
                 perftest::PerftestTable::Latency { rows } => {
@@ -58,6 +63,7 @@ pub fn read_metric(parser: OutputParser, stdout: &str) -> Result<Metric, MetricE
                     Ok(Metric {
                         value,
                         name: format!("{which} µs at {} B", row.bytes),
+                        rdma: None,
                     })
                 }
             }
@@ -69,11 +75,13 @@ pub fn read_metric(parser: OutputParser, stdout: &str) -> Result<Metric, MetricE
                 Ok(Metric {
                     value: bw * 8.0 / 1e9,
                     name: format!("{} bw Gb/s", test.name),
+                    rdma: None,
                 })
             } else if let Some(latency) = test.latency_secs() {
                 Ok(Metric {
                     value: latency * 1e6,
                     name: format!("{} latency µs", test.name),
+                    rdma: None,
                 })
             } else {
                 Err(fail(format!("{} has no bw or latency", test.name)))
@@ -89,6 +97,7 @@ pub fn read_metric(parser: OutputParser, stdout: &str) -> Result<Metric, MetricE
             Ok(Metric {
                 value: row.out_of_place.busbw_gbps,
                 name: format!("busbw GB/s at {} B (out-of-place)", row.size),
+                rdma: None,
             })
         }
     }

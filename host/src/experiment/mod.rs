@@ -14,13 +14,13 @@
 //!   each value checked first and read back;
 //! - [`journal`]: the revert journal a killed run leaves and the next one undoes;
 //! - [`measure`] and [`metric`]: one trial, one number (a command without a shell, read
-//!   by the project's parsers; a storage read);
+//!   by the project's parsers; a storage read; a `roce perf` run whose RDMA counters must
+//!   corroborate it, [`measure_roce`]);
 //! - [`run`]: the phases in order with the original value restored whatever happens,
 //!   stopped through [`cancel`];
 //! - [`page`] and [`metrics`]: the `--html` page and the `--metrics-file` text.
 //!
-//! Not built yet (docs/experiments.md): the `roce-perf` measurement, the `ring` knob and
-//! the fleet.
+//! Not built yet (docs/experiments.md): the `ring` knob and the fleet.
 
 pub mod bootstrap;
 pub mod cancel;
@@ -28,6 +28,8 @@ pub mod design;
 pub mod journal;
 pub mod knob;
 pub mod measure;
+pub mod measure_roce;
+pub mod measurement;
 pub mod metric;
 pub mod metrics;
 pub mod normal;

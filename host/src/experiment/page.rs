@@ -69,10 +69,51 @@ pub fn render(entries: &[PageEntry<'_>]) -> Result<String, PageError> {
                 trials.join(" "),
             );
         }
-        html.push_str("</table></section>\n");
+        html.push_str("</table>");
+        trial_counters(&mut html, r);
+        html.push_str("</section>\n");
     }
     html.push_str("</body></html>\n");
     Ok(html)
+}
+
+/// Each trial's RDMA counter evidence (`roce-perf`), refused trials with their reason:
+/// what every number on the plot was believed on, and what was left off it.
+fn trial_counters(html: &mut String, r: &RunReport) {
+    if r.trials.iter().all(|t| t.rdma.is_none() && t.counted) {
+        return;
+    }
+    html.push_str(
+        "\n<table><tr><th>trial</th><th>value</th><th>RDMA packets moved</th>\
+         <th>payload packets</th><th>counters say</th><th>counted</th></tr>",
+    );
+    for t in &r.trials {
+        let (moved, payload, path) = t.rdma.as_ref().map_or_else(
+            || (String::new(), String::new(), String::new()),
+            |e| {
+                (
+                    e.packets_delta
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "unknown".to_owned()),
+                    e.payload_packets.to_string(),
+                    format!("{:?}", e.path).to_lowercase(),
+                )
+            },
+        );
+        let counted = match &t.refused {
+            None => "yes".to_owned(),
+            Some(why) => format!("REFUSED: {}", escape(why)),
+        };
+        let _ = write!(
+            html,
+            "<tr><td>{} #{}</td><td>{}</td><td>{moved}</td><td>{payload}</td><td>{path}</td>\
+             <td>{counted}</td></tr>",
+            escape(&t.phase),
+            t.trial,
+            number(t.value),
+        );
+    }
+    html.push_str("</table>");
 }
 
 /// The colour of each arm's points.
@@ -217,6 +258,7 @@ mod tests {
                 &StatsConfig::default(),
             )
             .expect("analysed"),
+            trials: Vec::new(),
             restored: Some("1500".to_owned()),
         }
     }

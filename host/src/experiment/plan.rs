@@ -49,6 +49,12 @@ pub enum Measurement {
         test: PerfTest,
         /// The message size in bytes.
         size: u64,
+        /// perftest `-n` (messages per run); None: `roce perf`'s default, 1000.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        iterations: Option<u64>,
+        /// The address the client connects to; None: the one ssh reaches.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        peer_address: Option<std::net::IpAddr>,
     },
     /// A `storage read` of `size` bytes in `bs` blocks.
     StorageRead {

@@ -200,10 +200,12 @@ fn measurement(m: &MeasurementFile, p: &mut Problems) -> Option<Measurement> {
         ("command", m.command.is_some()),
         ("argv", m.argv.is_some()),
         ("parser", m.parser.is_some()),
+        ("iterations", m.iterations.is_some()),
+        ("peer_address", m.peer_address.is_some()),
     ];
     let kind = m.kind.as_str();
     let takes: &[&str] = match kind {
-        "roce-perf" => &["peer", "test", "size"],
+        "roce-perf" => &["peer", "test", "size", "iterations", "peer_address"],
         "storage-read" => &["device", "size", "bs"],
         "nccl-tests" => &["command"],
         "command" => &["argv", "parser"],
@@ -227,10 +229,26 @@ fn measurement(m: &MeasurementFile, p: &mut Problems) -> Option<Measurement> {
                 .and_then(|test| p.take("measurement.test", perf_test(test)));
             let size = required("measurement.size", &what, m.size.as_ref(), p)
                 .and_then(|size| p.take("measurement.size", size_value(size, parse_positive_size)));
+            // Each checked (every problem reported) before any is given up on.
+            let iterations = m
+                .iterations
+                .map(|n| p.take("measurement.iterations", perf_iterations(n)));
+            let peer_address = m.peer_address.as_deref().map(|text| {
+                p.take(
+                    "measurement.peer_address",
+                    text.parse::<std::net::IpAddr>()
+                        .map_err(|_| format!("is {text:?}; expected an IPv4 or IPv6 address")),
+                )
+            });
+            if matches!(iterations, Some(None)) || matches!(peer_address, Some(None)) {
+                return None;
+            }
             Some(Measurement::RocePerf {
                 peer: peer?,
                 test: test?,
                 size: size?,
+                iterations: iterations.flatten(),
+                peer_address: peer_address.flatten(),
             })
         }
         "storage-read" => {
@@ -430,6 +448,14 @@ fn ssh_peer(peer: &str) -> Result<String, String> {
              and . - _ : [ ], not starting with '-'"
         ))
     }
+}
+
+/// perftest `-n` by `roce perf`'s rule (`--iterations`).
+fn perf_iterations(n: i64) -> Result<u64, String> {
+    u64::try_from(n)
+        .ok()
+        .filter(|n| (1..=100_000_000).contains(n))
+        .ok_or_else(|| format!("is {n}; expected 1 to 100000000 messages"))
 }
 
 /// A `roce perf` test name.

@@ -35,6 +35,10 @@ pub(crate) struct MeasurementFile {
     pub(crate) command: Option<Vec<String>>,
     pub(crate) argv: Option<Vec<String>>,
     pub(crate) parser: Option<String>,
+    /// perftest `-n` of a `roce-perf` trial; signed so a negative gets our message.
+    pub(crate) iterations: Option<i64>,
+    /// The address a `roce-perf` client connects to.
+    pub(crate) peer_address: Option<String>,
 }
 
 /// `[knob]`: `kind`, the keys of every kind, and the two values (numbers or strings).

@@ -65,6 +65,8 @@ fn a_full_valid_plan_is_read_into_typed_values() {
                 peer: "root@gpu2".to_owned(),
                 test: PerfTest::WriteBw,
                 size: 65_536,
+                iterations: None,
+                peer_address: None,
             },
             knob: Knob::Mtu {
                 interface: "ens1f0np0".to_owned(),
@@ -304,7 +306,18 @@ fn measurement_refusals_name_their_field() {
     refuses(
         &m(&format!("{PERF}\ndevice = \"/dev/nvme0n1\"")),
         "measurement.device",
-        "is not a key of a roce-perf measurement (its keys: peer, test, size)",
+        "is not a key of a roce-perf measurement (its keys: peer, test, size, iterations, \
+         peer_address)",
+    );
+    refuses(
+        &m(&format!("{PERF}\niterations = 0")),
+        "measurement.iterations",
+        "is 0; expected 1 to 100000000 messages",
+    );
+    refuses(
+        &m(&format!("{PERF}\npeer_address = \"10.0.0.300\"")),
+        "measurement.peer_address",
+        "expected an IPv4 or IPv6 address",
     );
     let read = |device: &str, size: &str, bs: &str| {
         m(&format!(
@@ -554,4 +567,23 @@ fn a_toml_syntax_error_is_located() {
     let errors = refused("trials = \n");
     assert_eq!(errors.0.len(), 1, "{errors}");
     assert!(errors.0[0].reason.contains("(line 1, column"), "{errors}");
+}
+
+#[test]
+fn a_roce_perf_plan_may_set_its_iterations_and_the_peer_address() {
+    let text = MTU_PLAN.replace(
+        "size = \"64k\"",
+        "size = \"64k\"\niterations = 100\npeer_address = \"10.10.0.1\"",
+    );
+    match plan(&text).measurement {
+        Measurement::RocePerf {
+            iterations,
+            peer_address,
+            ..
+        } => {
+            assert_eq!(iterations, Some(100));
+            assert_eq!(peer_address, Some("10.10.0.1".parse().expect("an address")));
+        }
+        other => panic!("{other:?}"),
+    }
 }

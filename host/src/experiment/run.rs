@@ -19,6 +19,7 @@ use super::measure::{Measure, MeasureError};
 use super::plan::{Knob, Plan};
 use super::stats::{analyse, StatsConfig, StatsError};
 use super::verdict::Analysis;
+use crate::roce::perf::RdmaEvidence;
 
 /// Where a run keeps its journal and finds the kernel's files.
 #[derive(Debug, Clone)]
@@ -72,6 +73,17 @@ pub enum Event {
         /// The metric.
         value: f64,
     },
+    /// A trial ran but its counters did not corroborate it: refused, not counted.
+    Refused {
+        /// The phase.
+        label: String,
+        /// 1-based within the phase.
+        trial: u32,
+        /// The number it would have given.
+        value: f64,
+        /// Why it is refused.
+        reason: String,
+    },
     /// The knob is back at its original value and the journal removed.
     Reverted {
         /// The knob.
@@ -106,8 +118,30 @@ pub struct RunReport {
     pub metric: String,
     /// Every trial, per phase, and the verdict.
     pub analysis: Analysis,
+    /// Every trial in the order run, refused ones included, with the counters that
+    /// corroborated (or refused) it where the measurement has them.
+    pub trials: Vec<TrialRecord>,
     /// The value the knob was restored to (`None` for an env knob).
     pub restored: Option<String>,
+}
+
+/// One trial as run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialRecord {
+    /// The phase, `A1`, `B1`, ...
+    pub phase: String,
+    /// 1-based within the phase.
+    pub trial: u32,
+    /// The number the measurement gave.
+    pub value: f64,
+    /// Whether it is one of the data points; false for a refused trial.
+    pub counted: bool,
+    /// Why it was refused (`INCONCLUSIVE: ...`, `NOT PROVEN: ...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The RDMA port's counters around it (`roce-perf`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<RdmaEvidence>,
 }
 
 /// Why a run stopped without a verdict. Every variant is raised after the knob was
@@ -230,10 +264,11 @@ pub fn run(
     finish(plan, settings, described, (a, b), trials, Some(original))
 }
 
-/// The trials of every phase with their metric's name.
+/// The trials of every phase with their metric's name, and every trial as run.
 struct Trials {
     phases: Vec<Vec<f64>>,
     metric: String,
+    records: Vec<TrialRecord>,
 }
 
 /// Runs the phases; the caller restores the knob whatever this returns.
@@ -246,6 +281,7 @@ fn run_phases(
     (a, b): (&str, &str),
 ) -> Result<Trials, RunError> {
     let mut phases = Vec::new();
+    let mut records = Vec::new();
     let mut metric: Option<String> = None;
     let labels = plan.order.labels();
     for (arm, label) in plan.order.arms().iter().zip(labels) {
@@ -275,6 +311,23 @@ fn run_phases(
             let result = match measure.measure(&env, cancel) {
                 Ok(result) => result,
                 Err(MeasureError::Cancelled) => return Err(RunError::Cancelled { label }),
+                Err(MeasureError::Refused(refusal)) => {
+                    observer.event(&Event::Refused {
+                        label: label.clone(),
+                        trial,
+                        value: refusal.value,
+                        reason: refusal.reason.clone(),
+                    });
+                    records.push(TrialRecord {
+                        phase: label.clone(),
+                        trial,
+                        value: refusal.value,
+                        counted: false,
+                        refused: Some(refusal.reason),
+                        rdma: Some(refusal.rdma),
+                    });
+                    continue;
+                }
                 Err(source) => {
                     return Err(RunError::Trial {
                         label,
@@ -299,12 +352,21 @@ fn run_phases(
                 value: result.value,
             });
             values.push(result.value);
+            records.push(TrialRecord {
+                phase: label.clone(),
+                trial,
+                value: result.value,
+                counted: true,
+                refused: None,
+                rdma: result.rdma,
+            });
         }
         phases.push(values);
     }
     Ok(Trials {
         phases,
         metric: metric.unwrap_or_default(),
+        records,
     })
 }
 
@@ -316,13 +378,29 @@ fn finish(
     trials: Trials,
     restored: Option<String>,
 ) -> Result<RunReport, RunError> {
-    let analysis = analyse(plan.order, &trials.phases, plan.better, &settings.stats)?;
+    let mut analysis = analyse(plan.order, &trials.phases, plan.better, &settings.stats)?;
+    let refused: Vec<String> = trials
+        .records
+        .iter()
+        .filter(|r| !r.counted)
+        .map(|r| format!("{} trial {}", r.phase, r.trial))
+        .collect();
+    if !refused.is_empty() {
+        analysis.summary = format!(
+            "{} ({} refused, not counted: their RDMA counters did not corroborate the \
+             traffic: {})",
+            analysis.summary,
+            refused.len(),
+            refused.join(", ")
+        );
+    }
     Ok(RunReport {
         knob,
         a,
         b,
         metric: trials.metric,
         analysis,
+        trials: trials.records,
         restored,
     })
 }

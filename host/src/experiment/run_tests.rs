@@ -93,6 +93,7 @@ where
         Ok(Metric {
             value: (self.number)(&key, n, cancel)?,
             name: "fake Gb/s".to_owned(),
+            rdma: None,
         })
     }
 }
@@ -376,4 +377,117 @@ fn an_env_knob_reaches_the_measurement_and_needs_no_journal() {
     assert_eq!(report.analysis.verdict, Verdict::Regression);
     assert_eq!(report.knob, "env NCCL_ALGO");
     assert_eq!(report.restored, None);
+}
+
+/// A refusal as a `roce-perf` trial whose counters stayed still would give.
+fn refused(value: f64) -> MeasureError {
+    use crate::roce::perf::{PerfRun, PerfTest};
+    use crate::roce::rdma_evidence::CounterSource;
+    let rdma = PerfRun::empty(PerfTest::WriteBw, 65_536, CounterSource::Sysfs).rdma;
+    MeasureError::Refused(Box::new(crate::experiment::measure::Refusal {
+        value,
+        name: "fake Gb/s".to_owned(),
+        reason: "NOT PROVEN: the RDMA port moved 0 packets".to_owned(),
+        rdma,
+    }))
+}
+
+/// Runs the MTU plan with B at 120 and A at 100; `refuse(mtu, n)` says which trials'
+/// counters did not corroborate them.
+fn run_refusing(refuse: fn(&str, usize) -> bool) -> (RunReport, Vec<Event>, FakeKnob) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = parse(MTU_PLAN).expect("plan");
+    let knob = FakeKnob::at("1500");
+    let mut measure = FakeMeasure {
+        knob: Some(knob.clone()),
+        seen: Vec::new(),
+        number: move |mtu: &str, n, _: &Cancel| {
+            let value = if mtu == "9000" { 120.0 } else { 100.0 } + wobble(n);
+            if refuse(mtu, n) {
+                Err(refused(value))
+            } else {
+                Ok(value)
+            }
+        },
+    };
+    let mut events = Vec::new();
+    let report = run(
+        &plan,
+        &settings(dir.path()),
+        Some(&knob),
+        &mut measure,
+        &Cancel::default(),
+        &mut |e: &Event| events.push(e.clone()),
+    )
+    .expect("a refused trial does not stop the run");
+    assert!(!dir.path().join("journal.json").exists());
+    (report, events, knob)
+}
+
+#[test]
+fn a_refused_trial_is_named_in_the_verdict_and_never_a_data_point() {
+    // The 7th trial (B1 trial 2) is refused; it would have been the phase's best.
+    let (report, events, knob) = run_refusing(|_, n| n == 7);
+    assert_eq!(knob.now(), "1500");
+    let b = &report.analysis.phases[1];
+    assert_eq!(b.label, "B1");
+    assert_eq!(b.trials.len(), 4, "{b:?}");
+    assert!(!b.trials.contains(&(120.0 + wobble(7))), "{b:?}");
+    assert_eq!(report.trials.len(), 15);
+    let not_counted: Vec<_> = report.trials.iter().filter(|t| !t.counted).collect();
+    assert_eq!(not_counted.len(), 1);
+    assert_eq!(
+        (not_counted[0].phase.as_str(), not_counted[0].trial),
+        ("B1", 2)
+    );
+    assert!(not_counted[0]
+        .refused
+        .as_deref()
+        .is_some_and(|r| r.starts_with("NOT PROVEN")));
+    assert!(not_counted[0].rdma.is_some());
+    assert_eq!(report.analysis.verdict, Verdict::Improvement);
+    assert!(
+        report.analysis.summary.contains("1 refused")
+            && report.analysis.summary.contains("B1 trial 2"),
+        "{}",
+        report.analysis.summary
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Refused { label, trial: 2, .. } if label == "B1")));
+}
+
+#[test]
+fn the_same_run_with_every_trial_corroborated_counts_all_of_them() {
+    // The negative control of the test above.
+    let (report, events, _) = run_refusing(|_, _| false);
+    assert_eq!(report.analysis.phases[1].trials.len(), 5);
+    assert!(report
+        .trials
+        .iter()
+        .all(|t| t.counted && t.refused.is_none()));
+    assert!(
+        !report.analysis.summary.contains("refused"),
+        "{}",
+        report.analysis.summary
+    );
+    assert!(!events.iter().any(|e| matches!(e, Event::Refused { .. })));
+}
+
+#[test]
+fn a_phase_whose_counters_never_corroborate_makes_the_verdict_inconclusive() {
+    let (report, _, knob) = run_refusing(|mtu, _| mtu == "9000");
+    assert_eq!(knob.now(), "1500");
+    assert_eq!(report.analysis.verdict, Verdict::Inconclusive);
+    assert!(report.analysis.phases[1].trials.is_empty());
+    assert!(
+        report.analysis.doubts.iter().any(|d| matches!(d, crate::experiment::verdict::Doubt::TooFewTrials { phase, trials: 0, .. } if phase == "B1")),
+        "{:?}",
+        report.analysis.doubts
+    );
+    assert!(
+        report.analysis.summary.contains("5 refused"),
+        "{}",
+        report.analysis.summary
+    );
 }

@@ -207,7 +207,7 @@ pub enum PathVerdict {
 }
 
 /// The counter evidence of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RdmaEvidence {
     /// Where the counters were read.
     pub source: CounterSource,
@@ -281,7 +281,7 @@ pub struct PerfRun {
 
 impl PerfRun {
     /// A run of `test` at `size` with nothing measured yet.
-    fn empty(test: PerfTest, size: u64, source: CounterSource) -> Self {
+    pub(crate) fn empty(test: PerfTest, size: u64, source: CounterSource) -> Self {
         PerfRun {
             test,
             size,

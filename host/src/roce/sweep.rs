@@ -142,39 +142,41 @@ fn validate(args: &PerfParams) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the sweep: validates the parameters (before anything runs, so a typo never costs a
-/// half-finished sweep), resolves both endpoints, then makes every run in order, telling
-/// `on_event` as it goes.
-pub fn sweep(
-    root: &SysRoot,
-    args: &PerfParams,
-    on_event: &mut dyn FnMut(SweepEvent<'_>),
-) -> anyhow::Result<PerfReport> {
+/// The parameters checked before anything runs (so a typo never costs a half-finished
+/// sweep): the tests they name, in order.
+pub fn check(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
     let tests = tests_from(args)?;
     validate(args)?;
-    let sizes_of = |t: &PerfTest| {
-        if t.is_bandwidth() {
-            &args.sizes
-        } else {
-            &args.lat_sizes
-        }
-    };
-    let runs_total: usize = tests.iter().map(|t| sizes_of(t).len()).sum();
-    let last_port = usize::from(args.base_port) + runs_total;
-    if args.base_port < 1024 || last_port > usize::from(u16::MAX) {
-        return Err(bad(format!(
-            "--base-port {}: the {runs_total} runs need ports {} .. {last_port} within 1024 .. 65535",
-            args.base_port, args.base_port
-        )));
-    }
+    Ok(tests)
+}
+
+/// Everything a run needs once both ends are known: the peer with its shared ssh
+/// connection (held for as long as this lives: one handshake instead of one per run) and
+/// the plan with both endpoints and the local port's background.
+#[derive(Debug)]
+pub struct Prepared {
+    /// How the peer is reached.
+    pub peer: SshPeer,
+    /// Both endpoints, the peer's address and the background every run is net of.
+    pub plan: PerfPlan,
+    _master: Option<super::peer::ControlMaster>,
+}
+
+/// Resolves both endpoints of `tests` (checked by [`check`]) and measures the local port's
+/// background over [`IDLE_WINDOW`], telling `on_event` the endpoints.
+pub fn prepare(
+    root: &SysRoot,
+    args: &PerfParams,
+    tests: Vec<PerfTest>,
+    on_event: &mut dyn FnMut(SweepEvent<'_>),
+) -> anyhow::Result<Prepared> {
     let mut peer = SshPeer::new(
         &args.peer,
         args.ssh.clone(),
         args.ssh_port,
         args.ssh_identity.clone(),
     )?;
-    // Held to the end of the sweep: one handshake instead of one per run.
-    let _master = peer.start_master(Duration::from_secs(20));
+    let master = peer.start_master(Duration::from_secs(20));
     let local = endpoint::local(
         root,
         &Pin {
@@ -215,17 +217,51 @@ pub fn sweep(
     std::thread::sleep(IDLE_WINDOW);
     let quiet_end = read_port(root, &local);
     let background = Background::measure(&quiet_start, &quiet_end, window.elapsed());
-    let plan = PerfPlan {
-        tests: tests.clone(),
-        iterations: args.iterations,
-        tcp_seconds: args.tcp_seconds,
-        base_port: args.base_port,
-        run_timeout: Duration::from_secs(args.run_timeout),
-        local: local.clone(),
-        peer: remote.clone(),
-        peer_address,
-        background: background.clone(),
+    Ok(Prepared {
+        peer,
+        plan: PerfPlan {
+            tests,
+            iterations: args.iterations,
+            tcp_seconds: args.tcp_seconds,
+            base_port: args.base_port,
+            run_timeout: Duration::from_secs(args.run_timeout),
+            local,
+            peer: remote,
+            peer_address,
+            background,
+        },
+        _master: master,
+    })
+}
+
+/// Runs the sweep: checks the parameters ([`check`]), resolves both endpoints
+/// ([`prepare`]), then makes every run in order, telling `on_event` as it goes.
+pub fn sweep(
+    root: &SysRoot,
+    args: &PerfParams,
+    on_event: &mut dyn FnMut(SweepEvent<'_>),
+) -> anyhow::Result<PerfReport> {
+    let tests = check(args)?;
+    let sizes_of = |t: &PerfTest| {
+        if t.is_bandwidth() {
+            &args.sizes
+        } else {
+            &args.lat_sizes
+        }
     };
+    let runs_total: usize = tests.iter().map(|t| sizes_of(t).len()).sum();
+    let last_port = usize::from(args.base_port) + runs_total;
+    if args.base_port < 1024 || last_port > usize::from(u16::MAX) {
+        return Err(bad(format!(
+            "--base-port {}: the {runs_total} runs need ports {} .. {last_port} within 1024 .. 65535",
+            args.base_port, args.base_port
+        )));
+    }
+    let Prepared {
+        peer,
+        plan,
+        _master,
+    } = prepare(root, args, tests, on_event)?;
     let mut runs = Vec::new();
     for test in &plan.tests {
         for &size in sizes_of(test) {
@@ -246,11 +282,11 @@ pub fn sweep(
     }
     Ok(PerfReport {
         peer: args.peer.clone(),
-        peer_address: peer_address.to_string(),
-        local,
-        remote,
+        peer_address: plan.peer_address.to_string(),
+        local: plan.local,
+        remote: plan.peer,
         verdict: sweep_verdict(&runs),
-        background,
+        background: plan.background,
         runs,
     })
 }
