@@ -111,6 +111,8 @@ pub enum Collection {
     RdmaDevices,
     /// `bridges/{bridge}`: an OVS bridge name (also a netdev name).
     Bridges,
+    /// `virtioBlkControllers/{id}`: client-chosen id.
+    VirtioBlkControllers,
 }
 
 impl Collection {
@@ -123,6 +125,7 @@ impl Collection {
             Self::Netdevs => "netdevs",
             Self::RdmaDevices => "rdmaDevices",
             Self::Bridges => "bridges",
+            Self::VirtioBlkControllers => "virtioBlkControllers",
         }
     }
 
@@ -134,13 +137,16 @@ impl Collection {
             Self::Netdevs => "netdevs/{ifname}",
             Self::RdmaDevices => "rdmaDevices/{ibdev}",
             Self::Bridges => "bridges/{bridge}",
+            Self::VirtioBlkControllers => "virtioBlkControllers/{id}",
         }
     }
 
     /// Checks an id for this collection.
     pub fn check_id(self, id: &str) -> Result<(), NameError> {
         match self {
-            Self::RemoteControllers | Self::Exposures => check_client_id("id", id),
+            Self::RemoteControllers | Self::Exposures | Self::VirtioBlkControllers => {
+                check_client_id("id", id)
+            }
             Self::Volumes => check_token("bdev", id, 255),
             Self::RdmaDevices => check_token("ibdev", id, 63),
             Self::Netdevs => check_ifname("ifname", id),
@@ -479,6 +485,23 @@ mod tests {
         assert!(Collection::RemoteControllers
             .parse("remoteControllers/0r")
             .is_err());
+        assert_eq!(
+            Collection::VirtioBlkControllers
+                .parse("virtioBlkControllers/vm1-disk")
+                .expect("ok")
+                .id,
+            "vm1-disk"
+        );
+        for bad in [
+            "virtioBlkControllers/1vm",
+            "virtioBlkControllers/vm/1",
+            "remoteControllers/vm1",
+        ] {
+            assert!(
+                Collection::VirtioBlkControllers.parse(bad).is_err(),
+                "{bad} accepted"
+            );
+        }
     }
 
     #[test]

@@ -27,6 +27,9 @@ use crate::storage::uplink::{self, RouteLookup};
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
+#[path = "storage_virtio_blk.rs"]
+mod virtio_blk;
+
 /// How long a listing waits for the backend's view of what exists before it answers with
 /// the desired state and the backend's silence as the `detail`: a hung SNAP must not make
 /// reads of the agent's own state hang.
@@ -581,6 +584,34 @@ impl Storage for StorageService {
         let req = request.into_inner();
         self.set_running(&req.name, req.options.as_ref(), true)
             .await
+    }
+
+    async fn create_virtio_blk_controller(
+        &self,
+        request: Request<v1::CreateVirtioBlkControllerRequest>,
+    ) -> Reply<v1::VirtioBlkController> {
+        self.create_virtio_blk(request).await
+    }
+
+    async fn get_virtio_blk_controller(
+        &self,
+        request: Request<v1::GetVirtioBlkControllerRequest>,
+    ) -> Reply<v1::VirtioBlkController> {
+        self.get_virtio_blk(request).await
+    }
+
+    async fn list_virtio_blk_controllers(
+        &self,
+        request: Request<v1::ListVirtioBlkControllersRequest>,
+    ) -> Reply<v1::ListVirtioBlkControllersResponse> {
+        self.list_virtio_blk(request).await
+    }
+
+    async fn delete_virtio_blk_controller(
+        &self,
+        request: Request<v1::DeleteVirtioBlkControllerRequest>,
+    ) -> Reply<v1::DeleteResponse> {
+        self.delete_virtio_blk(request).await
     }
 
     async fn apply_exposure(

@@ -108,6 +108,7 @@ async fn run(
             Key::Subsystem(nqn) => backend.remove_subsystem(nqn).await,
             Key::Remote(id) => backend.remove_remote(id, &doc.remotes).await,
             Key::Qos(volume) => backend.remove_qos(volume).await,
+            Key::VirtioBlk(id) => super::virtio_blk::remove(doc, backend, id).await,
         };
         match result {
             Ok(()) => {
@@ -154,6 +155,7 @@ async fn run(
                 let list = observed.as_deref().unwrap_or_default();
                 ensure_controller(doc, backend, nqn, id, list).await
             }
+            Key::VirtioBlk(id) => super::virtio_blk::ensure(doc, backend, id).await,
         };
         if let Err(e) = result {
             out.fail(key, e, mode)?;

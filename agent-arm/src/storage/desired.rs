@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use dpu_proto::v1;
 use serde::{Deserialize, Serialize};
 
+use super::virtio_blk_doc::VirtioBlkDoc;
+
 /// The remote controllers of the document by id (deleting ones included: removing one
 /// needs its spec to find it in the kernel backend).
 pub(crate) type Remotes = BTreeMap<String, Entry<v1::RemoteControllerSpec>>;
@@ -151,6 +153,8 @@ pub(crate) enum Key {
     Subsystem(String),
     Namespace(String, u32),
     Controller(String, String),
+    /// A virtio-blk controller by id (after the remote controllers whose volumes back them).
+    VirtioBlk(String),
 }
 
 impl std::fmt::Display for Key {
@@ -161,6 +165,7 @@ impl std::fmt::Display for Key {
             Self::Subsystem(nqn) => write!(f, "subsystems/{nqn}"),
             Self::Namespace(nqn, nsid) => write!(f, "subsystems/{nqn}/namespaces/{nsid}"),
             Self::Controller(nqn, id) => write!(f, "subsystems/{nqn}/controllers/{id}"),
+            Self::VirtioBlk(id) => write!(f, "virtioBlkControllers/{id}"),
         }
     }
 }
@@ -186,6 +191,9 @@ pub(crate) struct Desired {
     /// [`ExposurePlan`]).
     #[serde(default)]
     pub(crate) exposures: BTreeMap<String, v1::ExposureSpec>,
+    /// virtio-blk controllers by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) virtio_blk: BTreeMap<String, Entry<VirtioBlkDoc>>,
     /// Whether the backend emulates PCI controllers (SNAP) or not (kernel: the host
     /// reaches the namespace over the fabric, so an exposure has no controller). Set
     /// from the configuration when the document is loaded, never stored.
@@ -207,6 +215,7 @@ impl Default for Desired {
             namespaces: BTreeMap::new(),
             controllers: BTreeMap::new(),
             exposures: BTreeMap::new(),
+            virtio_blk: BTreeMap::new(),
             emulates_pci: true,
         }
     }
@@ -389,9 +398,19 @@ impl Desired {
             .filter_map(|(id, e)| e.live().map(|c| (id, c)))
     }
 
-    /// The live namespaces backed by `volume`.
+    /// The live virtio-blk controller `id`.
+    pub(crate) fn virtio_blk_of(&self, id: &str) -> Option<&VirtioBlkDoc> {
+        self.virtio_blk.get(id).and_then(Entry::live)
+    }
+
+    /// The live namespaces and virtio-blk controllers backed by `volume`.
     pub(crate) fn users_of_volume(&self, volume: &str) -> Vec<Key> {
-        let mut users = Vec::new();
+        let mut users: Vec<Key> = self
+            .virtio_blk
+            .iter()
+            .filter(|(_, e)| e.live().is_some_and(|v| v.volume == volume))
+            .map(|(id, _)| Key::VirtioBlk(id.clone()))
+            .collect();
         for (nqn, by_nsid) in &self.namespaces {
             for (nsid, entry) in by_nsid {
                 if entry.live().is_some_and(|ns| ns.volume == volume) {
@@ -429,6 +448,7 @@ impl Desired {
                     .map(|id| Key::Controller(nqn.clone(), id.clone())),
             );
         }
+        keys.extend(self.virtio_blk.keys().cloned().map(Key::VirtioBlk));
         keys
     }
 
@@ -448,6 +468,7 @@ impl Desired {
                 .get(nqn)
                 .and_then(|m| m.get(id))
                 .is_some_and(|e| e.deleting),
+            Key::VirtioBlk(id) => self.virtio_blk.get(id).is_some_and(|e| e.deleting),
         }
     }
 
@@ -466,6 +487,7 @@ impl Desired {
             Key::Controller(nqn, id) => {
                 mark(self.controllers.get_mut(nqn).and_then(|m| m.get_mut(id)))
             }
+            Key::VirtioBlk(id) => mark(self.virtio_blk.get_mut(id)),
         }
     }
 
@@ -496,6 +518,9 @@ impl Desired {
                         self.controllers.remove(nqn);
                     }
                 }
+            }
+            Key::VirtioBlk(id) => {
+                self.virtio_blk.remove(id);
             }
         }
     }
@@ -543,6 +568,7 @@ impl Desired {
             Key::Subsystem(nqn) => self.subsystem(nqn).is_some(),
             Key::Namespace(nqn, nsid) => self.namespace(nqn, *nsid).is_some(),
             Key::Controller(nqn, id) => self.controller(nqn, id).is_some(),
+            Key::VirtioBlk(id) => self.virtio_blk_of(id).is_some(),
         }
     }
 

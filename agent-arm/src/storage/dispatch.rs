@@ -13,6 +13,8 @@ use super::desired::{
 };
 use super::kernel::KernelBackend;
 use super::snap::SnapBackend;
+use super::virtio_blk_doc::{VirtioBlkBackend, VirtioBlkDoc};
+use dpu_nvmeof::snap::VirtioBlkSeen;
 /// The configured backend.
 #[derive(Debug)]
 pub(crate) enum Backend {
@@ -36,6 +38,10 @@ pub(crate) const KERNEL_NO_MULTIPATH: &str = "extra_paths: the kernel backend (L
 /// Why QoS limits are refused on the kernel backend.
 pub(crate) const KERNEL_NO_QOS: &str = "the kernel backend (Linux nvmet / nvme-fabrics) has no \
      per-volume QoS limits; they need the snap backend (SPDK's bdev_set_qos_limit)";
+
+/// Why virtio-blk controllers are refused on the kernel backend.
+pub(crate) const KERNEL_NO_VIRTIO_BLK: &str = "the kernel backend (Linux nvmet / nvme-fabrics) \
+     emulates no PCI functions: virtio-blk controllers need the snap backend (SNAP)";
 
 /// Forwards one call to whichever backend is configured; the disabled backend refuses it.
 macro_rules! dispatch {
@@ -262,6 +268,62 @@ impl Backend {
         running: bool,
     ) -> Result<(), BackendError> {
         dispatch!(self, b => b.set_running(ctrl, running).await)
+    }
+
+    /// Refuses, before the document changes, virtio-blk on a backend without emulation.
+    pub(crate) fn check_virtio_blk(&self) -> Result<(), BackendError> {
+        match self {
+            Backend::Snap(_) => Ok(()),
+            Backend::Kernel(_) => Err(BackendError::plain(
+                FailureKind::Unsupported,
+                KERNEL_NO_VIRTIO_BLK,
+            )),
+            Backend::Disabled => Err(disabled()),
+        }
+    }
+
+    /// The virtio-blk controllers the backend has; none where it cannot have any.
+    pub(crate) async fn virtio_blk_list(&self) -> Result<Vec<VirtioBlkSeen>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.list_virtio_blk().await,
+            Backend::Kernel(_) | Backend::Disabled => Ok(Vec::new()),
+        }
+    }
+
+    /// The name virtio-blk controller `id` is created with, where the agent chooses it
+    /// (SNAP 4's `ctrl`).
+    pub(crate) async fn virtio_blk_name(&self, id: &str) -> Result<Option<String>, BackendError> {
+        match self {
+            Backend::Snap(b) => b.virtio_blk_name(id).await,
+            Backend::Kernel(_) => Ok(None),
+            Backend::Disabled => Err(disabled()),
+        }
+    }
+
+    /// Creates virtio-blk controller `id`.
+    pub(crate) async fn create_virtio_blk(
+        &self,
+        id: &str,
+        doc: &VirtioBlkDoc,
+    ) -> Result<VirtioBlkBackend, BackendError> {
+        match self {
+            Backend::Snap(b) => b.create_virtio_blk(id, doc).await,
+            Backend::Kernel(_) => Err(BackendError::plain(
+                FailureKind::Unsupported,
+                KERNEL_NO_VIRTIO_BLK,
+            )),
+            Backend::Disabled => Err(disabled()),
+        }
+    }
+
+    /// Removes the virtio-blk controller SNAP names `name`; gone counts as done.
+    pub(crate) async fn remove_virtio_blk(&self, name: &str) -> Result<(), BackendError> {
+        match self {
+            Backend::Snap(b) => b.remove_virtio_blk(name).await,
+            // Never created there (refused by `check_virtio_blk`): nothing to remove.
+            Backend::Kernel(_) => Ok(()),
+            Backend::Disabled => Err(disabled()),
+        }
     }
 
     pub(crate) async fn volume_io(

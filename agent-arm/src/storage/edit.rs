@@ -163,10 +163,13 @@ pub(crate) fn delete_remote(doc: &mut Desired, id: &str) -> Result<Touched, Stor
         })
         .map(|(nqn, nsid, _)| Key::Namespace(nqn.clone(), *nsid).to_string())
         .collect();
-    if !users.is_empty() {
+    let virtio_users = super::virtio_blk::users_of_remote(doc, id);
+    if !users.is_empty() || !virtio_users.is_empty() {
+        let mut all = users;
+        all.extend(virtio_users.iter().map(Key::to_string));
         return Err(StorageError::precondition(format!(
-            "{key} backs {}; delete those namespaces first",
-            users.join(", ")
+            "{key} backs {}; delete those first",
+            all.join(", ")
         )));
     }
     let mut touched = BTreeSet::from([key.clone()]);
@@ -286,7 +289,8 @@ pub(crate) fn create_namespace(
     }
     if let Some(user) = doc.users_of_volume(&ns.volume).first() {
         return Err(StorageError::precondition(format!(
-            "volumes/{} already backs {user}; a volume backs one namespace",
+            "volumes/{} already backs {user}; a volume backs one namespace or virtio-blk \
+             controller",
             ns.volume
         )));
     }
@@ -349,6 +353,7 @@ pub(crate) fn create_controller(
             "{other} already emulates that function; one controller per function"
         )));
     }
+    super::virtio_blk::refuse_nvme_on_taken_function(doc, &key, &ctrl.function)?;
     doc.controllers
         .entry(nqn.to_owned())
         .or_default()
@@ -477,6 +482,10 @@ pub(crate) fn apply_exposure(
         return Err(StorageError::already_exists(format!(
             "{other} already emulates that function; one controller per function"
         )));
+    }
+    if let Some((ctrl_id, wanted)) = &plan.controller {
+        let key = Key::Controller(plan.nqn.clone(), ctrl_id.clone());
+        super::virtio_blk::refuse_nvme_on_taken_function(doc, &key, &wanted.function)?;
     }
     doc.insert_exposure(id, spec);
     Ok(touched)

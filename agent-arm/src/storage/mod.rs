@@ -22,10 +22,13 @@ pub(crate) mod multipath;
 pub(crate) mod remote;
 pub(crate) mod snap;
 mod snap_paths;
+mod snap_virtio_blk;
 pub(crate) mod store;
 mod undo_text;
 pub(crate) mod uplink;
 pub(crate) mod view;
+pub(crate) mod virtio_blk;
+pub(crate) mod virtio_blk_doc;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -184,6 +187,13 @@ impl StorageEngine {
         self.backend.controllers().await
     }
 
+    /// The virtio-blk controllers the backend reports now.
+    pub(crate) async fn virtio_blk_controllers(
+        &self,
+    ) -> Result<Vec<dpu_nvmeof::snap::VirtioBlkSeen>, BackendError> {
+        self.backend.virtio_blk_list().await
+    }
+
     /// The host-visible functions controllers can be created on.
     pub(crate) async fn emulation_functions(
         &self,
@@ -281,6 +291,18 @@ impl StorageEngine {
                 if after.qos_of(volume).is_some() && before.qos_of(volume) != after.qos_of(volume) {
                     self.backend
                         .check_qos()
+                        .map_err(|source| StorageError::Backend {
+                            object: key.clone(),
+                            source,
+                            outcome: String::new(),
+                        })?;
+                }
+                continue;
+            }
+            if let Key::VirtioBlk(id) = key {
+                if after.virtio_blk_of(id).is_some() && before.virtio_blk_of(id).is_none() {
+                    self.backend
+                        .check_virtio_blk()
                         .map_err(|source| StorageError::Backend {
                             object: key.clone(),
                             source,
@@ -487,6 +509,11 @@ fn copy_entry(from: &Desired, to: &mut Desired, key: &Key) {
                     .insert(id.clone(), e.clone());
             }
         }
+        Key::VirtioBlk(id) => {
+            if let Some(e) = from.virtio_blk.get(id) {
+                to.virtio_blk.insert(id.clone(), e.clone());
+            }
+        }
     }
 }
 
@@ -585,6 +612,52 @@ mod tests {
             .await
             .expect("nothing to clear");
         assert!(!cleared.changed);
+    }
+
+    /// The kernel backend emulates no PCI functions: a virtio-blk controller is refused
+    /// before the document changes, naming the backend (FAILED_PRECONDITION at the edge).
+    #[tokio::test]
+    async fn virtio_blk_on_the_kernel_backend_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let metrics = Arc::new(AgentMetrics::new());
+        let mut doc = Desired::default();
+        doc.remotes.insert(
+            "r0".into(),
+            desired::Entry::new(dpu_proto::v1::RemoteControllerSpec::default()),
+        );
+        StateStore::new(&dir.path().join("state"), Arc::clone(&metrics))
+            .save(&doc)
+            .expect("save");
+        let engine = engine(dir.path(), &metrics);
+        let wanted = virtio_blk_doc::VirtioBlkDoc {
+            volume: "r0n1".into(),
+            ..Default::default()
+        };
+        let err = engine
+            .change(false, None, |doc| {
+                virtio_blk::create(doc, "vm1", wanted, false)
+            })
+            .await
+            .expect_err("refused");
+        let StorageError::Backend { object, source, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(*object, Key::VirtioBlk("vm1".into()));
+        assert_eq!(source.kind, backend::FailureKind::Unsupported);
+        assert!(err.to_string().contains("the kernel backend"), "{err}");
+        assert!(engine.snapshot().await.virtio_blk.is_empty());
+        // Control: the same edit on its own is accepted (the refusal is the backend's).
+        let mut alone = engine.snapshot().await;
+        virtio_blk::create(
+            &mut alone,
+            "vm1",
+            virtio_blk_doc::VirtioBlkDoc {
+                volume: "r0n1".into(),
+                ..Default::default()
+            },
+            false,
+        )
+        .expect("a valid edit");
     }
 
     /// `[snap] enabled = false`: reads find nothing, a change is refused before the

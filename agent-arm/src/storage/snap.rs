@@ -53,7 +53,7 @@ fn kind_of(err: &SnapError) -> FailureKind {
     }
 }
 
-fn failed(operation: impl Into<String>) -> impl FnOnce(SnapError) -> BackendError {
+pub(super) fn failed(operation: impl Into<String>) -> impl FnOnce(SnapError) -> BackendError {
     let operation = operation.into();
     move |err| BackendError::new(kind_of(&err), operation, err)
 }
@@ -68,7 +68,7 @@ fn existing_ok(result: Result<(), BackendError>) -> Result<(), BackendError> {
 }
 
 /// Treats "not found" as done.
-fn missing_ok(result: Result<(), BackendError>) -> Result<(), BackendError> {
+pub(super) fn missing_ok(result: Result<(), BackendError>) -> Result<(), BackendError> {
     match result {
         Err(e) if e.kind == FailureKind::NotFound => Ok(()),
         other => other,
@@ -189,17 +189,44 @@ pub(super) fn attach_failed(id: &str, target: &RemoteTarget, e: SnapError) -> Ba
 /// DPF's `pci_bdf` for a function the host has not enumerated.
 const NOT_ENUMERATED_BDF: &str = "00:00.0";
 
-/// Whether `info` (one PF of `emulation_function_list`) or one of its VFs is `function`;
-/// gives the controller on it (empty when free) and the BDF.
+/// Which kind of emulated function a controller needs: SNAP lists NVMe and virtio-blk
+/// functions apart (`emulation_type` `NVME` / `VBLK`), each kind with its own PF indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FunctionKind {
+    Nvme,
+    VirtioBlk,
+}
+
+impl FunctionKind {
+    /// Whether SNAP's `emulation_type` is this kind. DPF filters on "NVME" and NVIDIA's
+    /// live-upgrade script on "NVME"/"VBLK"; compared without case so either spelling is
+    /// found, and an absent type is taken as NVMe (the releases that list only NVMe).
+    fn lists(self, emulation_type: &str) -> bool {
+        match self {
+            Self::Nvme => emulation_type.is_empty() || emulation_type.eq_ignore_ascii_case("nvme"),
+            Self::VirtioBlk => {
+                emulation_type.eq_ignore_ascii_case("vblk")
+                    || emulation_type.eq_ignore_ascii_case("virtio_blk")
+            }
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Nvme => "NVMe",
+            Self::VirtioBlk => "virtio-blk",
+        }
+    }
+}
+
+/// Whether `info` (one PF of `emulation_function_list`) or one of its VFs is `function`
+/// of `kind`; gives the controller on it (empty when free) and the BDF.
 fn find_function<'a>(
     list: &'a [EmulationFunctionInfo],
     function: &EmulatedFunction,
+    kind: FunctionKind,
 ) -> Option<(&'a str, &'a str)> {
-    for pf in list
-        .iter()
-        // DPF filters on "NVME"; compared without case so either spelling is found.
-        .filter(|f| f.emulation_type.is_empty() || f.emulation_type.eq_ignore_ascii_case("nvme"))
-    {
+    for pf in list.iter().filter(|f| kind.lists(&f.emulation_type)) {
         match function {
             EmulatedFunction::Pf { pf_id } if pf.pf_index == Some(*pf_id) => {
                 return Some((&pf.ctrl_id, &pf.pci_bdf))
@@ -237,7 +264,9 @@ fn find_function<'a>(
     None
 }
 
-fn decode_function(function: &v1::EmulationFunction) -> Result<EmulatedFunction, BackendError> {
+pub(super) fn decode_function(
+    function: &v1::EmulationFunction,
+) -> Result<EmulatedFunction, BackendError> {
     super::function::decode(function).map_err(|e| {
         BackendError::plain(
             FailureKind::Invalid,
@@ -266,11 +295,11 @@ fn doc_limits(spdk: &QosLimits) -> QosDoc {
     }
 }
 
-fn nonzero(value: u32) -> Option<u32> {
+pub(super) fn nonzero(value: u32) -> Option<u32> {
     (value != 0).then_some(value)
 }
 
-fn nonempty(value: &str) -> Option<&str> {
+pub(super) fn nonempty(value: &str) -> Option<&str> {
     (!value.is_empty()).then_some(value)
 }
 
@@ -341,11 +370,16 @@ impl SnapBackend {
     }
 
     /// The dialect-independent emulation calls.
-    async fn emulation(&self) -> Result<NvmeEmulation, BackendError> {
+    pub(super) async fn emulation(&self) -> Result<NvmeEmulation, BackendError> {
         let dialect = self.emulating().await?;
         NvmeEmulation::new(self.client.clone(), dialect).ok_or_else(|| {
             BackendError::plain(FailureKind::Unsupported, "plain SPDK cannot emulate NVMe")
         })
+    }
+
+    /// SNAP 3's emulation manager from the configuration; discovered when `None`.
+    pub(super) fn emulation_manager(&self) -> Option<String> {
+        self.emulation_manager.clone()
     }
 
     pub(crate) async fn can_suspend(&self) -> Result<bool, BackendError> {
@@ -623,6 +657,7 @@ impl SnapBackend {
                 .await
                 .map_err(failed(operation))?
                 .into_iter()
+                .filter(|c| c.is_nvme())
                 .map(|c| ObservedController {
                     id: c.name,
                     nqn: c.subnqn,
@@ -655,22 +690,25 @@ impl SnapBackend {
     /// SNAP 4: the function must exist and be free (`emulation_function_list`); a SNAP
     /// without that method is not asked. Gives the function's host PCI address as SNAP
     /// lists it, when it is one (DPF's `00:00.0` means not enumerated: none).
-    async fn check_function_free(
+    pub(super) async fn check_function_free(
         &self,
         function: &EmulatedFunction,
         name: &str,
+        kind: FunctionKind,
     ) -> Result<Option<String>, BackendError> {
         let list = match self.client.emulation_function_list().execute().await {
             Ok(list) => list,
             Err(e) if e.kind() == SnapErrorKind::MethodNotFound => return Ok(None),
             Err(e) => return Err(failed("emulation_function_list")(e)),
         };
-        match find_function(&list, function) {
+        match find_function(&list, function, kind) {
             None => Err(BackendError::plain(
                 FailureKind::Unsupported,
                 format!(
-                    "{function} is not an NVMe function SNAP emulates on this DPU \
+                    "{function} is not a{} {} function SNAP emulates on this DPU \
                      (emulation_function_list lists {} PFs)",
+                    if kind == FunctionKind::Nvme { "n" } else { "" },
+                    kind.label(),
                     list.len()
                 ),
             )),
@@ -732,7 +770,10 @@ impl SnapBackend {
         let emulation = self.emulation().await?;
         let name = (emulation.dialect() == SnapDialect::Snap4).then(|| controller_name(nqn, id));
         let host_bdf = match &name {
-            Some(name) => self.check_function_free(&function, name).await?,
+            Some(name) => {
+                self.check_function_free(&function, name, FunctionKind::Nvme)
+                    .await?
+            }
             None => None,
         };
         let params = ControllerParams {
@@ -996,28 +1037,69 @@ mod tests {
             }],
         }];
         assert_eq!(
-            find_function(&list, &EmulatedFunction::Pf { pf_id: 0 }),
+            find_function(
+                &list,
+                &EmulatedFunction::Pf { pf_id: 0 },
+                FunctionKind::Nvme
+            ),
             Some(("", "03:00.2"))
         );
         assert_eq!(
-            find_function(&list, &EmulatedFunction::Vf { pf_id: 0, vf_id: 0 }),
+            find_function(
+                &list,
+                &EmulatedFunction::Vf { pf_id: 0, vf_id: 0 },
+                FunctionKind::Nvme
+            ),
             Some(("NVMeCtrl2", "03:00.4"))
         );
         assert_eq!(
-            find_function(&list, &EmulatedFunction::PciBdf("03:00.4".to_owned())),
+            find_function(
+                &list,
+                &EmulatedFunction::PciBdf("03:00.4".to_owned()),
+                FunctionKind::Nvme
+            ),
             Some(("NVMeCtrl2", "03:00.4"))
         );
         assert_eq!(
-            find_function(&list, &EmulatedFunction::Vuid("MT1NVMES0D0F2".to_owned())),
+            find_function(
+                &list,
+                &EmulatedFunction::Vuid("MT1NVMES0D0F2".to_owned()),
+                FunctionKind::Nvme
+            ),
             Some(("", "03:00.2"))
         );
         assert_eq!(
-            find_function(&list, &EmulatedFunction::Pf { pf_id: 1 }),
+            find_function(
+                &list,
+                &EmulatedFunction::Pf { pf_id: 1 },
+                FunctionKind::Nvme
+            ),
             None
         );
         assert_eq!(
-            find_function(&list, &EmulatedFunction::Vf { pf_id: 0, vf_id: 1 }),
+            find_function(
+                &list,
+                &EmulatedFunction::Vf { pf_id: 0, vf_id: 1 },
+                FunctionKind::Nvme
+            ),
             None
         );
+        // A virtio-blk function of the same index is another function: the NVMe list
+        // does not offer it, the virtio-blk one does.
+        let vblk = vec![EmulationFunctionInfo {
+            emulation_type: "VBLK".to_owned(),
+            pf_index: Some(0),
+            pci_bdf: "03:00.5".to_owned(),
+            vuid: "MT1VBLKS0D0F5".to_owned(),
+            ctrl_id: String::new(),
+            vfs: Vec::new(),
+        }];
+        let pf0 = EmulatedFunction::Pf { pf_id: 0 };
+        assert_eq!(find_function(&vblk, &pf0, FunctionKind::Nvme), None);
+        assert_eq!(
+            find_function(&vblk, &pf0, FunctionKind::VirtioBlk),
+            Some(("", "03:00.5"))
+        );
+        assert_eq!(find_function(&list, &pf0, FunctionKind::VirtioBlk), None);
     }
 }
