@@ -13,6 +13,7 @@ pub mod harness;
 pub mod openai_stub;
 pub mod ovs;
 pub mod prometheus;
+pub mod rpc_server;
 pub mod spdk;
 
 // The machine beneath the agent is simulated by the shipped `dpu-sim` crate; the tests

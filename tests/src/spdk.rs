@@ -8,7 +8,7 @@
 //! not there. Every process is a child of the test, in a process group of its own, killed
 //! (SIGKILL) on Drop, and its DPDK runtime files are removed after it.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
@@ -20,6 +20,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::rpc_server::{Answer, CallError, RpcServer};
 
 /// Environment variable naming a built SPDK tree; overrides the build script's cache.
 pub const DIR_ENV: &str = "DPU_TEST_SPDK_DIR";
@@ -224,6 +226,9 @@ pub struct SpdkTgt {
     log: PathBuf,
     shm_id: u32,
     child: Option<Child>,
+    /// rpc.py in its server mode, started by the first [`SpdkTgt::rpc`] call and kept for
+    /// the next (a new one after one that was lost).
+    rpc_server: Mutex<Option<RpcServer>>,
 }
 
 impl SpdkTgt {
@@ -237,6 +242,7 @@ impl SpdkTgt {
             log: dir.join(format!("{name}.log")),
             shm_id: next_shm_id(),
             child: None,
+            rpc_server: Mutex::new(None),
         };
         tgt.spawn()?;
         Ok(tgt)
@@ -337,30 +343,65 @@ impl SpdkTgt {
     /// independent witness of what the agent did. Returns stdout parsed as JSON (a bare
     /// word such as a bdev name as a string, nothing as null); on failure the command line
     /// and what rpc.py printed (including SPDK's error reply, see [`rpc_error_reply`]).
+    /// The calls go to one rpc.py kept running in its `--server` mode (the same parser,
+    /// client and output, without starting Python per call: [`crate::rpc_server`]); an
+    /// argument that cannot travel as one line of that protocol runs rpc.py once.
     pub fn rpc(&self, method: &str, args: &[&str]) -> Result<Value, String> {
-        let mut command = Command::new("python3");
-        command
-            .arg(self.tree.join("scripts/rpc.py"))
-            .arg("-s")
-            .arg(&self.socket)
-            .args(["-t", RPC_TIMEOUT_SECS, method])
-            .args(args);
-        let out = run_bounded(command, COMMAND_TIMEOUT)?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            return Err(format!(
-                "rpc.py {method} {} failed ({}):\n{}\n{}",
+        let rpc_py = self.tree.join("scripts/rpc.py");
+        let mut argv: Vec<&OsStr> = vec![
+            OsStr::new("-s"),
+            self.socket.as_os_str(),
+            OsStr::new("-t"),
+            OsStr::new(RPC_TIMEOUT_SECS),
+            OsStr::new(method),
+        ];
+        argv.extend(args.iter().map(OsStr::new));
+        let failed = |printed: &str, how: &str| {
+            format!(
+                "rpc.py {method} {} failed ({how}):\n{}",
                 args.join(" "),
-                out.status,
-                stdout.trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+                printed.trim()
+            )
+        };
+        let stdout = match self.rpc_through_server(&rpc_py, &argv) {
+            Ok(Answer::Succeeded(stdout)) => stdout,
+            Ok(Answer::Failed(printed)) => return Err(failed(&printed, "**STATUS=1")),
+            Err(CallError::Lost(printed)) => return Err(failed(&printed, "server lost")),
+            Err(CallError::NotSendable(_)) => {
+                let mut command = Command::new("python3");
+                command.arg(&rpc_py).args(&argv);
+                let out = run_bounded(command, COMMAND_TIMEOUT)?;
+                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                if !out.status.success() {
+                    let printed = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+                    return Err(failed(&printed, &out.status.to_string()));
+                }
+                stdout
+            }
+        };
         let text = stdout.trim();
         if text.is_empty() {
             return Ok(Value::Null);
         }
         Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())))
+    }
+
+    /// One call through this instance's rpc.py server, started when there is none; a server
+    /// that was lost is dropped (killed), so the next call starts another.
+    fn rpc_through_server(&self, rpc_py: &Path, argv: &[&OsStr]) -> Result<Answer, CallError> {
+        let mut slot = self
+            .rpc_server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(RpcServer::start(rpc_py).map_err(CallError::Lost)?);
+        }
+        let server = slot.as_mut().expect("started above");
+        let answer = server.call(argv, COMMAND_TIMEOUT);
+        if matches!(answer, Err(CallError::Lost(_))) {
+            *slot = None;
+        }
+        answer
     }
 
     /// Sends one JSON-RPC request over the Unix socket and returns SPDK's reply object
