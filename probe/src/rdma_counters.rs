@@ -30,7 +30,7 @@ use nix::errno::Errno;
 
 use crate::counter_file::KeptDir;
 use crate::root::list_dir;
-use crate::snapshot::{Sample, Source, Unit};
+use crate::snapshot::{Sample, Source, SpareStrings, Unit};
 use crate::{ProbeError, SysRoot};
 
 /// The snapshot object of a port: `rdmaDevices/{ibdev}/ports/{port}`.
@@ -200,13 +200,23 @@ pub fn read_pma_counters(
     dir.refresh()?;
     dir.read_all();
     let mut samples = Vec::new();
-    parse_pma_into(&dir, &port_object(ibdev, port), &mut samples)?;
+    parse_pma_into(
+        &dir,
+        &port_object(ibdev, port),
+        &mut samples,
+        &mut SpareStrings::default(),
+    )?;
     Ok(samples)
 }
 
 /// Parses a port's read PMA directory into `out`; `false` when there is no such
 /// directory.
-fn parse_pma_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<bool, ProbeError> {
+fn parse_pma_into(
+    dir: &KeptDir,
+    object: &str,
+    out: &mut Vec<Sample>,
+    spare: &mut SpareStrings,
+) -> Result<bool, ProbeError> {
     if !dir.is_listed() {
         return Ok(false);
     }
@@ -226,7 +236,8 @@ fn parse_pma_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<
         } else {
             0
         };
-        let sample = Sample::cumulative(Source::Rdma, object, name, raw, unit).with_width(width);
+        let sample = Sample::cumulative(Source::Rdma, spare.string(object), name, raw, unit)
+            .with_width(width);
         out.push(if is_data { sample.scaled(4) } else { sample });
     }
     Ok(true)
@@ -240,7 +251,12 @@ pub fn read_hw_counters(root: &SysRoot, ibdev: &str, port: u32) -> Result<Vec<Sa
     dir.refresh()?;
     dir.read_all();
     let mut samples = Vec::new();
-    parse_hw_into(&dir, &port_object(ibdev, port), &mut samples)?;
+    parse_hw_into(
+        &dir,
+        &port_object(ibdev, port),
+        &mut samples,
+        &mut SpareStrings::default(),
+    )?;
     Ok(samples)
 }
 
@@ -253,23 +269,24 @@ pub fn read_port_counters(
     let mut dirs = ObjectDirs::port(root, ibdev, port)?;
     dirs.prepare(false)?;
     dirs.read_all();
-    parse_port_counters(root, ibdev, port, &dirs, None)
+    parse_port_counters(root, ibdev, port, &dirs, None, &mut SpareStrings::default())
 }
 
 /// [`read_port_counters`]' samples from a sampler's prepared and read directories; `hw`
 /// is the port's `hw_counters` family when it was read over RDMA netlink, so only the
-/// PMA files were read.
+/// PMA files were read. Object strings come from `spare` where it has them.
 pub(crate) fn parse_port_counters(
     root: &SysRoot,
     ibdev: &str,
     port: u32,
     dirs: &ObjectDirs,
     hw: Option<Vec<Sample>>,
+    spare: &mut SpareStrings,
 ) -> Result<Vec<Sample>, ProbeError> {
     let object = port_object(ibdev, port);
     let mut samples = Vec::new();
     let has_pma = match &dirs.pma {
-        Some(pma) => parse_pma_into(pma, &object, &mut samples)?,
+        Some(pma) => parse_pma_into(pma, &object, &mut samples, spare)?,
         None => false,
     };
     let has_hw = match hw {
@@ -277,7 +294,7 @@ pub(crate) fn parse_port_counters(
             samples.extend(hw);
             true
         }
-        None => parse_hw_into(&dirs.hw, &object, &mut samples)?,
+        None => parse_hw_into(&dirs.hw, &object, &mut samples, spare)?,
     };
     if !has_pma && !has_hw {
         // Neither directory: the port itself may be gone, which is an error, not "no
@@ -310,7 +327,11 @@ pub(crate) fn hw_counter_names(
 
 /// One `hw_counters` sample, whichever way it was read: unit from [`hw_counter_unit`],
 /// width unknown.
-pub(crate) fn hw_sample(object: &str, name: impl Into<Cow<'static, str>>, raw: u64) -> Sample {
+pub(crate) fn hw_sample(
+    object: impl Into<String>,
+    name: impl Into<Cow<'static, str>>,
+    raw: u64,
+) -> Sample {
     let name = name.into();
     let unit = hw_counter_unit(&name);
     Sample::cumulative(Source::RdmaHw, object, name, raw, unit).with_width(0)
@@ -323,7 +344,7 @@ pub fn read_device_hw_counters(root: &SysRoot, ibdev: &str) -> Result<Vec<Sample
     let mut dirs = ObjectDirs::device(root, ibdev)?;
     dirs.prepare(false)?;
     dirs.read_all();
-    parse_device_hw_counters(root, ibdev, &dirs)
+    parse_device_hw_counters(root, ibdev, &dirs, &mut SpareStrings::default())
 }
 
 /// [`read_device_hw_counters`]' samples from a sampler's prepared and read directories.
@@ -331,9 +352,10 @@ pub(crate) fn parse_device_hw_counters(
     root: &SysRoot,
     ibdev: &str,
     dirs: &ObjectDirs,
+    spare: &mut SpareStrings,
 ) -> Result<Vec<Sample>, ProbeError> {
     let mut samples = Vec::new();
-    if !parse_hw_into(&dirs.hw, &device_object(ibdev), &mut samples)? {
+    if !parse_hw_into(&dirs.hw, &device_object(ibdev), &mut samples, spare)? {
         device_dir(root, ibdev)?;
     }
     Ok(samples)
@@ -456,7 +478,12 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 /// Parses a read `hw_counters/` directory into `out`; `false` when there is none.
-fn parse_hw_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<bool, ProbeError> {
+fn parse_hw_into(
+    dir: &KeptDir,
+    object: &str,
+    out: &mut Vec<Sample>,
+    spare: &mut SpareStrings,
+) -> Result<bool, ProbeError> {
     if !dir.is_listed() {
         return Ok(false);
     }
@@ -467,7 +494,11 @@ fn parse_hw_into(dir: &KeptDir, object: &str, out: &mut Vec<Sample>) -> Result<b
             continue;
         }
         if let Some(raw) = parse_counter(dir, index)? {
-            out.push(hw_sample(object, dir.counter_name(index), raw));
+            out.push(hw_sample(
+                spare.string(object),
+                dir.counter_name(index),
+                raw,
+            ));
         }
     }
     Ok(true)

@@ -138,7 +138,11 @@ async fn take(
     let (sampler, wire) = tokio::task::spawn_blocking(move || {
         let wire = check_estimate(&root, &probe.probe, limit).and_then(|()| {
             let snapshot = sampler.snapshot(&probe.probe);
-            check_built(&snapshot, limit).map(|()| snapshot_to_wire(&snapshot))
+            let wire = check_built(&snapshot, limit).map(|()| snapshot_to_wire(&snapshot));
+            // Encoded: its buffers serve the sampler's next snapshot (kept between calls
+            // and a Watch's intervals) instead of being freed and allocated again.
+            sampler.recycle(snapshot);
+            wire
         });
         (sampler, wire)
     })

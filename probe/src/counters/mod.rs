@@ -11,6 +11,8 @@ mod netdev_source;
 mod placement;
 mod read;
 mod read_threads;
+#[cfg(test)]
+mod recycle_tests;
 mod selector;
 
 use std::sync::{OnceLock, PoisonError, RwLock};
@@ -22,7 +24,7 @@ pub use placement::{CpuList, PlacementError, ReadPlacement, ReadPriority};
 pub use selector::{CounterSelector, SelectorError};
 
 use crate::netlink::RouteStats;
-use crate::snapshot::{Collector, Snapshot};
+use crate::snapshot::{Collector, Sample, Snapshot, SpareStrings};
 use crate::SysRoot;
 use read_threads::ReadThreads;
 
@@ -106,11 +108,19 @@ struct State {
     rdma_files: read::RdmaFiles,
     /// Threads for the parts of a big RDMA tree.
     helpers: ReadThreads,
+    /// The vector and object strings of snapshots handed back ([`Sampler::recycle`]),
+    /// for the next snapshot's samples.
+    recycled: Vec<Sample>,
+    spare: SpareStrings,
 }
 
 impl State {
     fn read(&mut self, selectors: &[CounterSelector]) -> Snapshot {
-        let mut collector = Collector::start(&self.root);
+        let mut collector = Collector::start_reusing(
+            &self.root,
+            std::mem::take(&mut self.recycled),
+            std::mem::take(&mut self.spare),
+        );
         self.rdma_files.start_snapshot();
         let mut unparsed = Vec::new();
         for selector in selectors {
@@ -126,7 +136,9 @@ impl State {
         for read in unparsed {
             read.parse(&self.root, &mut self.rdma_files, &mut collector);
         }
-        collector.finish()
+        let (snapshot, spare) = collector.finish_keeping();
+        self.spare = spare;
+        snapshot
     }
 }
 
@@ -145,6 +157,8 @@ impl Sampler {
                 netdevs,
                 rdma_files,
                 helpers: ReadThreads::new(placement.clone()),
+                recycled: Vec::new(),
+                spare: SpareStrings::default(),
             })),
             lead: ReadThreads::new(placement),
             window_bound,
@@ -217,6 +231,22 @@ impl Sampler {
     /// ([`ReadReport`](crate::snapshot::ReadReport)).
     pub fn set_window_bound(&mut self, bound: Duration) {
         self.window_bound = bound;
+    }
+
+    /// Hands back a snapshot this sampler took once the caller is done with it (encoded,
+    /// compared): the next snapshot builds its samples in its vector and object strings
+    /// instead of allocating one string per sample (a few thousand on a DPU), which its
+    /// caller would then free again. Optional: a snapshot not handed back is simply
+    /// dropped. A snapshot from another sampler is accepted too; only its buffers are
+    /// kept, never its values.
+    pub fn recycle(&mut self, mut snapshot: Snapshot) {
+        let Some(state) = self.state.as_deref_mut() else {
+            return;
+        };
+        state.spare.take_back(&mut snapshot.samples);
+        if snapshot.samples.capacity() > state.recycled.capacity() {
+            state.recycled = snapshot.samples;
+        }
     }
 
     /// The root this sampler reads.

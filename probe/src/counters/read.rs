@@ -12,7 +12,7 @@ use crate::netlink::{
 };
 use crate::rdma_counters::ObjectDirs;
 use crate::rdma_netlink::HwCounterReader;
-use crate::snapshot::{monotonic_now, Collector, Sample, Source};
+use crate::snapshot::{monotonic_now, Collector, Sample, Source, SpareStrings};
 use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
 
 /// Netdev and tc counters, from sysfs or from a netlink socket opened on first use and
@@ -210,16 +210,17 @@ impl RdmaJob {
     }
 
     /// The object's samples from its read directories (and its `hw_counters` from
-    /// netlink when `hw` has them).
+    /// netlink when `hw` has them), their object strings from `spare`.
     fn parse(
         &self,
         root: &SysRoot,
         dirs: &ObjectDirs,
         hw: Option<Vec<Sample>>,
+        spare: &mut SpareStrings,
     ) -> Result<Vec<Sample>, ProbeError> {
         match self {
-            Self::Device(d) => rdma_counters::parse_device_hw_counters(root, d, dirs),
-            Self::Port(d, p) => rdma_counters::parse_port_counters(root, d, *p, dirs, hw),
+            Self::Device(d) => rdma_counters::parse_device_hw_counters(root, d, dirs, spare),
+            Self::Port(d, p) => rdma_counters::parse_port_counters(root, d, *p, dirs, hw, spare),
         }
     }
 }
@@ -368,7 +369,8 @@ impl RdmaRead {
         for ((job, dirs), hw) in self.jobs.iter().zip(self.dirs).zip(self.hw) {
             let Some(dirs) = dirs else { continue };
             let object = job.object();
-            out.record(Source::Rdma, &object, job.parse(root, &dirs, hw));
+            let samples = job.parse(root, &dirs, hw, out.spare());
+            out.record(Source::Rdma, &object, samples);
             files.per_object.insert(object, dirs);
         }
     }
@@ -511,7 +513,8 @@ fn netdev_netlink(netdevs: &mut NetdevReader, ifname: Option<&str>, out: &mut Co
             let named = readings
                 .iter()
                 .filter_map(|reading| Some((names.name(reading.ifindex)?, reading)));
-            out.extend(netlink::device_samples(named));
+            let (samples, spare) = out.samples_and_spare();
+            samples.extend(netlink::device_samples(named, spare));
         }
     }
 }

@@ -5,7 +5,7 @@ use super::link::{LinkCounters, LinkStats, LINK_COUNTER_FIELDS};
 use super::offload::OffloadStats;
 use super::stats::LinkCounterReading;
 use super::tc::{TcActionStats, TcFilter};
-use crate::snapshot::{Sample, Source, Unit};
+use crate::snapshot::{Sample, Source, SpareStrings, Unit};
 
 /// The objects' common prefix.
 const NETDEV_PREFIX: &str = "netdevs/";
@@ -50,7 +50,10 @@ pub fn offload_samples(ifname: &str, stats: &OffloadStats) -> Vec<Sample> {
 /// Empty for a reading without either.
 pub fn reading_samples(ifname: &str, reading: &LinkCounterReading) -> Vec<Sample> {
     let mut samples = Vec::with_capacity(reading_sample_count(reading));
-    samples.extend(device_samples([(ifname, reading)]));
+    samples.extend(device_samples(
+        [(ifname, reading)],
+        &mut SpareStrings::default(),
+    ));
     samples
 }
 
@@ -60,8 +63,12 @@ pub fn reading_samples(ifname: &str, reading: &LinkCounterReading) -> Vec<Sample
 /// reserves once for all of them and each sample is written straight into it. Filling a
 /// vector here and handing it over costs a second ~130 KB buffer (1,608 samples on 66
 /// links) and its copy, which measured ~40 µs slower per snapshot, mostly in the
-/// allocator returning and re-faulting that memory.
-pub(crate) fn device_samples<'a, I>(devices: I) -> DeviceSamples<'a, I::IntoIter>
+/// allocator returning and re-faulting that memory. Each sample's object string is made
+/// from `spare` where it has one (see [`SpareStrings`]).
+pub(crate) fn device_samples<'a, 's, I>(
+    devices: I,
+    spare: &'s mut SpareStrings,
+) -> DeviceSamples<'a, 's, I::IntoIter>
 where
     I: IntoIterator<Item = (&'a str, &'a LinkCounterReading)>,
     I::IntoIter: Clone,
@@ -73,6 +80,7 @@ where
         .sum();
     DeviceSamples {
         devices,
+        spare,
         object: String::new(),
         fields: [EMPTY_FIELD; DEVICE_FIELDS],
         len: 0,
@@ -88,11 +96,13 @@ const EMPTY_FIELD: Field = (Source::Netdev, "", 0, Unit::Packets, 0);
 const DEVICE_FIELDS: usize = LINK_COUNTER_FIELDS + CPU_HIT_FIELDS;
 
 /// The iterator [`device_samples`] returns.
-#[derive(Debug, Clone)]
-pub(crate) struct DeviceSamples<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> {
+#[derive(Debug)]
+pub(crate) struct DeviceSamples<'a, 's, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> {
     devices: I,
-    /// The current device's object: cloned for each of its samples but the last, which
-    /// takes it.
+    /// Where each sample's object string comes from.
+    spare: &'s mut SpareStrings,
+    /// The current device's object, copied into each of its samples' (a buffer reused
+    /// from device to device).
     object: String,
     fields: [Field; DEVICE_FIELDS],
     len: usize,
@@ -100,7 +110,7 @@ pub(crate) struct DeviceSamples<'a, I: Iterator<Item = (&'a str, &'a LinkCounter
     remaining: usize,
 }
 
-impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> DeviceSamples<'a, I> {
+impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> DeviceSamples<'a, '_, I> {
     /// Loads the next device's fields; `false` when there is none.
     fn load_next(&mut self) -> bool {
         let Some((ifname, reading)) = self.devices.next() else {
@@ -121,13 +131,17 @@ impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> DeviceSamples<'a
             }
         }
         if self.len > 0 {
-            self.object = netdev_object(ifname);
+            self.object.clear();
+            self.object.push_str(NETDEV_PREFIX);
+            self.object.push_str(ifname);
         }
         true
     }
 }
 
-impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> Iterator for DeviceSamples<'a, I> {
+impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> Iterator
+    for DeviceSamples<'a, '_, I>
+{
     type Item = Sample;
 
     fn next(&mut self) -> Option<Sample> {
@@ -139,11 +153,7 @@ impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> Iterator for Dev
         let (source, name, value, unit, width) = self.fields[self.next];
         self.next += 1;
         self.remaining = self.remaining.saturating_sub(1);
-        let object = if self.next == self.len {
-            std::mem::take(&mut self.object)
-        } else {
-            self.object.clone()
-        };
+        let object = self.spare.string(&self.object);
         Some(Sample::cumulative(source, object, name, value, unit).with_width(width))
     }
 
@@ -153,7 +163,7 @@ impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> Iterator for Dev
 }
 
 impl<'a, I: Iterator<Item = (&'a str, &'a LinkCounterReading)>> ExactSizeIterator
-    for DeviceSamples<'a, I>
+    for DeviceSamples<'a, '_, I>
 {
 }
 
@@ -438,7 +448,8 @@ mod tests {
             cpu_hit: None,
         };
         let devices = [("pf0vf0", &representor), ("gone", &bare), ("old0", &legacy)];
-        let iter = device_samples(devices);
+        let mut spare = SpareStrings::default();
+        let iter = device_samples(devices, &mut spare);
         assert_eq!(iter.size_hint(), (28 + 24, Some(28 + 24)), "exact");
         let all: Vec<Sample> = iter.collect();
         assert_eq!(all.len(), 28 + 24);

@@ -12,6 +12,7 @@ mod model;
 #[cfg(feature = "wire")]
 pub mod wire;
 
+pub(crate) use collect::SpareStrings;
 pub use collect::{monotonic_now, read_boot_id, Collector};
 pub use diff::{diff, Change, CounterDelta, SnapshotDiff};
 pub use model::{
