@@ -39,6 +39,7 @@ mod simulator_qos;
 mod storage_kernel;
 mod storage_read;
 mod unix_authority;
+mod unverified_list;
 
 use dpu_tests::fake_snap::FakeSnap;
 use dpu_tests::fixture;
