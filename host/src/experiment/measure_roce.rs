@@ -179,27 +179,34 @@ pub fn judge(run: &PerfRun) -> Result<Metric, MeasureError> {
             rdma: Some(rdma.clone()),
         });
     }
-    let moved = rdma
-        .packets_delta
-        .map_or_else(|| "an unknown number of".to_owned(), |p| p.to_string());
+    // What moved against what the payload needs, in the unit the path was judged by
+    // (bytes where the port counts them, else packets).
+    let (moved, payload) = match rdma.bytes_delta {
+        Some(bytes) if rdma.payload_bytes > 0 => (
+            format!("{bytes} bytes"),
+            format!("{} bytes", rdma.payload_bytes),
+        ),
+        _ => (
+            rdma.packets_delta.map_or_else(
+                || "an unknown number of packets".to_owned(),
+                |p| format!("{p} packets"),
+            ),
+            format!("{} packets", rdma.payload_packets),
+        ),
+    };
     let reason = match rdma.path {
         PathVerdict::Unknown => format!(
             "INCONCLUSIVE: {}",
             rdma.inconclusive.clone().unwrap_or_else(|| format!(
-                "the RDMA port moved {moved} packets for a payload of {}: neither 90 % of it \
-                 nor under a tenth",
-                rdma.payload_packets
+                "the RDMA port moved {moved} for a payload of {payload}: neither 90 % of it \
+                 nor under a tenth"
             ))
         ),
         _ if test.is_rdma() => format!(
-            "NOT PROVEN: the RDMA port moved {moved} packets for a payload of {} packets: \
-             the traffic did not go over RDMA",
-            rdma.payload_packets
+            "NOT PROVEN: the RDMA port moved {moved} for a payload of {payload}: the traffic \
+             did not go over RDMA"
         ),
-        _ => format!(
-            "NOT PROVEN: a TCP run moved the RDMA port by {moved} packets (payload {})",
-            rdma.payload_packets
-        ),
+        _ => format!("NOT PROVEN: a TCP run moved the RDMA port by {moved} (payload {payload})"),
     };
     Err(MeasureError::Refused(Box::new(Refusal {
         value,
