@@ -114,6 +114,13 @@ pub(crate) enum FleetCommand {
     /// own dpuctl over ssh, its verdict the node's.
     #[command(subcommand)]
     Prove(FleetProveCommand),
+    /// The same A/B/A experiment on every host with `ssh` in the inventory, run by the
+    /// host's own dpuctl (which reverts its knob), one host at a time or in rounds; each
+    /// node's verdict and the fleet's distribution of verdicts and effects.
+    #[command(
+        after_help = "Examples:\n  dpuctl fleet --inventory fleet.toml experiment /etc/dpuctl/mtu.toml\n  dpuctl fleet --inventory fleet.toml --select rack=r1 experiment /etc/dpuctl/nccl-algo.toml --at-once 4 -- --journal /var/tmp/exp.journal\n\nA host's run that the fleet stops (Ctrl-C, --deadline, default 1 h) is stopped with\nSIGTERM and reverts its knob, as a local Ctrl-C would."
+    )]
+    Experiment(FleetExperimentArgs),
     /// RoCE between host pairs over ssh, judged against line rate.
     #[command(subcommand)]
     Roce(crate::fleet_roce_cli::FleetRoceCommand),
@@ -154,9 +161,9 @@ pub(crate) enum FleetProveCommand {
     Switch(FleetProveArgs),
 }
 
-/// `fleet prove storage|switch` arguments.
+/// How the fleet reaches each host's own dpuctl (`fleet prove`, `fleet experiment`).
 #[derive(Debug, Args)]
-pub(crate) struct FleetProveArgs {
+pub(crate) struct OnHostArgs {
     /// The dpuctl program on the hosts: a name on their PATH or a path.
     #[arg(long, value_name = "PROGRAM", default_value = "dpuctl")]
     pub(crate) dpuctl: String,
@@ -169,7 +176,34 @@ pub(crate) struct FleetProveArgs {
     /// ssh identity file, from here.
     #[arg(long)]
     pub(crate) ssh_identity: Option<PathBuf>,
+}
+
+/// `fleet prove storage|switch` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct FleetProveArgs {
+    #[command(flatten)]
+    pub(crate) on_host: OnHostArgs,
     /// The single-node proof's own flags, after `--`.
     #[arg(last = true, value_name = "PROVE_ARGS")]
+    pub(crate) args: Vec<String>,
+}
+
+/// `fleet experiment` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct FleetExperimentArgs {
+    /// The plan (docs/experiments.md), checked here first; the hosts read the same
+    /// absolute path, so it must be on every host (as configuration management puts it).
+    #[arg(value_name = "PLAN.toml")]
+    pub(crate) plan: PathBuf,
+    /// How many hosts run the experiment at the same time: 1 (the default) runs them one
+    /// after another, so no host's traffic disturbs another's measurement; N runs rounds
+    /// of N. Not `--parallel`, whose default suits calls that only read.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) at_once: u16,
+    #[command(flatten)]
+    pub(crate) on_host: OnHostArgs,
+    /// The single-node `experiment run`'s own flags, after `--` (e.g. `--journal PATH`).
+    #[arg(last = true, value_name = "RUN_ARGS")]
     pub(crate) args: Vec<String>,
 }

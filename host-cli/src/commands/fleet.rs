@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use anyhow::Context as _;
 use dpu_host::fleet::deadline::{RunOptionsError, Workload};
 use dpu_host::fleet::dpu_checks::DpuExpectations;
+use dpu_host::fleet::experiment::FleetExperimentReport;
 use dpu_host::fleet::on_host::OnHost;
 use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
 use dpu_host::fleet::report::{FleetReport, NodeStatus};
@@ -22,7 +23,7 @@ use dpu_proto::v1;
 
 use super::env::Env;
 use crate::fleet_cli::{
-    deadline_refused, FleetArgs, FleetCommand, FleetProveCommand, FleetTargets,
+    deadline_refused, FleetArgs, FleetCommand, FleetProveCommand, FleetTargets, OnHostArgs,
 };
 use crate::outcome::Outcome;
 use crate::output;
@@ -37,6 +38,9 @@ pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outco
         .map(|term| Selector::parse(term))
         .collect::<Result<Vec<_>, _>>()?;
     let options = run_options(env, fleet, &args.command)?;
+    if let FleetCommand::Experiment(experiment) = &args.command {
+        super::fleet_experiment::check_plan(experiment)?;
+    }
     if fleet.publish && !cfg!(feature = "kube") {
         anyhow::bail!("--publish needs dpuctl built with `--features kube`");
     }
@@ -71,6 +75,11 @@ pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outco
             .await
         }
         FleetCommand::Prove(cmd) => prove(&targets, &options, cmd).await,
+        FleetCommand::Experiment(experiment) => {
+            let on_host = on_host(&experiment.on_host);
+            super::fleet_experiment::run(&targets, &options, on_host, interrupted(), experiment)
+                .await
+        }
         FleetCommand::Counters(counters) => {
             let selectors: Vec<v1::CounterSelector> = counters
                 .sources
@@ -86,7 +95,10 @@ pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outco
         }
     };
     let report = report.with_not_ready(not_ready, &selectors);
-    print_report(env, &report)?;
+    match &args.command {
+        FleetCommand::Experiment(_) => print_experiment(env, &report)?,
+        _ => print_report(env, &report)?,
+    }
     write_files(fleet, &report)?;
     if fleet.publish {
         super::fleet_publish::publish(fleet, &targets, &report, options.parallel).await?;
@@ -101,14 +113,7 @@ async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand
         FleetProveCommand::Storage(args) => ("storage", args),
         FleetProveCommand::Switch(args) => ("switch", args),
     };
-    let on_host = OnHost {
-        hop: SshHop {
-            program: args.ssh.clone(),
-            port: args.ssh_port,
-            identity: args.ssh_identity.clone(),
-        },
-        dpuctl: args.dpuctl.clone(),
-    };
+    let on_host = on_host(&args.on_host);
     let cancel = Cancel::new();
     let stop = cancel.clone();
     let interrupted = async move {
@@ -133,6 +138,18 @@ async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand
     .await
 }
 
+/// How the fleet reaches each host's dpuctl.
+fn on_host(args: &OnHostArgs) -> OnHost {
+    OnHost {
+        hop: SshHop {
+            program: args.ssh.clone(),
+            port: args.ssh_port,
+            identity: args.ssh_identity.clone(),
+        },
+        dpuctl: args.dpuctl.clone(),
+    }
+}
+
 /// `--parallel`, `--deadline` and the global `--timeout` as the runner's options (the
 /// fleet's deadline policy: `dpu_host::fleet::deadline`).
 fn run_options(
@@ -140,17 +157,18 @@ fn run_options(
     fleet: &FleetTargets,
     command: &FleetCommand,
 ) -> anyhow::Result<RunOptions> {
-    let workload = match command {
-        FleetCommand::Prove(_) => Workload::Proof,
-        _ => Workload::Calls,
+    let (workload, parallel) = match command {
+        FleetCommand::Prove(_) => (Workload::Proof, fleet.parallel),
+        FleetCommand::Experiment(e) => (Workload::Experiment, usize::from(e.at_once)),
+        _ => (Workload::Calls, fleet.parallel),
     };
     let deadline = fleet.deadline()?;
-    RunOptions::for_workload(workload, fleet.parallel, deadline, env.session.timeout()).map_err(
-        |e| match e {
+    RunOptions::for_workload(workload, parallel, deadline, env.session.timeout()).map_err(|e| {
+        match e {
             RunOptionsError::NoParallelism => anyhow::anyhow!("--parallel must be at least 1"),
             RunOptionsError::ZeroDeadline => deadline_refused(),
-        },
-    )
+        }
+    })
 }
 
 /// The targets from `--inventory` or `--kube`, and (from `--kube`) the nodes whose agent
@@ -261,6 +279,20 @@ fn print_report(env: &Env<'_>, report: &FleetReport) -> anyhow::Result<()> {
             ""
         }
     ))
+}
+
+/// `fleet experiment`: the table and the distribution of verdicts and effects, or both
+/// as one JSON document (the rows' keys and `distribution`).
+fn print_experiment(env: &Env<'_>, report: &FleetReport) -> anyhow::Result<()> {
+    let report = FleetExperimentReport::new(report.clone());
+    if env.json() {
+        return output::json(&report);
+    }
+    print_report(env, &report.fleet)?;
+    for line in super::fleet_experiment::distribution_lines(&report.distribution) {
+        output::line(&line)?;
+    }
+    Ok(())
 }
 
 /// The first few names, then how many more.

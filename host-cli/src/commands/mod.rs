@@ -8,6 +8,7 @@ mod dpu;
 mod env;
 mod experiment;
 mod fleet;
+mod fleet_experiment;
 mod fleet_publish;
 mod fleet_roce;
 mod lab;

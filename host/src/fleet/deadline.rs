@@ -11,6 +11,11 @@ use super::runner::RunOptions;
 /// The default deadline of a proof on a host: it moves real traffic.
 pub const PROOF_DEADLINE: Duration = Duration::from_secs(600);
 
+/// The default deadline of an A/B/A experiment on a host: every trial of every phase,
+/// each a benchmark run (5 trials × 3 phases of a 20 s perftest run is 5 minutes; an
+/// nccl-tests sweep takes longer).
+pub const EXPERIMENT_DEADLINE: Duration = Duration::from_secs(3600);
+
 /// How long past a proof's deadline the runner waits for the host's dpuctl, which stops
 /// the proof at the deadline itself, to say so.
 pub const PROOF_GRACE: Duration = Duration::from_secs(15);
@@ -29,6 +34,8 @@ pub enum Workload {
     Calls,
     /// A proof run on the host itself, moving traffic.
     Proof,
+    /// An A/B/A experiment run on the host itself: many benchmark runs.
+    Experiment,
 }
 
 /// Why run options cannot be formed; the field named as the library knows it.
@@ -45,6 +52,7 @@ pub enum RunOptionsError {
 impl RunOptions {
     /// The options of a fleet command doing `workload` on each node: `parallel` nodes at
     /// once, `deadline` per node (default: [`PROOF_DEADLINE`] for a proof,
+    /// [`EXPERIMENT_DEADLINE`] for an experiment,
     /// [`CALLS_PER_DEADLINE`] call timeouts for calls), each call bounded by
     /// `call_timeout` but never past the deadline.
     pub fn for_workload(
@@ -60,6 +68,7 @@ impl RunOptions {
             (Some(d), _) if d.is_zero() => return Err(RunOptionsError::ZeroDeadline),
             (Some(d), _) => d,
             (None, Workload::Proof) => PROOF_DEADLINE,
+            (None, Workload::Experiment) => EXPERIMENT_DEADLINE,
             (None, Workload::Calls) => call_timeout * CALLS_PER_DEADLINE,
         };
         Ok(Self {

@@ -14,6 +14,7 @@
 pub mod deadline;
 pub mod dpu_checks;
 pub mod dpu_facts;
+pub mod experiment;
 pub mod health_causes;
 pub mod html;
 pub mod inventory;

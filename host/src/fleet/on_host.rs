@@ -70,7 +70,12 @@ impl OnHost {
     }
 }
 
-fn one(status: NodeStatus, check: &str, cause: &str, detail: String) -> NodeOutcome {
+pub(super) fn one(
+    status: NodeStatus,
+    check: &str,
+    cause: impl Into<String>,
+    detail: String,
+) -> NodeOutcome {
     NodeOutcome {
         problems: vec![Problem::new(status, check, cause, detail)],
         ..NodeOutcome::default()
@@ -83,30 +88,68 @@ fn tail(text: &str) -> String {
     lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
+/// What a remote `dpuctl` run's end says before its report is read: `Some` outcome when
+/// it was cancelled or ran past `limit` (the report, if any, is not the command's last
+/// word), `None` with the exit code when it exited by itself.
+pub(super) fn ended_early(
+    ended: Ended,
+    limit: Duration,
+    what: &str,
+) -> Result<Option<i32>, NodeOutcome> {
+    match ended {
+        Ended::Cancelled => Err(one(
+            NodeStatus::Cancelled,
+            "run.cancelled",
+            "cancelled before it finished",
+            format!("the run was interrupted; the host's {what} was stopped"),
+        )),
+        Ended::TimedOut => Err(one(
+            NodeStatus::Unreachable,
+            HOST_REACHABLE,
+            "host ran past its deadline",
+            format!(
+                "the {what} did not end within {}; it was stopped",
+                humantime::format_duration(limit)
+            ),
+        )),
+        Ended::Exited(code) => Ok(code),
+    }
+}
+
+/// The outcome of a remote `dpuctl` that printed no report: ssh could not reach the host
+/// (255), dpuctl is not installed (127), or it failed, with the last lines it wrote.
+pub(super) fn no_report(code: Option<i32>, stderr: &str, what: &str) -> NodeOutcome {
+    let (status, check, cause) = match code {
+        Some(255) => (
+            NodeStatus::Unreachable,
+            HOST_REACHABLE,
+            "host unreachable over ssh".to_owned(),
+        ),
+        Some(127) => (
+            NodeStatus::Fail,
+            "host.dpuctl",
+            "dpuctl is not installed on the host".to_owned(),
+        ),
+        _ => (
+            NodeStatus::Fail,
+            "host.dpuctl",
+            format!("dpuctl on the host could not run the {what}"),
+        ),
+    };
+    let detail = format!(
+        "exit {}: {}",
+        code.map_or("by signal".to_owned(), |c| c.to_string()),
+        tail(stderr)
+    );
+    one(status, check, cause, detail)
+}
+
 /// Judges what the host's `dpuctl -o json prove PROOF` printed and how it ended.
 pub fn judge_proof(proof: &str, output: &RemoteOutput, limit: Duration) -> NodeOutcome {
     let check = format!("prove.{proof}");
-    let code = match output.ended {
-        Ended::Cancelled => {
-            return one(
-                NodeStatus::Cancelled,
-                "run.cancelled",
-                "cancelled before it finished",
-                "the run was interrupted; the host's proof was stopped".to_owned(),
-            )
-        }
-        Ended::TimedOut => {
-            return one(
-                NodeStatus::Unreachable,
-                HOST_REACHABLE,
-                "host ran past its deadline",
-                format!(
-                    "the proof did not end within {}; it was stopped",
-                    humantime::format_duration(limit)
-                ),
-            )
-        }
-        Ended::Exited(code) => code,
+    let code = match ended_early(output.ended, limit, "proof") {
+        Ok(code) => code,
+        Err(outcome) => return outcome,
     };
     let report: Option<serde_json::Value> = serde_json::from_str(output.stdout.trim()).ok();
     let verdict = report
@@ -115,29 +158,7 @@ pub fn judge_proof(proof: &str, output: &RemoteOutput, limit: Duration) -> NodeO
         .and_then(serde_json::Value::as_str)
         .map(str::to_owned);
     let Some(verdict) = verdict else {
-        let (status, check, cause) = match code {
-            Some(255) => (
-                NodeStatus::Unreachable,
-                HOST_REACHABLE,
-                "host unreachable over ssh",
-            ),
-            Some(127) => (
-                NodeStatus::Fail,
-                "host.dpuctl",
-                "dpuctl is not installed on the host",
-            ),
-            _ => (
-                NodeStatus::Fail,
-                "host.dpuctl",
-                "dpuctl on the host could not run the proof",
-            ),
-        };
-        let detail = format!(
-            "exit {}: {}",
-            code.map_or("by signal".to_owned(), |c| c.to_string()),
-            tail(&output.stderr)
-        );
-        return one(status, check, cause, detail);
+        return no_report(code, &output.stderr, "proof");
     };
     let report = report.unwrap_or_default();
     let lines = report

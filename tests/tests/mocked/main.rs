@@ -15,6 +15,7 @@ mod errors;
 mod experiment;
 mod experiment_roce;
 mod first_run;
+mod fleet_experiment;
 mod fleet_manifest;
 mod fleet_pairs;
 mod fleet_prove;
