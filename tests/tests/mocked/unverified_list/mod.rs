@@ -6,8 +6,9 @@
 //! claim), and no `run` holds an obviously mutating command unless the entry says
 //! `mutates: yes` (the conformance kit runs those only with `--allow-changes`).
 //! Negative controls run the same checks on synthetic docs trees and lists. The kit that
-//! reads the list is still to come.
+//! reads the list, `scripts/hardware-conformance.sh`, is tested in `kit.rs`.
 
+mod kit;
 mod list;
 
 use dpu_tests::docs::repo_root;
