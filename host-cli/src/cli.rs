@@ -385,6 +385,10 @@ pub(crate) enum StorageCommand {
     /// reports it: usable, inaccessible, connecting, failed, missing; which carries I/O.
     #[command(after_help = "Example:\n  dpuctl storage paths remoteControllers/r0")]
     Paths(crate::storage_paths_cli::PathsArgs),
+    /// Emulated virtio-blk devices (SNAP), each backed by one volume: create, list, get,
+    /// delete.
+    #[command(subcommand, name = "virtio-blk")]
+    VirtioBlk(crate::storage_virtio_blk_cli::VirtioBlkCommand),
     /// Read a block device or file with O_DIRECT and report fio-style results.
     #[command(
         after_help = "Example:\n  dpuctl -o json storage read /dev/nvme1n1 --bs 4k --iodepth 32 --size 1g"

@@ -20,6 +20,7 @@ mod prove_qos_cli;
 mod report;
 mod storage_paths_cli;
 mod storage_qos_cli;
+mod storage_virtio_blk_cli;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;

@@ -22,6 +22,7 @@ mod roce_perf;
 mod shell;
 mod storage;
 mod storage_paths;
+mod storage_virtio_blk;
 mod switch;
 
 use std::time::Duration;
@@ -53,9 +54,7 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Demo(cmd) => demo::run(&env, cmd).await,
         Command::Fleet(args) => fleet::run(&env, args).await,
         Command::Lab(args) => lab::run(args),
-        Command::Experiment(cmd) => {
-            experiment::run(cli.output, &env.session.sys_root(), cmd).await
-        }
+        Command::Experiment(cmd) => experiment::run(cli.output, &env.session.sys_root(), cmd).await,
         Command::Capture(args) => capture::run(cli, args),
         // Neither contacts the agent (the session dials on first use only).
         Command::Completions(args) => shell::completions(args),

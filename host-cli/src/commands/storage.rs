@@ -23,6 +23,7 @@ pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<O
         } => detach(env, name, *allow_missing).await,
         StorageCommand::Qos(args) => qos(env, args).await,
         StorageCommand::Paths(args) => super::storage_paths::paths(env, args).await,
+        StorageCommand::VirtioBlk(command) => super::storage_virtio_blk::run(env, command).await,
         StorageCommand::Read(args) => super::read::run(env, args),
     }
 }
