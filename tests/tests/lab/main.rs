@@ -6,8 +6,9 @@
 //! (soft-RoCE) with the kernel backend, the bytes read on the host side have the target
 //! file's checksum, the DPU's RDMA counters carry the read while the host namespace's
 //! interfaces do not, the agent's io stats count it, OVS flows land in TC (`dp:tc`,
-//! `not_in_hw`) joined to their tc filters, detaching removes the disk, and `roce perf`
-//! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters.
+//! `not_in_hw`) joined to their tc filters, detaching removes the disk, `roce perf`
+//! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters, and an A/B/A
+//! MTU experiment over soft-RoCE counts only counter-corroborated trials and puts p0 back.
 //!
 //! `runnable_docs` runs the docs' ```` ```sh lab ```` examples as written (`tests/README.md`).
 //!
@@ -17,6 +18,7 @@
 //! and fleet-pairs checks run in one test, and the runnable docs last, on the same boot
 //! (their `dpuctl lab up` finds it up, their `dpuctl lab down` ends it).
 
+mod experiment_mtu;
 mod fleet_pairs;
 mod runnable_docs;
 mod storage_tcp;
@@ -786,6 +788,9 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
     }
     assert_eq!(perf["remote"]["ibdev"], "rxe0", "{perf:#}");
     assert!(perf["remote"]["gid_index"].is_u64(), "{perf:#}");
+
+    // An A/B/A MTU experiment over the same RDMA path, each trial a roce perf run.
+    experiment_mtu::an_mtu_experiment_over_soft_roce_ends_with_a_verdict_and_the_mtu_back(&lab);
 
     // The fleet's pairs between the same two hosts, on the same boot.
     fleet_pairs::roce_pairs_between_the_lab_hosts(&lab);
