@@ -1,14 +1,14 @@
 //! `dpu.v1` counter messages to and from the probe's snapshot model, so snapshots taken by
 //! the agent and by `dpuctl` itself are diffed by the same code. The mapping itself is the
-//! one the agent encodes with (`dpu_probe::snapshot::wire`); this module adds what only
+//! one the agent encodes with (`dpu_probe::snapshot_wire`); this module adds what only
 //! the host needs: the `volume[:ID]` selector and unit names for tables.
 
 use dpu_probe::counters::CounterSelector;
-use dpu_probe::snapshot::wire::error_kind_from_wire;
+use dpu_probe::snapshot_wire::error_kind_from_wire;
 use dpu_probe::snapshot::{SourceErrorKind, Unit};
 use dpu_proto::v1::{self, counter_selector::Selector};
 
-pub use dpu_probe::snapshot::wire::{selector_to_wire, snapshot_from_wire};
+pub use dpu_probe::snapshot_wire::{selector_to_wire, snapshot_from_wire};
 
 /// What `dpuctl dpu counters -s` accepts: the probe's selectors, which the agent reads
 /// from sysfs and netlink, plus `volume[:ID]`, which its storage backend answers, and

@@ -30,6 +30,8 @@ pub mod rdma_ib;
 pub mod rdma_netlink;
 mod root;
 pub mod snapshot;
+#[cfg(feature = "wire")]
+pub mod snapshot_wire;
 pub mod system;
 pub mod virtualization;
 

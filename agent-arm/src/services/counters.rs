@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dpu_probe::counters::Sampler;
-use dpu_probe::snapshot::wire::{error_kind_to_wire, sample_to_wire};
+use dpu_probe::snapshot_wire::{error_kind_to_wire, sample_to_wire};
 use dpu_proto::v1::{self, counters_server::Counters};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;

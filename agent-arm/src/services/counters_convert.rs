@@ -1,6 +1,6 @@
 //! Wire mapping for counters: `dpu.v1` selectors to the probe's selectors (validating
 //! every name: the agent owns the status codes), and probe snapshots to
-//! `dpu.v1.CounterSnapshot` (the one mapping in `dpu_probe::snapshot::wire`, which dpuctl
+//! `dpu.v1.CounterSnapshot` (the one mapping in `dpu_probe::snapshot_wire`, which dpuctl
 //! decodes with).
 
 use dpu_probe::counters::CounterSelector;
@@ -154,7 +154,7 @@ fn probe_selectors(selectors: &[v1::CounterSelector]) -> Result<Vec<CounterSelec
 }
 
 /// A probe snapshot on the wire: the one mapping, shared with dpuctl.
-pub(crate) use dpu_probe::snapshot::wire::snapshot_to_wire;
+pub(crate) use dpu_probe::snapshot_wire::snapshot_to_wire;
 
 #[cfg(test)]
 mod tests {

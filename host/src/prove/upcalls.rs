@@ -52,7 +52,7 @@ pub fn from_wire(answer: &v1::CounterSnapshot) -> (Vec<Sample>, Vec<SourceError>
             source: Source::OvsDatapath,
             object: "datapaths".to_owned(),
             message: e.message.clone(),
-            kind: dpu_probe::snapshot::wire::error_kind_from_wire(e.kind),
+            kind: dpu_probe::snapshot_wire::error_kind_from_wire(e.kind),
         })
         .collect();
     (samples, errors)

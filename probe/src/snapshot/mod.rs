@@ -9,8 +9,6 @@
 mod collect;
 mod diff;
 mod model;
-#[cfg(feature = "wire")]
-pub mod wire;
 
 pub(crate) use collect::SpareStrings;
 pub use collect::{monotonic_now, read_boot_id, Collector};

@@ -26,6 +26,7 @@ mod lifecycle;
 mod load;
 mod metrics_endpoint;
 mod metrics_file;
+mod module_graph;
 mod pci;
 mod prove_binding;
 mod prove_trials;

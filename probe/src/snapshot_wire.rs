@@ -2,17 +2,20 @@
 //! agent encodes with it, dpuctl decodes with it, and one table of units and kinds serves
 //! both, so the two halves cannot drift apart. Validation of what a client sends stays
 //! with the agent's service (it owns the status codes).
+//!
+//! Above both the snapshot model and the counter selectors it maps (a file of its own,
+//! beside [`crate::fabric_wire`], so `snapshot/` never imports `counters/`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dpu_proto::pbjson_types::Timestamp;
 use dpu_proto::v1::{self, counter_selector::Selector};
 
-use super::model::{
+use crate::counters::CounterSelector;
+use crate::snapshot::{
     CounterKey, Kind, ReadReport, ReadWindow, Sample, Snapshot, Source, SourceError,
     SourceErrorKind, Unit,
 };
-use crate::counters::CounterSelector;
 
 /// Every unit with its wire value: the one table both directions read.
 const UNITS: [(Unit, v1::CounterUnit); 7] = [
