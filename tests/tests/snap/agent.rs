@@ -1185,3 +1185,6 @@ async fn the_emulation_functions_are_listed_with_the_controller_on_each() {
     let ctrl = bench.snap.state().controllers.keys().next().cloned();
     assert_eq!(pf0["backendController"].as_str(), ctrl.as_deref(), "{pf0}");
 }
+
+#[path = "virtio_blk.rs"]
+mod virtio_blk;
