@@ -4,21 +4,35 @@
 
 use dpu_host::agent::ConnectError;
 use dpu_host::agent_dial_cause::DialCause;
+use dpu_host::param::ParamError;
 use dpu_host::session::AgentError;
+
+mod param_flags;
 
 /// The stderr lines for `err`: `dpuctl: error: …` and, when the cause has an obvious next
 /// step, `dpuctl: hint: …`. The chain is [`dpu_probe::error_chain`], which leaves out a
 /// cause whose text the line already says (tonic and hyper repeat their inner error's text
 /// in their own, which printed "No such file or directory" twice).
 pub(crate) fn error_lines(err: &anyhow::Error) -> Vec<String> {
-    let mut lines = vec![format!(
-        "dpuctl: error: {}",
-        dpu_probe::error_chain(err.as_ref())
-    )];
+    let mut lines = vec![format!("dpuctl: error: {}", with_flags(err))];
     if let Some(cause) = dial_cause(err) {
         lines.push(format!("dpuctl: hint: {}", hint(&cause)));
     }
     lines
+}
+
+/// The chain's text with a library [`ParamError`]'s sentence, wherever it is in the
+/// chain, said with the flags the user typed (`block size` → `--bs`,
+/// [`param_flags`]).
+fn with_flags(err: &anyhow::Error) -> String {
+    let mut text = dpu_probe::error_chain(err.as_ref());
+    for param in err
+        .chain()
+        .filter_map(|link| link.downcast_ref::<ParamError>())
+    {
+        text = text.replacen(&param.to_string(), &param_flags::render(param), 1);
+    }
+    text
 }
 
 /// The dial cause anywhere in the chain: a session's [`AgentError`] or a one-off
@@ -98,6 +112,26 @@ mod tests {
             agent: "tcp:10.0.0.2:50051".to_owned(),
         });
         assert!(refused.contains("nothing is listening at tcp:10.0.0.2:50051"));
+    }
+
+    #[test]
+    fn a_parameter_error_is_said_with_flags_under_any_context() {
+        use dpu_host::param::Field;
+        let param = ParamError::new(Field::Trials)
+            .field(Field::Trials)
+            .text(" must be 1 to 8, not 9");
+        let err = anyhow::Error::from(param).context("cannot prove storage");
+        let lines = error_lines(&err);
+        assert_eq!(
+            lines,
+            ["dpuctl: error: cannot prove storage: --trials must be 1 to 8, not 9"]
+        );
+        // Control: an error that only looks like one is left as it is.
+        let plain = anyhow::anyhow!("trials must be 1 to 8, not 9");
+        assert_eq!(
+            error_lines(&plain),
+            ["dpuctl: error: trials must be 1 to 8, not 9"]
+        );
     }
 
     #[tokio::test]

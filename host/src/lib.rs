@@ -22,6 +22,7 @@ pub mod check;
 pub mod experiment;
 pub mod facts;
 pub mod fleet;
+pub mod param;
 pub mod prove;
 pub mod render;
 pub mod roce;

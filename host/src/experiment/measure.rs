@@ -204,8 +204,8 @@ impl Measure for StorageMeasure {
             device: self.device.clone(),
             reason: format!("{e:#}"),
         };
-        let mut file = engine::open_direct(&self.device).map_err(fail)?;
-        let file_size = engine::size_of(&mut file, &self.device).map_err(fail)?;
+        let mut file = engine::open_direct(&self.device).map_err(|e| fail(e.into()))?;
+        let file_size = engine::size_of(&mut file, &self.device).map_err(|e| fail(e.into()))?;
         let align = engine::dio_alignment(&file);
         let extent = engine::Extent {
             size: file_size,
@@ -220,7 +220,7 @@ impl Measure for StorageMeasure {
             engine::Limit::Bytes(self.size),
             |_| {},
         )
-        .map_err(fail)?;
+        .map_err(|e| fail(e.into()))?;
         let secs = measured.runtime.as_secs_f64();
         if secs <= 0.0 || measured.io_bytes == 0 {
             return Err(MeasureError::Storage {

@@ -8,9 +8,9 @@ use std::os::unix::io::AsRawFd as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _};
 use io_uring::{opcode, types, IoUring};
 
+use super::error::{LoopError, ReadError};
 use super::histogram::Histogram;
 
 /// How much to read.
@@ -45,47 +45,48 @@ pub struct Alignment {
 }
 
 /// Opens `path` read-only with O_DIRECT; never for writing.
-pub fn open_direct(path: &Path) -> anyhow::Result<File> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
+pub fn open_direct(path: &Path) -> Result<File, ReadError> {
+    let meta = std::fs::metadata(path).map_err(|source| ReadError::Stat {
+        path: path.to_owned(),
+        source,
+    })?;
     if !meta.is_file() && !meta.file_type().is_block_device() {
-        bail!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        );
+        return Err(ReadError::NotFileOrDevice {
+            path: path.to_owned(),
+        });
     }
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::EINVAL) {
-                anyhow::anyhow!(
-                    "cannot open {} with O_DIRECT: the filesystem does not support direct \
-                     I/O (tmpfs does not); use a block device or a file on ext4/xfs",
-                    path.display()
-                )
+        .map_err(|source| {
+            let path = path.to_owned();
+            if source.raw_os_error() == Some(libc::EINVAL) {
+                ReadError::NoDirectIo { path, source }
             } else {
-                anyhow::Error::new(e).context(format!("cannot open {} for reading", path.display()))
+                ReadError::Open { path, source }
             }
         })
 }
 
 /// The size in bytes of a regular file or block device.
-pub fn size_of(file: &mut File, path: &Path) -> anyhow::Result<u64> {
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
+pub fn size_of(file: &mut File, path: &Path) -> Result<u64, ReadError> {
+    let meta = file.metadata().map_err(|source| ReadError::Stat {
+        path: path.to_owned(),
+        source,
+    })?;
     if meta.file_type().is_block_device() {
         file.seek(SeekFrom::End(0))
-            .with_context(|| format!("cannot find the size of {}", path.display()))
+            .map_err(|source| ReadError::Size {
+                path: path.to_owned(),
+                source,
+            })
     } else if meta.is_file() {
         Ok(meta.len())
     } else {
-        bail!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )
+        Err(ReadError::NotFileOrDevice {
+            path: path.to_owned(),
+        })
     }
 }
 
@@ -143,13 +144,17 @@ struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    fn new(len: usize, align: usize) -> anyhow::Result<Self> {
-        let layout = Layout::from_size_align(len, align)
-            .with_context(|| format!("bad buffer layout: {len} bytes aligned to {align}"))?;
+    fn new(len: usize, align: usize) -> Result<Self, LoopError> {
+        let layout =
+            Layout::from_size_align(len, align).map_err(|source| LoopError::BufferLayout {
+                len: len as u64,
+                align: align as u64,
+                source,
+            })?;
         // SAFETY: len is non-zero (bs >= 512) so the layout has a non-zero size.
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            bail!("cannot allocate a {len}-byte read buffer");
+            return Err(LoopError::Allocation { len: len as u64 });
         }
         Ok(Self { ptr, layout })
     }
@@ -185,13 +190,13 @@ pub struct Measured {
 /// A ring with completions run in the submitting task (as fio 3.33+ sets up its own):
 /// fewer interrupts of the reading thread. Kernels before 6.1 refuse the flags; then a
 /// plain ring.
-fn new_ring(entries: u32) -> anyhow::Result<IoUring> {
+fn new_ring(entries: u32) -> Result<IoUring, LoopError> {
     IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
         .build(entries)
         .or_else(|_| IoUring::new(entries))
-        .context("cannot set up io_uring")
+        .map_err(LoopError::Ring)
 }
 
 /// Reads `extent` of `file` sequentially in `bs` blocks, `iodepth` in flight, wrapping at
@@ -204,16 +209,19 @@ pub fn read_loop(
     align: Alignment,
     limit: Limit,
     mut progress: impl FnMut(u64),
-) -> anyhow::Result<Measured> {
+) -> Result<Measured, LoopError> {
     let blocks = extent.size / bs;
-    anyhow::ensure!(blocks > 0, "the file holds no whole {bs}-byte block");
+    if blocks == 0 {
+        return Err(LoopError::NoWholeBlock { block_size: bs });
+    }
     let first_block = extent.start / bs;
-    let len = u32::try_from(bs).context("block size too large")?;
-    let buf_align = usize::try_from(align.memory.max(4096)).context("alignment too large")?;
+    let len = u32::try_from(bs).map_err(|_| LoopError::BlockTooLarge { block_size: bs })?;
+    // A u64 alignment a usize cannot hold has no layout either.
+    let buf_align = usize::try_from(align.memory.max(4096)).unwrap_or(usize::MAX);
     let depth = iodepth as usize;
     let buffers = (0..depth)
         .map(|_| AlignedBuf::new(len as usize, buf_align))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let mut ring = new_ring(iodepth.next_power_of_two())?;
     // Registered buffers: the kernel pins their pages once instead of on every read (256
     // pages per 1 MiB read). Where registration is refused (RLIMIT_MEMLOCK), plain reads.
@@ -238,7 +246,7 @@ pub fn read_loop(
     let (mut issued, mut done, mut inflight) = (0u64, 0u64, 0usize);
     let start = Instant::now();
     let mut stop = false;
-    let mut failure: Option<anyhow::Error> = None;
+    let mut failure: Option<LoopError> = None;
     loop {
         while !stop && issued < max_ios {
             let Some(index) = free.pop() else { break };
@@ -278,7 +286,7 @@ pub fn read_loop(
             Err(e) => {
                 // Reads may still be in flight into these buffers: never free them.
                 std::mem::forget(buffers);
-                return Err(anyhow::Error::new(e).context("io_uring submit failed"));
+                return Err(LoopError::Submit(e));
             }
         }
         let now = Instant::now();
@@ -295,16 +303,17 @@ pub fn read_loop(
                 stop = true;
                 if failure.is_none() {
                     failure = Some(if res < 0 {
-                        let err = io::Error::from_raw_os_error(-res);
-                        anyhow::anyhow!(
-                            "read of {bs} bytes at offset {} failed: {err}",
-                            slot.offset
-                        )
+                        LoopError::Failed {
+                            offset: slot.offset,
+                            block_size: bs,
+                            source: io::Error::from_raw_os_error(-res),
+                        }
                     } else {
-                        anyhow::anyhow!(
-                            "short read at offset {}: {res} of {bs} bytes (did the file shrink?)",
-                            slot.offset
-                        )
+                        LoopError::Short {
+                            offset: slot.offset,
+                            got: u64::from(res.unsigned_abs()),
+                            block_size: bs,
+                        }
                     });
                 }
                 continue;

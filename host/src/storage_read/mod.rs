@@ -3,6 +3,7 @@
 //! the key names of fio's `--output-format=json` read section).
 
 pub mod engine;
+pub mod error;
 mod histogram;
 pub mod report;
 pub mod size;
@@ -10,10 +11,11 @@ pub mod size;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::bail;
-
 use engine::Limit;
+pub use error::{LoopError, ReadError};
 use report::Results;
+
+use crate::param::{Field, ParamError};
 
 /// `dpuctl storage read` as parameters.
 #[derive(Debug, Clone)]
@@ -38,15 +40,21 @@ pub fn parse_runtime(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Runs the read and prints the results.
 /// Opens `path` for O_DIRECT reads of `bs`-byte blocks and checks that it can be read so:
 /// the file, its size and its direct-I/O alignment.
-fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, engine::Alignment)> {
+fn open_checked(
+    path: &Path,
+    bs: u64,
+) -> Result<(std::fs::File, u64, engine::Alignment), ReadError> {
     let shown = path.display();
     let mut file = engine::open_direct(path)?;
     let file_size = engine::size_of(&mut file, path)?;
     if file_size < bs {
-        bail!("{shown} is {file_size} bytes, smaller than --bs {bs} bytes");
+        return Err(ParamError::new(Field::BlockSize)
+            .text(format!("{shown} is {file_size} bytes, smaller than "))
+            .field(Field::BlockSize)
+            .text(format!(" {bs} bytes"))
+            .into());
     }
     let align = engine::dio_alignment(&file);
     if align.source != "statx" {
@@ -58,10 +66,13 @@ fn open_checked(path: &Path, bs: u64) -> anyhow::Result<(std::fs::File, u64, eng
         );
     }
     if !bs.is_multiple_of(align.offset) {
-        bail!(
-            "--bs {bs} is not a multiple of the {}-byte direct-I/O alignment of {shown}",
-            align.offset
-        );
+        return Err(ParamError::new(Field::BlockSize)
+            .field(Field::BlockSize)
+            .text(format!(
+                " {bs} is not a multiple of the {}-byte direct-I/O alignment of {shown}",
+                align.offset
+            ))
+            .into());
     }
     Ok((file, file_size, align))
 }
@@ -75,7 +86,7 @@ pub fn read_with(
     iodepth: u32,
     limit: Limit,
     start: u64,
-) -> anyhow::Result<engine::Measured> {
+) -> Result<engine::Measured, ReadError> {
     let (file, file_size, align) = open_checked(path, bs)?;
     engine::read_loop(
         &file,
@@ -89,6 +100,10 @@ pub fn read_with(
         limit,
         |_| {},
     )
+    .map_err(|source| ReadError::Read {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// How far a read has come, for a progress display: bytes read so far, and the total when
@@ -103,13 +118,18 @@ pub trait ReadProgress {
 }
 
 /// Runs `dpuctl storage read`: the read and its fio-shaped results.
-pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> anyhow::Result<Results> {
+pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> Result<Results, ReadError> {
     let path = &args.path;
     let shown = path.display().to_string();
     let bs = args.bs;
     if let Some(size) = args.size {
         if size < bs {
-            bail!("--size {size} bytes is smaller than --bs {bs} bytes");
+            return Err(ParamError::new(Field::Size)
+                .field(Field::Size)
+                .text(format!(" {size} bytes is smaller than "))
+                .field(Field::BlockSize)
+                .text(format!(" {bs} bytes"))
+                .into());
         }
     }
     let (file, file_size, align) = open_checked(path, bs)?;
@@ -127,7 +147,10 @@ pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> anyhow::Result
         progress.advance(n);
     });
     progress.finish();
-    let measured = measured?;
+    let measured = measured.map_err(|source| ReadError::Read {
+        path: path.clone(),
+        source,
+    })?;
     Ok(Results {
         path: shown,
         bs,
@@ -138,3 +161,7 @@ pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> anyhow::Result
         clat: measured.clat,
     })
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;
