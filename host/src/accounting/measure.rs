@@ -6,6 +6,7 @@
 //! ([`super::trials`] judges several trials together).
 
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use dpu_probe::snapshot::{diff, Snapshot};
@@ -33,8 +34,11 @@ impl Observation {
 /// How a proof reads both sides. One implementation per proof, holding its sampler and
 /// the session's channel, so no reading dials or re-reads files.
 pub trait Observe {
+    /// Why a reading failed, in the proof's own terms (which agent call, which side), so
+    /// the proof's error keeps it as it is.
+    type Error;
     /// Reads both sides once.
-    fn observe(&mut self) -> impl Future<Output = anyhow::Result<Observation>>;
+    fn observe(&mut self) -> impl Future<Output = Result<Observation, Self::Error>>;
 }
 
 /// The timing of one measurement.
@@ -121,21 +125,24 @@ impl<T> Trials<T> {
 
 /// Runs the skeleton: the idle window, then `prepare` (outside every window: a warm-up),
 /// then for each trial `i` in `0..count`: before → `workload(i)` → settle → after, with an
-/// idle gap of `timing.idle` before every trial but the first. `count` is at least 1.
-pub async fn measure<O, P, F, W, T>(
+/// idle gap of `timing.idle` before every trial but the first. `count` is at least 1 by
+/// its type. Generic over the proof's error `E`: a failed reading, warm-up or trial
+/// returns its own error unchanged, so the proof's report of it keeps its cause.
+pub async fn measure<O, P, F, W, T, E>(
     observer: &mut O,
     timing: Timing,
     prepare: P,
-    count: u32,
+    count: NonZeroU32,
     mut workload: F,
-) -> anyhow::Result<Trials<T>>
+) -> Result<Trials<T>, E>
 where
     O: Observe,
-    P: Future<Output = anyhow::Result<()>>,
+    E: From<O::Error>,
+    P: Future<Output = Result<(), E>>,
     F: FnMut(usize) -> W,
-    W: Future<Output = anyhow::Result<T>>,
+    W: Future<Output = Result<T, E>>,
 {
-    anyhow::ensure!(count >= 1, "a measurement runs at least one trial");
+    let count = count.get();
     let quiet_start = observer.observe().await?;
     tokio::time::sleep(timing.idle).await;
     let quiet_end = observer.observe().await?;
@@ -326,3 +333,7 @@ pub(crate) mod fixture {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "measure_tests.rs"]
+mod tests;

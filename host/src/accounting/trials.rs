@@ -8,10 +8,26 @@
 //! one trial shows as that trial's disagreement. Such a run is INCONCLUSIVE, naming the
 //! trial or gap and the counter; a negative control that fails in any trial is NOT PROVEN.
 
+use std::num::NonZeroU32;
+
+use crate::param::{Field, ParamError};
+
 use super::{evaluate, verdict_of, Evidence, Expectation, Line, Outcome, Verdict};
 
 /// The most trials a proof runs.
 pub const MAX_TRIALS: u32 = 9;
+
+/// `trials` as the count [`super::measure::measure`] takes, or why it is not one: 1 to
+/// [`MAX_TRIALS`], said about the trials field.
+pub fn trial_count(trials: u32) -> Result<NonZeroU32, ParamError> {
+    NonZeroU32::new(trials)
+        .filter(|n| n.get() <= MAX_TRIALS)
+        .ok_or_else(|| {
+            ParamError::new(Field::Trials)
+                .field(Field::Trials)
+                .text(format!(" must be 1 to {MAX_TRIALS}, not {trials}"))
+        })
+}
 
 /// How far one trial's growth per unit of work may be from the median of all trials', as a
 /// share of that median. The witnesses this is applied to count the work itself (a volume's

@@ -5,6 +5,7 @@
 //! code are the caller's).
 
 pub mod binding;
+pub mod error;
 pub mod html;
 pub mod qos;
 pub mod qos_judge;
@@ -16,6 +17,7 @@ pub mod textfile;
 pub mod upcalls;
 pub mod witness;
 
+pub use error::{ProveError, QosRefusal};
 pub use qos::{prove_qos, QosProof};
 pub use qos_report::QosReport;
 pub use report::{ProofReport, TrialSummary};

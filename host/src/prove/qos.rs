@@ -13,7 +13,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _};
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::snapshot::{diff, Source};
 use dpu_probe::SysRoot;
@@ -21,13 +20,15 @@ use dpu_proto::v1::{self, storage_client::StorageClient};
 use tonic::transport::Channel;
 
 use super::binding::{bind_device, find_device, volume_identities, Binding};
+use super::error::{ProveError, QosRefusal};
 use super::qos_judge::{self, ReadDone, ReadLimit, Watched, Window, WindowKind, HEADROOM};
 use super::qos_report::{LiftRecord, QosReport};
 use super::report::ProofReport;
 use super::witness::agent_snapshot;
 use crate::accounting::measure::{Observation, Observe};
 use crate::accounting::Evidence;
-use crate::session::{rpc_error, Session};
+use crate::param::{Field, ParamError};
+use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove qos` as parameters.
 #[derive(Debug, Clone)]
@@ -65,27 +66,35 @@ const IDLE: Duration = Duration::from_millis(500);
 const APPLY_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Checks the parameters before anything is dialled or read.
-pub fn check(args: &QosProof) -> anyhow::Result<()> {
+pub fn check(args: &QosProof) -> Result<(), ParamError> {
+    let refuse =
+        |field: Field, reason: String| Err(ParamError::new(field).field(field).text(reason));
     if args.duration.is_zero() {
-        bail!("--duration must be more than 0 seconds");
+        return refuse(Field::Duration, " must be more than 0 seconds".to_owned());
     }
     if !(args.tolerance > 0.0 && args.tolerance < 1.0) {
-        bail!(
-            "--tolerance must be a fraction between 0 and 1 (0.15 = 15%), not {}",
-            args.tolerance
+        return refuse(
+            Field::Tolerance,
+            format!(
+                " must be a fraction between 0 and 1 (0.15 = 15%), not {}",
+                args.tolerance
+            ),
         );
     }
     if args.bs == 0 || !args.bs.is_multiple_of(512) {
-        bail!("--bs {} is not a multiple of 512 bytes", args.bs);
+        return refuse(
+            Field::BlockSize,
+            format!(" {} is not a multiple of 512 bytes", args.bs),
+        );
     }
     if args.iodepth == 0 {
-        bail!("--iodepth must be at least 1");
+        return refuse(Field::IoDepth, " must be at least 1".to_owned());
     }
     Ok(())
 }
 
 /// The volume named by `wanted` (or the only one) among the agent's.
-fn choose(volumes: Vec<v1::Volume>, wanted: Option<&str>) -> anyhow::Result<v1::Volume> {
+fn choose(volumes: Vec<v1::Volume>, wanted: Option<&str>) -> Result<v1::Volume, ProveError> {
     let names = volumes
         .iter()
         .map(|v| v.name.as_str())
@@ -97,14 +106,15 @@ fn choose(volumes: Vec<v1::Volume>, wanted: Option<&str>) -> anyhow::Result<v1::
             volumes
                 .into_iter()
                 .find(|v| v.name == name)
-                .with_context(|| format!("{name}: the agent has no such volume (it has: {names})"))
+                .ok_or(ProveError::NoSuchVolume {
+                    volume: name,
+                    known: names,
+                })
         }
         None => match <[v1::Volume; 1]>::try_from(volumes) {
             Ok([only]) => Ok(only),
-            Err(v) if v.is_empty() => {
-                bail!("the agent has no remote-controller volume: attach or expose one first")
-            }
-            Err(_) => bail!("the agent has several volumes ({names}): name one"),
+            Err(v) if v.is_empty() => Err(ProveError::NoVolume),
+            Err(_) => Err(ProveError::SeveralVolumes { known: names }),
         },
     }
 }
@@ -114,36 +124,31 @@ fn choose(volumes: Vec<v1::Volume>, wanted: Option<&str>) -> anyhow::Result<v1::
 pub(crate) fn limit_to_prove(
     volume: &v1::Volume,
     bs: u64,
-) -> anyhow::Result<(ReadLimit, v1::QosLimits)> {
+) -> Result<(ReadLimit, v1::QosLimits), QosRefusal> {
     let name = &volume.name;
     let desired = volume.qos.unwrap_or_default();
     if desired == v1::QosLimits::default() {
-        bail!(
-            "{name} has no QoS limit in the agent's desired state: nothing to prove (set one \
-             with `dpuctl storage qos {name} --read-mbps N`)"
-        );
+        return Err(QosRefusal::NoLimit {
+            volume: name.clone(),
+        });
     }
     let Some(applied) = volume.applied_qos else {
-        bail!(
-            "the agent does not report the limits in force on {name} (its backend has no \
-             QoS, as the kernel backend has none): nothing to measure against"
-        );
+        return Err(QosRefusal::NotReported {
+            volume: name.clone(),
+        });
     };
     if applied != desired {
-        bail!(
-            "{name}: the limit in force ({}) is not the one asked for ({}): the agent has not \
-             applied it, or it was changed on the backend behind the agent's back; \
-             reconcile first",
-            limits_text(&applied),
-            limits_text(&desired)
-        );
+        return Err(QosRefusal::Differs {
+            volume: name.clone(),
+            applied: limits_text(&applied),
+            desired: limits_text(&desired),
+        });
     }
     let Some(limit) = qos_judge::read_limit(&desired, bs) else {
-        bail!(
-            "{name} has only a write limit ({}): `prove qos` reads, and a write limit \
-             cannot be proven by reads",
-            limits_text(&desired)
-        );
+        return Err(QosRefusal::WriteOnly {
+            volume: name.clone(),
+            limits: limits_text(&desired),
+        });
     };
     Ok((limit, desired))
 }
@@ -167,7 +172,7 @@ pub fn limits_text(l: &v1::QosLimits) -> String {
     }
 }
 
-async fn list_volumes(channel: &Channel) -> anyhow::Result<Vec<v1::Volume>> {
+async fn list_volumes(channel: &Channel) -> Result<Vec<v1::Volume>, AgentError> {
     let remotes = StorageClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_remote_controllers(v1::ListRemoteControllersRequest::default())
@@ -183,7 +188,11 @@ async fn list_volumes(channel: &Channel) -> anyhow::Result<Vec<v1::Volume>> {
 
 /// Sets `limits` on `volume` through the agent and waits until the agent reports them in
 /// force.
-async fn set_limits(channel: &Channel, volume: &str, limits: &v1::QosLimits) -> anyhow::Result<()> {
+async fn set_limits(
+    channel: &Channel,
+    volume: &str,
+    limits: &v1::QosLimits,
+) -> Result<(), ProveError> {
     StorageClient::new(channel.clone())
         .set_volume_qos(v1::SetVolumeQosRequest {
             volume: volume.to_owned(),
@@ -205,12 +214,13 @@ async fn set_limits(channel: &Channel, volume: &str, limits: &v1::QosLimits) -> 
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!(
-                "{volume}: the agent did not report {} in force within {} s (it reports {})",
-                limits_text(limits),
-                APPLY_DEADLINE.as_secs(),
-                applied.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a))
-            );
+            return Err(QosRefusal::NotApplied {
+                volume: volume.to_owned(),
+                wanted: limits_text(limits),
+                within_secs: APPLY_DEADLINE.as_secs(),
+                reported: applied.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a)),
+            }
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -225,7 +235,9 @@ struct QosSides {
 }
 
 impl Observe for QosSides {
-    async fn observe(&mut self) -> anyhow::Result<Observation> {
+    type Error = AgentError;
+
+    async fn observe(&mut self) -> Result<Observation, AgentError> {
         use v1::counter_selector::Selector;
         let dpu = agent_snapshot(
             &self.channel,
@@ -273,10 +285,9 @@ impl Run<'_> {
         time: Duration,
         start: u64,
         quiet: (&Observation, &Observation),
-    ) -> anyhow::Result<Window> {
+    ) -> Result<Window, ProveError> {
         let before = self.sides.observe().await?;
         let (device, bs, iodepth) = (self.device.clone(), self.args.bs, self.args.iodepth);
-        let shown = device.display().to_string();
         let measured = tokio::task::spawn_blocking(move || {
             crate::storage_read::read_with(
                 &device,
@@ -287,8 +298,7 @@ impl Run<'_> {
             )
         })
         .await
-        .context("the read thread failed")?
-        .with_context(|| format!("reading {shown}"))?;
+        .map_err(ProveError::ReadThread)??;
         tokio::time::sleep(SETTLE).await;
         let after = self.sides.observe().await?;
         Ok(Window {
@@ -314,7 +324,7 @@ impl Run<'_> {
     async fn windows(
         &mut self,
         lift: &mut LiftState,
-    ) -> anyhow::Result<(Vec<Window>, Observation)> {
+    ) -> Result<(Vec<Window>, Observation), ProveError> {
         let quiet_start = self.sides.observe().await?;
         tokio::time::sleep(IDLE).await;
         let quiet_end = self.sides.observe().await?;
@@ -362,7 +372,7 @@ async fn resolve(
     root: &SysRoot,
     channel: &Channel,
     args: &QosProof,
-) -> anyhow::Result<(v1::Volume, Binding)> {
+) -> Result<(v1::Volume, Binding), ProveError> {
     let volume = choose(list_volumes(channel).await?, args.volume.as_deref())?;
     let wanted = volume_identities(&volume)?;
     let binding = match &args.device {
@@ -378,7 +388,7 @@ pub async fn prove_qos(
     session: &Session,
     args: &QosProof,
     interrupted: impl std::future::Future<Output = String>,
-) -> anyhow::Result<QosReport> {
+) -> Result<QosReport, ProveError> {
     check(args)?;
     let channel = session.channel().await?;
     let root = session.sys_root();
@@ -401,7 +411,7 @@ pub async fn prove_qos(
     let mut lift = LiftState::default();
     let result = tokio::select! {
         result = run.windows(&mut lift) => result,
-        why = interrupted => Err(anyhow::anyhow!("interrupted ({why})")),
+        why = interrupted => Err(ProveError::Interrupted { why }),
     };
     // Set back whatever happened: a lift still in force, or one whose restore failed.
     // Only a lift that happened is reported (an error before it leaves the limit alone).
@@ -417,13 +427,11 @@ pub async fn prove_qos(
             .or_else(|| lift.lifted_at.map(|at| at.elapsed()))
             .map_or(0.0, |d| d.as_secs_f64());
         if let Err(e) = restored {
-            return Err(e.context(format!(
-                "{}: the QoS limit was lifted by the proof and could NOT be set back: set it \
-                 with `dpuctl storage qos {} ...` ({})",
-                volume.name,
-                volume.name,
-                limits_text(&original)
-            )));
+            return Err(ProveError::NotSetBack {
+                volume: volume.name.clone(),
+                original: limits_text(&original),
+                source: Box::new(e),
+            });
         }
         Some(LiftRecord {
             seconds,
@@ -435,13 +443,12 @@ pub async fn prove_qos(
     let (windows, first) = match (result, &lifted) {
         (Ok(done), _) => done,
         (Err(e), Some(record)) => {
-            return Err(e.context(format!(
-                "the proof stopped; the QoS limit of {} it had lifted for {:.1} s was set back \
-                 to {}",
-                volume.name,
-                record.seconds,
-                limits_text(&original)
-            )))
+            return Err(ProveError::StoppedAfterLift {
+                volume: volume.name.clone(),
+                seconds: record.seconds,
+                original: limits_text(&original),
+                source: Box::new(e),
+            })
         }
         (Err(e), None) => return Err(e),
     };
@@ -452,12 +459,12 @@ pub async fn prove_qos(
         .find(|v| v.name == volume.name)
         .and_then(|v| v.applied_qos);
     if after.as_ref() != Some(&original) {
-        bail!(
-            "{}: after the proof the agent reports {} in force, not the original {}",
-            volume.name,
-            after.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a)),
-            limits_text(&original)
-        );
+        return Err(QosRefusal::NotRestored {
+            volume: volume.name.clone(),
+            reported: after.map_or_else(|| "nothing".to_owned(), |a| limits_text(&a)),
+            original: limits_text(&original),
+        }
+        .into());
     }
     let watched = Watched {
         volume: volume.name.clone(),

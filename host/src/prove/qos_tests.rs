@@ -265,18 +265,18 @@ fn bad_parameters_are_refused_by_name() {
             tolerance,
             ..good.clone()
         });
-        assert!(why.contains("--tolerance"), "{why}");
+        assert!(why.starts_with("tolerance must be a fraction"), "{why}");
     }
     let why = refused(crate::prove::qos::QosProof {
         duration: Duration::ZERO,
         ..good.clone()
     });
-    assert!(why.contains("--duration"), "{why}");
+    assert!(why.starts_with("duration must be"), "{why}");
     let why = refused(crate::prove::qos::QosProof {
         bs: 1000,
         ..good.clone()
     });
-    assert!(why.contains("multiple of 512"), "{why}");
+    assert!(why.starts_with("block size 1000 is not a multiple of 512"), "{why}");
 }
 
 fn volume(desired: Option<v1::QosLimits>, applied: Option<v1::QosLimits>) -> v1::Volume {

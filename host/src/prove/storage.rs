@@ -12,10 +12,10 @@
 //! byte read must agree across trials, and the volume must be quiet in every gap, so
 //! another reader of the same volume cannot pass for the read.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::rdma::list_rdma_devices;
 use dpu_probe::snapshot::{Snapshot, Source};
@@ -25,12 +25,14 @@ use dpu_proto::Endpoint;
 use tonic::transport::Channel;
 
 use super::binding::{bind_device, find_device, volume_identities, Binding};
+use super::error::ProveError;
 use super::report::{Judged, ProofReport, TrialSummary};
 use super::witness::{agent_snapshot, snapshot_far_end, Witnesses};
 use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
-use crate::accounting::trials::{self, MAX_TRIALS};
+use crate::accounting::trials::{self, trial_count};
 use crate::accounting::{evaluate, Expectation, Line, Outcome, Rule, Select, Side, Waiver};
-use crate::session::{rpc_error, Session};
+use crate::param::{Field, ParamError};
+use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove storage` as parameters.
 #[derive(Debug, Clone)]
@@ -115,7 +117,11 @@ pub struct Target {
     pub binding: Binding,
 }
 
-async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyhow::Result<Target> {
+async fn resolve(
+    root: &SysRoot,
+    channel: Channel,
+    args: &StorageProof,
+) -> Result<Target, ProveError> {
     let remotes = StorageClient::new(channel)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_remote_controllers(v1::ListRemoteControllersRequest::default())
@@ -156,19 +162,14 @@ async fn resolve(root: &SysRoot, channel: Channel, args: &StorageProof) -> anyho
             .iter()
             .find(|(v, _)| &v.name == name)
             .cloned()
-            .with_context(|| {
-                format!(
-                    "--volume {name}: the agent has no such volume (it has: {})",
-                    names()
-                )
+            .ok_or_else(|| ProveError::NoSuchVolume {
+                volume: name.clone(),
+                known: names(),
             })?,
         None => match volumes.as_slice() {
             [only] => only.clone(),
-            [] => bail!("the agent has no remote-controller volume: attach or expose one first"),
-            _ => bail!(
-                "the agent has several volumes ({}): choose one with --volume",
-                names()
-            ),
+            [] => return Err(ProveError::NoVolume),
+            _ => return Err(ProveError::SeveralVolumes { known: names() }),
         },
     };
     // Identity before any counting: the device read must be the volume counted.
@@ -206,7 +207,9 @@ struct Sides {
 }
 
 impl Observe for Sides {
-    async fn observe(&mut self) -> anyhow::Result<Observation> {
+    type Error = AgentError;
+
+    async fn observe(&mut self) -> Result<Observation, AgentError> {
         let mut observation = snapshot_both(
             &self.channel,
             &mut self.sampler,
@@ -226,7 +229,7 @@ async fn snapshot_both(
     sampler: &mut Sampler,
     volume: &str,
     uplinks: &[String],
-) -> anyhow::Result<Observation> {
+) -> Result<Observation, AgentError> {
     use v1::counter_selector::Selector;
     let mut selectors = vec![
         Selector::Volumes(v1::VolumeSelector {
@@ -748,33 +751,43 @@ pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> HostRdmaPorts {
 
 /// The sizes of the read's trials, or why `args` cannot be run (checked before anything is
 /// dialled or read).
-fn plan(args: &StorageProof) -> anyhow::Result<Vec<u64>> {
-    anyhow::ensure!(
-        (1..=MAX_TRIALS).contains(&args.trials),
-        "--trials must be 1 to {MAX_TRIALS}, not {}",
-        args.trials
-    );
-    trial_sizes(args.size, args.bs, args.trials).map_err(|needed| {
+fn plan(args: &StorageProof) -> Result<(Vec<u64>, NonZeroU32), ParamError> {
+    let trials = trial_count(args.trials)?;
+    let sizes = trial_sizes(args.size, args.bs, args.trials).map_err(|needed| {
         if args.trials == 1 {
-            anyhow::anyhow!("--size {} must be at least --bs {}", args.size, args.bs)
+            ParamError::new(Field::Size)
+                .field(Field::Size)
+                .text(format!(" {} must be at least ", args.size))
+                .field(Field::BlockSize)
+                .text(format!(" {}", args.bs))
         } else {
-            anyhow::anyhow!(
-                "--size {} cannot be split into {} trials of 1, 2, 1 ... parts of whole --bs {} \
-                 blocks: it needs at least {needed} bytes (or fewer --trials)",
-                args.size,
-                args.trials,
-                args.bs,
-            )
+            ParamError::new(Field::Size)
+                .field(Field::Size)
+                .text(format!(
+                    " {} cannot be split into {} trials of 1, 2, 1 ... parts of whole ",
+                    args.size, args.trials
+                ))
+                .field(Field::BlockSize)
+                .text(format!(
+                    " {} blocks: it needs at least {needed} bytes (or fewer ",
+                    args.bs
+                ))
+                .field(Field::Trials)
+                .text(")")
         }
-    })
+    })?;
+    Ok((sizes, trials))
 }
 
 /// Runs the storage proof: reads `size` bytes of the volume's host device, as trials, and
 /// accounts for them on every side: the host under the session's sys root, the DPU through
 /// the session's agent channel, and the far end, when `args.far_end` names one, through its
 /// own agent's channel, dialled before the first reading.
-pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Result<ProofReport> {
-    let work = plan(args)?;
+pub async fn prove_storage(
+    session: &Session,
+    args: &StorageProof,
+) -> Result<ProofReport, ProveError> {
+    let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref(), args.witnesses)?;
     let channel = session.channel().await?;
     let root = session.sys_root();
@@ -806,7 +819,6 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
     let read = |i: usize| {
         let (device, n, start) = (device.clone(), work[i], starts[i]);
         async move {
-            let shown = device.display().to_string();
             tokio::task::spawn_blocking(move || {
                 crate::storage_read::read_with(
                     &device,
@@ -817,8 +829,8 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
                 )
             })
             .await
-            .context("the read thread failed")?
-            .with_context(|| format!("reading {shown}"))
+            .map_err(ProveError::ReadThread)?
+            .map_err(ProveError::Read)
         }
     };
     let timing = Timing {
@@ -826,7 +838,14 @@ pub async fn prove_storage(session: &Session, args: &StorageProof) -> anyhow::Re
         settle: SETTLE,
     };
     let shown = target.binding.device.display().to_string();
-    let m = measure(&mut sides, timing, async { Ok(()) }, args.trials, read).await?;
+    let m = measure(
+        &mut sides,
+        timing,
+        async { Ok::<(), ProveError>(()) },
+        trial_count,
+        read,
+    )
+    .await?;
     let host_rdma = host_rdma_ports(&root, &m.first_before().host);
     let read_bytes: Vec<u64> = m.runs().iter().map(|r| r.workload.io_bytes).collect();
     let total: u64 = read_bytes.iter().sum();

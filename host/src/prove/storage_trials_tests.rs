@@ -5,6 +5,7 @@
 use super::*;
 use crate::accounting::measure::fixture::readings;
 use crate::accounting::measure::Trials;
+use crate::accounting::trials::MAX_TRIALS;
 
 const MIB: u64 = 1 << 20;
 /// `--size 64m --trials 3`: 16, 32 and 16 MiB.
@@ -255,21 +256,26 @@ fn a_size_too_small_for_its_trials_or_a_trial_count_out_of_range_is_refused() {
         far_end: None,
         witnesses: 1,
     };
-    assert_eq!(plan(&args(64 * MIB, 3)).expect("plan"), WORK);
+    let (work, trials) = plan(&args(64 * MIB, 3)).expect("plan");
+    assert_eq!((work, trials.get()), (WORK.to_vec(), 3));
     let small = plan(&args(3 * MIB, 3)).expect_err("3 MiB in 1:2:1 MiB parts");
+    assert_eq!(small.about(), Field::Size);
     assert!(
         small.to_string().contains("at least 4194304 bytes"),
         "{small}"
     );
     let tiny = plan(&args(1024, 1)).expect_err("less than a block");
-    assert!(
-        tiny.to_string()
-            .contains("--size 1024 must be at least --bs"),
-        "{tiny}"
+    assert_eq!(tiny.about(), Field::Size);
+    // The library says the fields in words; dpuctl says them as its flags.
+    assert_eq!(
+        tiny.to_string(),
+        format!("size 1024 must be at least block size {MIB}")
     );
     for trials in [0, MAX_TRIALS + 1] {
         let out = plan(&args(64 * MIB, trials)).expect_err("out of range");
-        assert!(out.to_string().contains("--trials must be 1 to 9"), "{out}");
+        assert_eq!(out.about(), Field::Trials);
+        assert!(out.to_string().contains("trials must be 1 to 9"), "{out}");
+        assert!(!out.to_string().contains("--"), "no flag: {out}");
     }
 }
 

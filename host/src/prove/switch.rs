@@ -20,21 +20,23 @@
 //! a second witness in every trial.
 
 use std::net::{Ipv4Addr, UdpSocket};
+use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context as _;
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::snapshot::{diff, Sample, Snapshot, Source, Unit};
 use dpu_proto::v1::{self, counters_client::CountersClient, switch_client::SwitchClient};
 use tonic::transport::Channel;
 
+use super::error::ProveError;
 use super::report::{Judged, ProofReport, TrialSummary};
 use super::upcalls;
 use super::witness::{agent_snapshot, Witnesses};
 use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
-use crate::accounting::trials::{self, MAX_TRIALS};
+use crate::accounting::trials::{self, trial_count};
 use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side};
-use crate::session::{rpc_error, Session};
+use crate::param::{Field, ParamError};
+use crate::session::{rpc_error, AgentError, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
 /// The forwarding level a switch proof must show, slowest first (so `>=` means "as good
@@ -157,7 +159,7 @@ async fn flow_snapshot(
     channel: &Channel,
     representor: &str,
     covering: &v1::FlowPacket,
-) -> anyhow::Result<(Snapshot, Vec<v1::Flow>)> {
+) -> Result<(Snapshot, Vec<v1::Flow>), AgentError> {
     let start = dpu_probe::snapshot::monotonic_now();
     let flows = SwitchClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
@@ -233,14 +235,12 @@ fn host_snapshot(sampler: &mut Sampler, interface: &str) -> Snapshot {
 /// The workload's one socket, connected to the peer's discard port, and its packets as a
 /// flow match sees them: the warm-up and the measured packets share its 5-tuple, which is
 /// what the flows are chosen by.
-fn workload_socket(peer: Ipv4Addr) -> anyhow::Result<(UdpSocket, v1::FlowPacket)> {
-    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("cannot open a UDP socket")?;
+fn workload_socket(peer: Ipv4Addr) -> Result<(UdpSocket, v1::FlowPacket), ProveError> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(ProveError::Socket)?;
     socket
         .connect((peer, DISCARD_PORT))
-        .with_context(|| format!("no route to {peer}"))?;
-    let local = socket
-        .local_addr()
-        .context("cannot read the UDP socket's own address")?;
+        .map_err(|source| ProveError::NoRoute { peer, source })?;
+    let local = socket.local_addr().map_err(ProveError::LocalAddress)?;
     let packet = v1::FlowPacket {
         src_ip: local.ip().to_string(),
         dst_ip: peer.to_string(),
@@ -254,7 +254,7 @@ fn workload_socket(peer: Ipv4Addr) -> anyhow::Result<(UdpSocket, v1::FlowPacket)
 /// The IP protocol number of UDP.
 const UDP: u8 = 17;
 
-fn send(socket: &UdpSocket, peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> {
+fn send(socket: &UdpSocket, peer: Ipv4Addr, packets: u64) -> Result<(), ProveError> {
     let payload = [0x5a_u8; 64];
     let (mut sent, mut refused) = (0, 0);
     while sent < packets {
@@ -266,7 +266,7 @@ fn send(socket: &UdpSocket, peer: Ipv4Addr, packets: u64) -> anyhow::Result<()> 
                 refused += 1;
                 continue;
             }
-            Err(e) => return Err(e).with_context(|| format!("sending packet {sent} to {peer}")),
+            Err(source) => return Err(ProveError::Send { sent, peer, source }),
         }
         if sent % 50 == 0 {
             std::thread::sleep(Duration::from_millis(2));
@@ -289,7 +289,9 @@ struct Sides {
 }
 
 impl Observe for Sides {
-    async fn observe(&mut self) -> anyhow::Result<Observation> {
+    type Error = AgentError;
+
+    async fn observe(&mut self) -> Result<Observation, AgentError> {
         let (dpu, flows) = flow_snapshot(&self.channel, &self.representor, &self.covering).await?;
         self.flows = flows;
         let host = host_snapshot(&mut self.sampler, &self.interface);
@@ -622,34 +624,37 @@ pub fn judge<T>(
 
 /// The packet counts of the trials, or why `args` cannot be run (checked before anything
 /// is dialled or sent).
-fn plan(args: &SwitchProof) -> anyhow::Result<Vec<u64>> {
+fn plan(args: &SwitchProof) -> Result<(Vec<u64>, NonZeroU32), ProveError> {
     use dpu_proto::names::check_ifname;
     check_ifname("interface", &args.interface)?;
     check_ifname("representor", &args.representor)?;
     if let Some(receiver) = &args.far_end {
         check_ifname("target interface", &receiver.interface)?;
     }
-    anyhow::ensure!(
-        (1..=MAX_TRIALS).contains(&args.trials),
-        "--trials must be 1 to {MAX_TRIALS}, not {}",
-        args.trials
-    );
-    trial_packets(args.packets, args.trials).map_err(|needed| {
-        anyhow::anyhow!(
-            "--packets {} cannot be split into {} trials of 1, 2, 1 ... parts of at least \
-             {MIN_UNIT_PACKETS} packets: it needs at least {needed} (or fewer --trials)",
-            args.packets,
-            args.trials
-        )
-    })
+    let trials = trial_count(args.trials)?;
+    let packets = trial_packets(args.packets, args.trials).map_err(|needed| {
+        ParamError::new(Field::Packets)
+            .field(Field::Packets)
+            .text(format!(
+                " {} cannot be split into {} trials of 1, 2, 1 ... parts of at least \
+                 {MIN_UNIT_PACKETS} packets: it needs at least {needed} (or fewer ",
+                args.packets, args.trials
+            ))
+            .field(Field::Trials)
+            .text(")")
+    })?;
+    Ok((packets, trials))
 }
 
 /// Runs the switch proof: sends `packets` UDP packets as trials and accounts for them on
 /// every side: the host interface under the session's sys root, the DPU's flows per level
 /// through the session's agent channel, and the receiver's interface, when `args.far_end`
 /// names it, through its own agent's channel, dialled before the first reading.
-pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Result<ProofReport> {
-    let work = plan(args)?;
+pub async fn prove_switch(
+    session: &Session,
+    args: &SwitchProof,
+) -> Result<ProofReport, ProveError> {
+    let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref().map(|r| &r.agent), args.witnesses)?;
     let channel = session.channel().await?;
     let settings = SwitchClient::new(channel.clone())
@@ -687,17 +692,17 @@ pub async fn prove_switch(session: &Session, args: &SwitchProof) -> anyhow::Resu
     let warm_up = async move {
         send(&warm_up_socket, peer, WARM_UP_PACKETS)?;
         tokio::time::sleep(WARM_UP_WAIT).await;
-        Ok(())
+        Ok::<(), ProveError>(())
     };
     let workload = |i: usize| {
         let (socket, packets) = (std::sync::Arc::clone(&socket), work[i]);
         async move {
             let started = std::time::Instant::now();
             send(&socket, peer, packets)?;
-            Ok(started.elapsed())
+            Ok::<_, ProveError>(started.elapsed())
         }
     };
-    let m = measure(&mut sides, timing, warm_up, args.trials, workload).await?;
+    let m = measure(&mut sides, timing, warm_up, trial_count, workload).await?;
     let flows = std::mem::take(&mut sides.flows);
     let judged = judge(args, &work, &m, &settings, flows.len());
     let mut notes = judged.notes;

@@ -6,6 +6,7 @@
 use super::*;
 use crate::accounting::measure::fixture::readings;
 use crate::accounting::measure::Trials;
+use crate::accounting::trials::MAX_TRIALS;
 
 /// `--packets 400 --trials 3`: 100, 200 and 100 packets.
 const WORK: [u64; 3] = [100, 200, 100];
@@ -112,11 +113,14 @@ fn a_plan_that_cannot_be_split_or_has_too_many_trials_is_refused() {
         packets: 150,
         ..trial_args(false)
     };
-    let err = plan(&small)
-        .expect_err("150 packets in 3 trials")
-        .to_string();
+    let err = plan(&small).expect_err("150 packets in 3 trials");
     assert!(
-        err.contains("--packets 150") && err.contains("at least 200"),
+        matches!(&err, ProveError::Param(p) if p.about() == Field::Packets),
+        "{err:?}"
+    );
+    let err = err.to_string();
+    assert!(
+        err.contains("packets 150") && err.contains("at least 200"),
         "{err}"
     );
     let many = SwitchProof {
@@ -124,8 +128,9 @@ fn a_plan_that_cannot_be_split_or_has_too_many_trials_is_refused() {
         ..trial_args(false)
     };
     let err = plan(&many).expect_err("too many trials").to_string();
-    assert!(err.contains("--trials must be 1 to 9, not 10"), "{err}");
-    assert_eq!(plan(&trial_args(false)).expect("plan"), WORK);
+    assert!(err.contains("trials must be 1 to 9, not 10"), "{err}");
+    let (work, trials) = plan(&trial_args(false)).expect("plan");
+    assert_eq!((work, trials.get()), (WORK.to_vec(), 3));
     // A name that is no interface is refused before anything is sent.
     let mut bad = trial_args(true);
     if let Some(receiver) = &mut bad.far_end {
@@ -300,13 +305,19 @@ fn a_receiver_without_the_interface_is_inconclusive() {
 
 #[test]
 fn two_witnesses_need_the_far_end() {
-    let err = Witnesses::check(None, 2)
-        .expect_err("no far end")
-        .to_string();
+    let err = Witnesses::check(None, 2).expect_err("no far end");
+    // The field to add is the far end's agent; the sentence names both fields.
+    assert_eq!(err.about(), Field::TargetAgent);
+    let flags = err.render(|field| match field {
+        Field::Witnesses => "--witnesses".to_owned(),
+        Field::TargetAgent => "--target-agent".to_owned(),
+        other => other.words().to_owned(),
+    });
     assert!(
-        err.contains("--witnesses 2 needs") && err.contains("--target-agent"),
-        "{err}"
+        flags.contains("--witnesses 2 needs") && flags.contains("(--target-agent ENDPOINT)"),
+        "{flags}"
     );
+    assert!(!err.to_string().contains("--"), "{err}");
     let far: dpu_proto::Endpoint = "tcp:192.0.2.20:50051".parse().expect("endpoint");
     assert!(Witnesses::check(Some(&far), 2).is_ok());
     assert!(Witnesses::check(None, 1).is_ok());

@@ -2,13 +2,14 @@
 //! far end's (the storage target, the switched traffic's receiver), through its own agent,
 //! dialled once before the first reading. Both are read with one `Counters.Snapshot` each.
 
-use anyhow::Context as _;
 use dpu_probe::snapshot::Snapshot;
 use dpu_proto::v1::{self, counters_client::CountersClient};
 use dpu_proto::Endpoint;
 use tonic::transport::Channel;
 
-use crate::session::{rpc_error, Session};
+use super::error::ProveError;
+use crate::param::{Field, ParamError};
+use crate::session::{rpc_error, AgentError, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
 /// How many independent witnesses a proof may be asked to have: the DPU, and the far end.
@@ -20,7 +21,7 @@ pub async fn agent_snapshot(
     channel: &Channel,
     selectors: Vec<v1::counter_selector::Selector>,
     rpc: &'static str,
-) -> anyhow::Result<Snapshot> {
+) -> Result<Snapshot, AgentError> {
     let selectors = selectors
         .into_iter()
         .map(|selector| v1::CounterSelector {
@@ -37,7 +38,7 @@ pub async fn agent_snapshot(
 }
 
 /// The far end's RDMA ports and network interfaces, through its own agent.
-pub async fn snapshot_far_end(channel: &Channel) -> anyhow::Result<Snapshot> {
+pub async fn snapshot_far_end(channel: &Channel) -> Result<Snapshot, AgentError> {
     use v1::counter_selector::Selector;
     let selectors = vec![
         Selector::Rdma(v1::RdmaSelector::default()),
@@ -59,7 +60,7 @@ impl Witnesses {
     /// Dials the far end's agent, when there is one, with the session's TLS files and
     /// timeout. The proof has checked the witnesses it requires first ([`Self::check`]),
     /// before anything was dialled or read.
-    pub async fn dial(session: &Session, far_end: Option<&Endpoint>) -> anyhow::Result<Self> {
+    pub async fn dial(session: &Session, far_end: Option<&Endpoint>) -> Result<Self, ProveError> {
         let mut names = vec!["DPU".to_owned()];
         let Some(endpoint) = far_end else {
             return Ok(Self {
@@ -73,10 +74,10 @@ impl Witnesses {
             session.sys_root_path(),
             session.timeout(),
         );
-        let channel = far
-            .channel()
-            .await
-            .with_context(|| format!("the far end's agent at {endpoint}"))?;
+        let channel = far.channel().await.map_err(|source| ProveError::FarEnd {
+            endpoint: endpoint.to_string(),
+            source,
+        })?;
         names.push(format!("far end ({endpoint})"));
         Ok(Self {
             far_end: Some(channel),
@@ -85,17 +86,22 @@ impl Witnesses {
     }
 
     /// `required` witnesses from the DPU and `far_end`: 1 or 2, and 2 only with a far end;
-    /// the error names the flag that adds one.
-    pub fn check(far_end: Option<&Endpoint>, required: u32) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            (1..=MAX_WITNESSES).contains(&required),
-            "--witnesses must be 1 (the DPU) or 2 (the DPU and the far end), not {required}"
-        );
-        anyhow::ensure!(
-            required < 2 || far_end.is_some(),
-            "--witnesses 2 needs the far end's agent (--target-agent ENDPOINT): without it \
-             the DPU's own counters are the only witness"
-        );
+    /// the error names the field that adds one.
+    pub fn check(far_end: Option<&Endpoint>, required: u32) -> Result<(), ParamError> {
+        if !(1..=MAX_WITNESSES).contains(&required) {
+            return Err(ParamError::new(Field::Witnesses)
+                .field(Field::Witnesses)
+                .text(format!(
+                    " must be 1 (the DPU) or 2 (the DPU and the far end), not {required}"
+                )));
+        }
+        if required >= 2 && far_end.is_none() {
+            return Err(ParamError::new(Field::TargetAgent)
+                .field(Field::Witnesses)
+                .text(" 2 needs the far end's agent (")
+                .field(Field::TargetAgent)
+                .text(" ENDPOINT): without it the DPU's own counters are the only witness"));
+        }
         Ok(())
     }
 }
