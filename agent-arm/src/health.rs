@@ -61,14 +61,14 @@ pub(crate) fn ready_requires(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// One service's verdict: serving, or why not.
+/// One service's state: serving, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Verdict {
+pub(crate) struct ServingState {
     pub(crate) serving: bool,
     pub(crate) reason: String,
 }
 
-impl Verdict {
+impl ServingState {
     fn serving() -> Self {
         Self {
             serving: true,
@@ -107,7 +107,7 @@ struct Prober {
     /// Indices into `dpu_proto::SERVICE_NAMES` of the services `readiness` requires.
     requires: Vec<usize>,
     /// The last verdict reported for each of `SERVICE_NAMES`, then for `readiness`.
-    last: Vec<Option<Verdict>>,
+    last: Vec<Option<ServingState>>,
 }
 
 impl HealthMonitor {
@@ -156,7 +156,7 @@ impl Prober {
     async fn round(&mut self, bound: Duration) {
         let (storage, switch) = tokio::join!(self.storage(bound), self.switch());
         let sysfs = sysfs_verdict(&self.ctx.backends.check_sysfs());
-        let verdicts: Vec<Verdict> = dpu_proto::SERVICE_NAMES
+        let verdicts: Vec<ServingState> = dpu_proto::SERVICE_NAMES
             .iter()
             .map(|service| match *service {
                 "dpu.v1.Storage" => storage.clone(),
@@ -179,7 +179,7 @@ impl Prober {
 
     /// Reports `verdict` for `service` (slot `i` of `last`) if its status changed, logging
     /// the change with its reason.
-    async fn report(&mut self, i: usize, service: &str, verdict: Verdict) {
+    async fn report(&mut self, i: usize, service: &str, verdict: ServingState) {
         let changed = self.last[i]
             .as_ref()
             .is_none_or(|last| last.serving != verdict.serving);
@@ -203,23 +203,23 @@ impl Prober {
         self.last[i] = Some(verdict);
     }
 
-    async fn storage(&self, bound: Duration) -> Verdict {
+    async fn storage(&self, bound: Duration) -> ServingState {
         match self.storage {
             StorageBackendKind::Kernel => match self.ctx.backends.check_kernel() {
                 Some(status) => kernel_verdict(&status),
-                None => Verdict::serving(),
+                None => ServingState::serving(),
             },
             StorageBackendKind::Snap if self.ctx.storage.is_disabled() => {
-                Verdict::not_serving("storage is disabled ([snap] enabled = false)")
+                ServingState::not_serving("storage is disabled ([snap] enabled = false)")
             }
             StorageBackendKind::Snap => {
                 // Asked through the engine's own client: health sees the connection the
                 // Storage service uses.
                 let bound = self.snap_timeout.min(bound);
                 let verdict = match tokio::time::timeout(bound, self.ctx.storage.volumes()).await {
-                    Ok(Ok(_)) => Verdict::serving(),
-                    Ok(Err(e)) => Verdict::not_serving(format!("SNAP: {}", e.describe())),
-                    Err(_) => Verdict::not_serving(format!("SNAP: no answer within {bound:?}")),
+                    Ok(Ok(_)) => ServingState::serving(),
+                    Ok(Err(e)) => ServingState::not_serving(format!("SNAP: {}", e.describe())),
+                    Err(_) => ServingState::not_serving(format!("SNAP: no answer within {bound:?}")),
                 };
                 // This probe is the SNAP check (the others record in `Backends`).
                 self.ctx.metrics.set_backend_up("snap", verdict.serving);
@@ -228,7 +228,7 @@ impl Prober {
         }
     }
 
-    async fn switch(&self) -> Verdict {
+    async fn switch(&self) -> ServingState {
         let (ovsdb, vswitchd) = self.ctx.backends.check_ovs().await;
         switch_verdict(&ovsdb, &vswitchd)
     }
@@ -251,46 +251,46 @@ fn why(status: &BackendStatus) -> String {
 
 /// The Switch service needs both daemons ready: OVSDB holds the configuration and
 /// ovs-vswitchd applies it (every change is confirmed through `cur_cfg`) and dumps flows.
-fn switch_verdict(ovsdb: &BackendStatus, vswitchd: &BackendStatus) -> Verdict {
+fn switch_verdict(ovsdb: &BackendStatus, vswitchd: &BackendStatus) -> ServingState {
     let down: Vec<String> = [ovsdb, vswitchd]
         .into_iter()
         .filter(|s| state(s) != BackendState::Ready)
         .map(why)
         .collect();
     if down.is_empty() {
-        Verdict::serving()
+        ServingState::serving()
     } else {
-        Verdict::not_serving(down.join("; "))
+        ServingState::not_serving(down.join("; "))
     }
 }
 
 /// `readiness`: SERVING while every required service is; otherwise the reason names each
 /// one that is not, with its own reason.
-fn readiness_verdict<'a>(required: impl IntoIterator<Item = (&'a str, &'a Verdict)>) -> Verdict {
+fn readiness_verdict<'a>(required: impl IntoIterator<Item = (&'a str, &'a ServingState)>) -> ServingState {
     let down: Vec<String> = required
         .into_iter()
         .filter(|(_, verdict)| !verdict.serving)
         .map(|(service, verdict)| format!("{service} NOT_SERVING: {}", verdict.reason))
         .collect();
     if down.is_empty() {
-        Verdict::serving()
+        ServingState::serving()
     } else {
-        Verdict::not_serving(down.join("; "))
+        ServingState::not_serving(down.join("; "))
     }
 }
 
 /// Degraded (no nvmet configfs) still attaches remote controllers.
-fn kernel_verdict(status: &BackendStatus) -> Verdict {
+fn kernel_verdict(status: &BackendStatus) -> ServingState {
     match state(status) {
-        BackendState::Ready | BackendState::Degraded => Verdict::serving(),
-        _ => Verdict::not_serving(why(status)),
+        BackendState::Ready | BackendState::Degraded => ServingState::serving(),
+        _ => ServingState::not_serving(why(status)),
     }
 }
 
-fn sysfs_verdict(status: &BackendStatus) -> Verdict {
+fn sysfs_verdict(status: &BackendStatus) -> ServingState {
     match state(status) {
-        BackendState::Ready => Verdict::serving(),
-        _ => Verdict::not_serving(why(status)),
+        BackendState::Ready => ServingState::serving(),
+        _ => ServingState::not_serving(why(status)),
     }
 }
 
@@ -322,9 +322,9 @@ mod tests {
 
     #[test]
     fn readiness_needs_every_required_service_and_names_the_ones_down() {
-        let up = Verdict::serving();
-        let snap = Verdict::not_serving("SNAP: connection refused");
-        let ovs = Verdict::not_serving("ovsdb UNAVAILABLE");
+        let up = ServingState::serving();
+        let snap = ServingState::not_serving("SNAP: connection refused");
+        let ovs = ServingState::not_serving("ovsdb UNAVAILABLE");
         assert!(readiness_verdict([("dpu.v1.Storage", &up), ("dpu.v1.Inventory", &up)]).serving);
         let verdict = readiness_verdict([
             ("dpu.v1.Storage", &snap),

@@ -19,6 +19,3 @@ mod roles;
 pub(crate) mod scrape;
 pub(crate) mod serve;
 mod template;
-
-/// Until the storage engine names [`crate::telemetry::AgentMetrics`] itself.
-pub(crate) use crate::telemetry::AgentMetrics;

@@ -46,7 +46,7 @@ use self::error::StorageError;
 use self::store::{StateStore, StoreError};
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
-use crate::metrics::AgentMetrics;
+use crate::telemetry::AgentMetrics;
 
 /// The storage side of the agent: one per process, shared by the Storage service and the
 /// background reconciler.
