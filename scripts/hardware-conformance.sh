@@ -16,7 +16,7 @@ usage() {
     cat <<'EOF'
 usage: scripts/hardware-conformance.sh [--out DIR] [--only ID]... [--where host|dpu-arm]
                                        [--timeout SECONDS] [--allow-changes] [--no-capture]
-                                       [--list FILE]
+                                       [--list FILE] [--dry-run]
   --out DIR        the bundle (must not exist or be empty); default ./conformance-WHERE-TIME
   --only ID        run only these items (repeat, or ID,ID)
   --where SIDE     host or dpu-arm; default: detected (aarch64 with a BlueField SoC function
@@ -25,6 +25,7 @@ usage: scripts/hardware-conformance.sh [--out DIR] [--only ID]... [--where host|
   --allow-changes  also run the items marked `mutates: yes` (they change this machine)
   --no-capture     do not run `dpuctl capture`
   --list FILE      the list to read, default docs/unverified.list beside this script
+  --dry-run        say what would run here and why the rest would not; run nothing
 Environment: DPU_KIT_SYS_ROOT (a tree read instead of / for the detection, for tests),
 DPU_KIT_SNAP_SOCKET (default /var/tmp/spdk.sock).
 EOF
@@ -42,6 +43,7 @@ WHERE=""
 TIMEOUT=60
 ALLOW_CHANGES=0
 CAPTURE=1
+DRY_RUN=0
 declare -A ONLY=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
         TIMEOUT=$2; shift 2 ;;
     --allow-changes) ALLOW_CHANGES=1; shift ;;
     --no-capture) CAPTURE=0; shift ;;
+    --dry-run) DRY_RUN=1; CAPTURE=0; shift ;;
     --list) [ $# -ge 2 ] || die "--list needs a file"; LIST=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument \`$1\`" ;;
@@ -225,6 +228,7 @@ run_item() {
             STATUS[$id]=skipped REASON[$id]="needs \$$var (none found on this machine)"; return
         fi
     done
+    if [ "$DRY_RUN" = 1 ]; then STATUS[$id]=would-run REASON[$id]="--dry-run"; return; fi
     mkdir -p "$dir"
     printf '%s\n' "$run" >"$dir/command.sh"
     local rc=0
@@ -266,7 +270,7 @@ fi
     echo "The kit judges nothing: an item that ran is settled by reading its output"
     echo "(items/ID/stdout, stderr) against its \`look\`."
     echo
-    for status in ran failed manual skipped; do
+    for status in ran failed would-run manual skipped; do
         for id in "${IDS[@]}"; do
             [ "${STATUS[$id]:-}" = "$status" ] || continue
             printf '%-8s %-28s %s\n' "$status" "$id" "${REASON[$id]}"
@@ -277,7 +281,7 @@ fi
         done
     done
     echo
-    for status in ran failed manual skipped legend; do
+    for status in ran failed would-run manual skipped legend; do
         n=0
         for id in "${IDS[@]}"; do [ "${STATUS[$id]:-}" = "$status" ] && n=$((n + 1)); done
         echo "$status: $n"
@@ -299,9 +303,10 @@ fi
         first=0
         observed=""
         [ -r "$OUT/items/$id/stdout" ] && observed=$(head -c 2000 "$OUT/items/$id/stdout")
-        printf '    {"id": %s, "doc": %s, "claim": %s, "where": %s, "needs": %s, "status": %s, "reason": %s, "exit_status": %s, "observed": %s, "look": %s}' \
+        printf '    {"id": %s, "doc": %s, "claim": %s, "where": %s, "needs": %s, "run": %s, "status": %s, "reason": %s, "exit_status": %s, "observed": %s, "look": %s}' \
             "$(json_str "$id")" "$(json_str "${F[$id.doc]:-}")" "$(json_str "${F[$id.claim]:-}")" \
-            "$(json_str "${F[$id.where]:-}")" "$(json_str "${F[$id.needs]:-}")" "$(json_str "${STATUS[$id]}")" \
+            "$(json_str "${F[$id.where]:-}")" "$(json_str "${F[$id.needs]:-}")" "$(json_str "${F[$id.run]:-}")" \
+            "$(json_str "${STATUS[$id]}")" \
             "$(json_str "${REASON[$id]}")" "${EXIT[$id]:-null}" "$(json_str "$observed")" "$(json_str "${F[$id.look]:-}")"
     done
     echo

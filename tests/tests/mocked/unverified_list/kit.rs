@@ -331,3 +331,85 @@ fn the_kit_is_shellcheck_clean() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+#[test]
+fn the_kit_reads_the_real_list_as_the_drift_test_does_and_runs_nothing_it_cannot() {
+    let text = std::fs::read_to_string(repo_root().join("docs/unverified.list")).expect("list");
+    let entries = super::list::parse(&text).unwrap_or_else(|p| panic!("{p:?}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("plan");
+    let output = Command::new("bash")
+        .arg(kit())
+        .args([
+            "--dry-run",
+            "--where",
+            "host",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ])
+        .env("DPU_KIT_SYS_ROOT", dir.path())
+        .output()
+        .expect("run the kit");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("json"))
+            .expect("summary.json parses");
+    let items = summary["items"].as_array().expect("items");
+    let kit_view: Vec<(String, String)> = items
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_str().unwrap_or_default().into(),
+                i["run"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    let test_view: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| (e.id().to_string(), e.run.join("\n")))
+        .collect();
+    assert_eq!(
+        kit_view, test_view,
+        "bash and the drift test read the list differently"
+    );
+    for item in items {
+        let (status, needs) = (
+            item["status"].as_str().unwrap_or_default(),
+            item["needs"].as_str().unwrap_or_default(),
+        );
+        assert!(
+            ["legend", "skipped", "manual", "would-run"].contains(&status),
+            "{item}"
+        );
+        // An empty sys tree has no BlueField, NIC, RDMA, NVMe, SNAP, OVS or GPU.
+        let hardware = [
+            "bluefield",
+            "connectx",
+            "rdma",
+            "infiniband",
+            "snap",
+            "ovs",
+            "gpu",
+            "nvme",
+            "peer",
+        ];
+        if needs.split_whitespace().any(|n| hardware.contains(&n)) {
+            assert_ne!(status, "would-run", "{item}");
+        }
+    }
+    assert!(
+        items.iter().any(|i| i["status"] == "would-run"),
+        "nothing would run anywhere: {summary}"
+    );
+    assert!(
+        !out.join("items")
+            .read_dir()
+            .expect("items dir")
+            .any(|_| true),
+        "a dry run ran something"
+    );
+}

@@ -50,7 +50,7 @@ const MUTATING_OPTIONS: &[&str] = &[
 pub(super) struct Entry {
     line: usize,
     fields: BTreeMap<String, String>,
-    run: Vec<String>,
+    pub(super) run: Vec<String>,
 }
 
 impl Entry {
