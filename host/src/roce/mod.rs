@@ -18,6 +18,7 @@ pub mod nccl_transport;
 pub mod peer;
 pub mod perf;
 pub mod perf_html;
+pub mod perf_plot;
 pub mod perf_textfile;
 pub mod perftest;
 pub mod qperf;

@@ -1,7 +1,8 @@
 //! `roce perf --report`: one self-contained HTML page (no scripts, no external files), the
 //! same kind of page the proofs write: the verdict, bar charts of bandwidth, latency and
-//! CPU per run (TCP and RDMA side by side at each size), and the full table with the
-//! counter evidence.
+//! CPU per run (TCP and RDMA side by side at each size), bandwidth and latency against
+//! message size when a test ran at several ([`super::perf_plot`]), and the full table with
+//! the counter evidence.
 
 use std::fmt::Write as _;
 
@@ -88,6 +89,10 @@ pub fn render(report: &PerfReport) -> String {
         })
         .flatten()
         .collect();
+    let sizes = match super::perf_plot::size_plots(report) {
+        Ok((bw, lat)) => format!("{bw}{lat}"),
+        Err(e) => format!("<p>{}</p>", escape(&e.to_string())),
+    };
     let mut rows = String::new();
     for r in &report.runs {
         let n = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
@@ -126,7 +131,7 @@ pub fn render(report: &PerfReport) -> String {
          <p>local {local}; peer {peer} at {addr}: {remote}. Orange: TCP (qperf); blue: RDMA \
          (perftest); grey: the peer's CPU. \"path\" is decided from the local RDMA port \
          counters alone: RDMA when they moved by at least 90% of the payload, not RDMA under \
-         10%.</p>{bw}{lat}{cpu}<h2>Runs</h2><table><tr><th>test</th><th>size B</th><th>Gb/s</th>\
+         10%.</p>{bw}{lat}{cpu}{sizes}<h2>Runs</h2><table><tr><th>test</th><th>size B</th><th>Gb/s</th>\
          <th>lat avg µs</th><th>lat p99 µs</th><th>CPU here s</th><th>CPU peer s</th>\
          <th>RDMA pkts Δ</th><th>payload pkts</th><th>path</th><th></th></tr>{rows}</table>\
          </body></html>\n",
