@@ -34,11 +34,13 @@ pub enum Field {
     TargetAgent,
     /// The interface the far end receives on.
     TargetInterface,
+    /// The host interface a run sends from or reads.
+    Interface,
 }
 
 impl Field {
     /// Every field, for a front end's test that it names each.
-    pub const ALL: [Field; 10] = [
+    pub const ALL: [Field; 11] = [
         Field::BlockSize,
         Field::Size,
         Field::IoDepth,
@@ -49,6 +51,7 @@ impl Field {
         Field::Witnesses,
         Field::TargetAgent,
         Field::TargetInterface,
+        Field::Interface,
     ];
 
     /// The field in words, as this library says it when nobody renders it otherwise.
@@ -64,6 +67,7 @@ impl Field {
             Field::Witnesses => "witnesses",
             Field::TargetAgent => "target agent",
             Field::TargetInterface => "target interface",
+            Field::Interface => "interface",
         }
     }
 }

@@ -20,6 +20,7 @@ pub(crate) fn flag(field: Field) -> &'static str {
         Field::Witnesses => "--witnesses",
         Field::TargetAgent => "--target-agent",
         Field::TargetInterface => "--target-interface",
+        Field::Interface => "--interface",
     }
 }
 

@@ -80,7 +80,7 @@ pub enum AgentFacts {
 impl HostFacts {
     /// Reads everything under `root`.
     pub fn gather(root: &SysRoot) -> Self {
-        let text = |e: dpu_probe::ProbeError| format!("{:#}", anyhow::Error::from(e));
+        let text = |e: dpu_probe::ProbeError| dpu_probe::error_chain(&e);
         let mut host = Self {
             pci: pci::list_pci_functions(root, PciFilter::BlueField).map_err(text),
             netdevs: netdev::list_netdevs(root).map_err(text),

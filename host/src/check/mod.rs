@@ -12,6 +12,8 @@ mod dpu_side;
 #[cfg(test)]
 mod dpu_side_tests;
 pub mod env;
+mod error;
+pub use error::CheckError;
 #[cfg(test)]
 mod env_tests;
 pub mod facts;
@@ -98,12 +100,12 @@ pub struct CheckRun {
 
 /// Runs `dpuctl check`: host facts under the session's sys root, then the agent's (unless
 /// `no_agent`), judged by every rule.
-pub async fn run(session: &Session, args: &CheckParams) -> anyhow::Result<Vec<CheckResult>> {
+pub async fn run(session: &Session, args: &CheckParams) -> Result<Vec<CheckResult>, CheckError> {
     Ok(run_judged(session, args).await?.results)
 }
 
 /// [`run`], keeping the DCB facts beside the results.
-pub async fn run_judged(session: &Session, args: &CheckParams) -> anyhow::Result<CheckRun> {
+pub async fn run_judged(session: &Session, args: &CheckParams) -> Result<CheckRun, CheckError> {
     let root = session.sys_root();
     let (interfaces, devices) = (args.interfaces.clone(), args.devices.clone());
     let host = tokio::task::spawn_blocking(move || {
@@ -111,11 +113,12 @@ pub async fn run_judged(session: &Session, args: &CheckParams) -> anyhow::Result
         host.gather_dcb(&root, &interfaces, &devices);
         host
     })
-    .await?;
+    .await
+    .map_err(CheckError::FactsThread)?;
     // A `--device` or `--interface` that names nothing is bad input: refused before the
     // agent is asked.
     host.data_interfaces(&args.interfaces, &args.devices)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(CheckError::Selection)?;
     let agent = if args.no_agent {
         AgentFacts::NotAsked
     } else {

@@ -276,7 +276,10 @@ fn bad_parameters_are_refused_by_name() {
         bs: 1000,
         ..good.clone()
     });
-    assert!(why.starts_with("block size 1000 is not a multiple of 512"), "{why}");
+    assert!(
+        why.starts_with("block size 1000 is not a multiple of 512"),
+        "{why}"
+    );
 }
 
 fn volume(desired: Option<v1::QosLimits>, applied: Option<v1::QosLimits>) -> v1::Volume {

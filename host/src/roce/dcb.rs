@@ -2,9 +2,11 @@
 //! over two snapshots (driver statistics by their `ethtool -S` names, RDMA `hw_counters`),
 //! so every rule is tested with the counter names the reference documents (§1.3, §1.6).
 
+mod error;
+pub use error::DcbError;
+
 use std::collections::BTreeMap;
 
-use anyhow::Context as _;
 use dpu_probe::ethtool_stats::read_ethtool_stats;
 use dpu_probe::rdma_counters::{
     device_object, port_object, read_device_hw_counters, read_port_counters,
@@ -18,6 +20,7 @@ use super::endpoint::Endpoint;
 use crate::accounting::deltas::{named, NamedDeltas};
 use crate::facts::dcb::DcbFacts;
 use crate::facts::dcb_chain::RailDcb;
+use crate::param::{Field, ParamError};
 
 use super::dcb_findings::{finding, moved};
 pub use super::dcb_findings::{Counters, Finding, Severity};
@@ -29,9 +32,11 @@ pub fn snapshot(
     interface: &str,
     root: &SysRoot,
     rdma: Option<&Endpoint>,
-) -> anyhow::Result<Snapshot> {
-    let stats = read_ethtool_stats(interface)
-        .with_context(|| format!("reading the driver statistics of {interface}"))?;
+) -> Result<Snapshot, DcbError> {
+    let stats = read_ethtool_stats(interface).map_err(|source| DcbError::Stats {
+        interface: interface.to_owned(),
+        source,
+    })?;
     let mut collector = Collector::start(root);
     let object = format!("netdevs/{interface}");
     collector.extend(stats.into_iter().map(|s| {
@@ -329,16 +334,21 @@ pub struct DcbReport {
 }
 
 /// Runs `dpuctl roce dcb`: a reading, the workload (or the wait), a reading, the rules.
-pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
+pub fn run(root: &SysRoot, args: &DcbParams) -> Result<DcbReport, DcbError> {
     if let Some(i) = &args.interface {
-        dpu_proto::names::check_ifname("--interface", i).map_err(|e| anyhow::anyhow!("{e}"))?;
+        dpu_proto::names::check_ifname("interface", i)?;
     }
-    if args.workload.is_empty() {
-        anyhow::ensure!(
-            (1..=86_400).contains(&args.duration),
-            "--duration must be 1 .. 86400 seconds"
-        );
+    if args.workload.is_empty() && !(1..=86_400).contains(&args.duration) {
+        return Err(ParamError::new(Field::Duration)
+            .field(Field::Duration)
+            .text(" must be 1 .. 86400 seconds")
+            .into());
     }
+    let pass_interface = |why: String| {
+        ParamError::new(Field::Interface)
+            .text(why)
+            .field(Field::Interface)
+    };
     let rdma = super::endpoint::local(
         root,
         &super::endpoint::Pin {
@@ -349,12 +359,12 @@ pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
     let (interface, rdma) = match (&args.interface, rdma) {
         (Some(i), rdma) => (i.clone(), rdma.ok()),
         (None, Ok(ep)) => (
-            ep.netdev
-                .clone()
-                .context("the RDMA device's GID names no netdev: pass --interface")?,
+            ep.netdev.clone().ok_or_else(|| {
+                pass_interface("the RDMA device's GID names no netdev: pass ".to_owned())
+            })?,
             Some(ep),
         ),
-        (None, Err(e)) => anyhow::bail!("{e}; pass --interface"),
+        (None, Err(e)) => return Err(pass_interface(format!("{e}; pass ")).into()),
     };
     let mut dcb = DcbFacts::default();
     dcb.read_rail(
@@ -372,7 +382,10 @@ pub fn run(root: &SysRoot, args: &DcbParams) -> anyhow::Result<DcbReport> {
             // Its output must not mix with the report (JSON on stdout).
             .stdout(std::process::Stdio::from(std::io::stderr()))
             .status()
-            .with_context(|| format!("cannot run the workload {program}"))?;
+            .map_err(|source| DcbError::Workload {
+                program: program.clone(),
+                source,
+            })?;
         status.code()
     } else {
         std::thread::sleep(std::time::Duration::from_secs(args.duration));

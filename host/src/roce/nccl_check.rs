@@ -3,9 +3,11 @@
 //! NCCL chose, corroborated by the counters, and judged. Nothing prints: the command's own
 //! output comes back in [`NcclRun::output`] for the caller to echo.
 
+mod error;
+pub use error::NcclError;
+
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
@@ -68,17 +70,18 @@ pub struct NcclRun {
 /// Runs the NCCL command with `NCCL_DEBUG=INFO` (unless the caller chose a level), its
 /// input closed, between two RDMA counter snapshots under `root`. `argv` is run as given,
 /// never through a shell.
-pub fn run_nccl(root: &SysRoot, argv: &[String]) -> anyhow::Result<NcclRun> {
-    let (program, rest) = argv.split_first().context("no command after --")?;
+pub fn run_nccl(root: &SysRoot, argv: &[String]) -> Result<NcclRun, NcclError> {
+    let (program, rest) = argv.split_first().ok_or(NcclError::NoCommand)?;
     let before = snapshot(root);
     let mut cmd = std::process::Command::new(program);
     cmd.args(rest).stdin(std::process::Stdio::null());
     if std::env::var_os("NCCL_DEBUG").is_none() {
         cmd.env("NCCL_DEBUG", "INFO");
     }
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run {program}"))?;
+    let out = cmd.output().map_err(|source| NcclError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
     // hw_counters are cached for `lifespan` (10 ms by default).
     std::thread::sleep(std::time::Duration::from_millis(30));
     let after = snapshot(root);
@@ -94,12 +97,14 @@ pub fn run_nccl(root: &SysRoot, argv: &[String]) -> anyhow::Result<NcclRun> {
 }
 
 /// Reads the log files.
-pub fn read_logs(files: &[PathBuf]) -> anyhow::Result<String> {
+pub fn read_logs(files: &[PathBuf]) -> Result<String, NcclError> {
     let mut text = String::new();
     for file in files {
         text.push_str(
-            &std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read {}", file.display()))?,
+            &std::fs::read_to_string(file).map_err(|source| NcclError::Log {
+                path: file.clone(),
+                source,
+            })?,
         );
         text.push('\n');
     }
