@@ -6,7 +6,7 @@
 
 use anyhow::Context as _;
 use dpu_host::fleet::deadline::PAIRS_PROBE_TIMEOUT;
-use dpu_host::fleet::pairs::judge::Verdict;
+use dpu_host::fleet::pairs::judge::PairVerdict;
 use dpu_host::fleet::pairs::plan::{plan, Direction};
 use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
 use dpu_host::fleet::pairs::report::{PairRun, PairsReport};
@@ -90,9 +90,9 @@ async fn pairs(
         Outcome::PassThrough(130)
     } else {
         match report.verdict {
-            Verdict::Pass => Outcome::Success,
-            Verdict::Fail => Outcome::Failed,
-            Verdict::Inconclusive => Outcome::Inconclusive,
+            PairVerdict::Pass => Outcome::Success,
+            PairVerdict::Fail => Outcome::Failed,
+            PairVerdict::Inconclusive => Outcome::Inconclusive,
         }
     })
 }

@@ -20,7 +20,8 @@
 //!   stopped through [`cancel`];
 //! - [`page`] and [`metrics`]: the `--html` page and the `--metrics-file` text.
 //!
-//! Not built yet (docs/experiments.md): the `ring` knob and the fleet.
+//! Not built yet (docs/experiments.md): the `ring` knob. The same plan on many hosts is
+//! `dpu_host::fleet::experiment`.
 
 pub mod bootstrap;
 pub mod cancel;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::judge::{Problem, Verdict};
+use super::judge::{PairVerdict, Problem};
 
 /// One run, as isolation sees it: the two hosts (either order) and its verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct RunOutcome<'a> {
     /// The other.
     pub b: &'a str,
     /// The run's verdict.
-    pub verdict: Verdict,
+    pub verdict: PairVerdict,
     /// What failed, when it did.
     pub problems: &'a [Problem],
 }
@@ -78,7 +78,7 @@ pub struct Isolation {
 
 #[derive(Debug, Default)]
 struct PairState {
-    verdict: Option<Verdict>,
+    verdict: Option<PairVerdict>,
     problems: BTreeSet<Problem>,
 }
 
@@ -100,11 +100,11 @@ pub fn isolate(runs: &[RunOutcome<'_>], required_percent: f64) -> Isolation {
             (run.b, run.a)
         };
         let state = pairs.entry(key).or_default();
-        // FAIL beats INCONCLUSIVE beats PASS (the order of Verdict).
+        // FAIL beats INCONCLUSIVE beats PASS (the order of PairVerdict).
         state.verdict = Some(state.verdict.map_or(run.verdict, |v| v.max(run.verdict)));
         state.problems.extend(run.problems.iter().copied());
     }
-    let status = |key: &(&str, &str)| pairs[key].verdict.unwrap_or(Verdict::Inconclusive);
+    let status = |key: &(&str, &str)| pairs[key].verdict.unwrap_or(PairVerdict::Inconclusive);
     let mut tally: BTreeMap<&str, HostTally> = BTreeMap::new();
     for (key, state) in &pairs {
         for host in [key.0, key.1] {
@@ -113,10 +113,10 @@ pub fn isolate(runs: &[RunOutcome<'_>], required_percent: f64) -> Isolation {
                 ..HostTally::default()
             });
             t.pairs += 1;
-            match state.verdict.unwrap_or(Verdict::Inconclusive) {
-                Verdict::Pass => t.passed += 1,
-                Verdict::Fail => t.failed += 1,
-                Verdict::Inconclusive => t.inconclusive += 1,
+            match state.verdict.unwrap_or(PairVerdict::Inconclusive) {
+                PairVerdict::Pass => t.passed += 1,
+                PairVerdict::Fail => t.failed += 1,
+                PairVerdict::Inconclusive => t.inconclusive += 1,
             }
         }
     }
@@ -152,13 +152,15 @@ pub fn isolate(runs: &[RunOutcome<'_>], required_percent: f64) -> Isolation {
     }
     let passed_elsewhere = |host: &str, key: &(&str, &str)| {
         pairs.keys().any(|other| {
-            other != key && (other.0 == host || other.1 == host) && status(other) == Verdict::Pass
+            other != key
+                && (other.0 == host || other.1 == host)
+                && status(other) == PairVerdict::Pass
         })
     };
     let mut links = Vec::new();
     let mut undecided = Vec::new();
     for (key, state) in &pairs {
-        if status(key) != Verdict::Fail || slow_node(key.0) || slow_node(key.1) {
+        if status(key) != PairVerdict::Fail || slow_node(key.0) || slow_node(key.1) {
             continue;
         }
         let (a, b) = *key;
@@ -225,7 +227,11 @@ mod tests {
                     runs.push(RunOutcome {
                         a: x,
                         b: y,
-                        verdict: if failed { Verdict::Fail } else { Verdict::Pass },
+                        verdict: if failed {
+                            PairVerdict::Fail
+                        } else {
+                            PairVerdict::Pass
+                        },
                         problems: if failed { SLOW } else { &[] },
                     });
                 }
@@ -301,19 +307,19 @@ mod tests {
             RunOutcome {
                 a: "a",
                 b: "b",
-                verdict: Verdict::Fail,
+                verdict: PairVerdict::Fail,
                 problems: SLOW,
             },
             RunOutcome {
                 a: "a",
                 b: "c",
-                verdict: Verdict::Pass,
+                verdict: PairVerdict::Pass,
                 problems: &[],
             },
             RunOutcome {
                 a: "b",
                 b: "d",
-                verdict: Verdict::Inconclusive,
+                verdict: PairVerdict::Inconclusive,
                 problems: &[],
             },
         ];

@@ -16,7 +16,7 @@ use crate::roce::perf::PathVerdict;
 /// A run's, a pair's or the whole test's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Verdict {
+pub enum PairVerdict {
     /// Fast enough, and over RDMA by the counters.
     Pass,
     /// The evidence could not decide, and nothing failed.
@@ -25,7 +25,7 @@ pub enum Verdict {
     Fail,
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for PairVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Pass => "PASS",
@@ -88,7 +88,7 @@ pub struct Measurement<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
     /// PASS, FAIL or INCONCLUSIVE.
-    pub verdict: Verdict,
+    pub verdict: PairVerdict,
     /// Measured bandwidth as a percentage of the line rate, when both are known.
     pub percent_of_line_rate: Option<f64>,
     /// What failed (empty unless FAIL).
@@ -115,7 +115,7 @@ pub fn judge(
 ) -> Judgement {
     if let Some(error) = m.error {
         return Judgement {
-            verdict: Verdict::Fail,
+            verdict: PairVerdict::Fail,
             percent_of_line_rate: None,
             problems: vec![Problem::RunFailed],
             reasons: vec![format!("the run failed: {error}")],
@@ -161,11 +161,11 @@ pub fn judge(
         }),
     }
     let verdict = if !problems.is_empty() {
-        Verdict::Fail
+        PairVerdict::Fail
     } else if !undecided.is_empty() {
-        Verdict::Inconclusive
+        PairVerdict::Inconclusive
     } else {
-        Verdict::Pass
+        PairVerdict::Pass
     };
     reasons.extend(undecided);
     Judgement {
@@ -201,16 +201,16 @@ mod tests {
     #[test]
     fn fast_over_rdma_passes_and_slow_over_rdma_fails_naming_the_share() {
         let pass = judge(&over_rdma(95.0), Some(&rate(100.0)), 90.0);
-        assert_eq!(pass.verdict, Verdict::Pass, "{pass:?}");
+        assert_eq!(pass.verdict, PairVerdict::Pass, "{pass:?}");
         assert_eq!(pass.percent_of_line_rate, Some(95.0));
         assert!(pass.reasons.is_empty());
         // Exactly at the threshold passes; just under fails.
         assert_eq!(
             judge(&over_rdma(90.0), Some(&rate(100.0)), 90.0).verdict,
-            Verdict::Pass
+            PairVerdict::Pass
         );
         let slow = judge(&over_rdma(89.9), Some(&rate(100.0)), 90.0);
-        assert_eq!(slow.verdict, Verdict::Fail);
+        assert_eq!(slow.verdict, PairVerdict::Fail);
         assert_eq!(slow.problems, [Problem::BelowLineRate]);
         assert!(
             slow.reasons[0].contains("89.9 % of the 100 Gbit/s line rate, below 90 %"),
@@ -226,7 +226,7 @@ mod tests {
             ..over_rdma(98.0)
         };
         let j = judge(&m, Some(&rate(100.0)), 90.0);
-        assert_eq!(j.verdict, Verdict::Fail);
+        assert_eq!(j.verdict, PairVerdict::Fail);
         assert_eq!(j.problems, [Problem::NotOverRdma]);
         assert!(j.reasons[0].contains("moved 12 packets"), "{j:?}");
     }
@@ -240,7 +240,7 @@ mod tests {
             ..over_rdma(99.0)
         };
         let j = judge(&m, Some(&rate(100.0)), 90.0);
-        assert_eq!(j.verdict, Verdict::Inconclusive);
+        assert_eq!(j.verdict, PairVerdict::Inconclusive);
         assert!(j.problems.is_empty());
         assert!(j.reasons[0].contains("reset during the run"), "{j:?}");
         // Unknown evidence does not hide a fact: slow is still a failure.
@@ -252,7 +252,7 @@ mod tests {
             Some(&rate(100.0)),
             90.0,
         );
-        assert_eq!(slow.verdict, Verdict::Fail);
+        assert_eq!(slow.verdict, PairVerdict::Fail);
         assert_eq!(slow.problems, [Problem::BelowLineRate]);
         assert_eq!(slow.reasons.len(), 2, "the undecided path is still said");
     }
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn no_line_rate_is_inconclusive_and_a_failed_run_fails() {
         let j = judge(&over_rdma(99.0), None, 90.0);
-        assert_eq!(j.verdict, Verdict::Inconclusive);
+        assert_eq!(j.verdict, PairVerdict::Inconclusive);
         assert!(j.reasons[0].contains("--line-rate-gbps"), "{j:?}");
         let failed = Measurement {
             error: Some("ssh: connect to host gpu-03 port 22: No route to host"),
@@ -268,7 +268,7 @@ mod tests {
             ..over_rdma(0.0)
         };
         let j = judge(&failed, Some(&rate(100.0)), 90.0);
-        assert_eq!(j.verdict, Verdict::Fail);
+        assert_eq!(j.verdict, PairVerdict::Fail);
         assert_eq!(j.problems, [Problem::RunFailed]);
         assert!(j.reasons[0].contains("No route to host"));
     }

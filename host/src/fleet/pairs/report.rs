@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::host_port::HostPort;
 use super::isolate::{isolate, Finding, HostTally, RunOutcome};
-use super::judge::{LineRate, Problem, Verdict};
+use super::judge::{LineRate, PairVerdict, Problem};
 use super::plan::{Direction, PairPlan, PlannedRun, SkippedHost};
 use crate::roce::perf::PathVerdict;
 
@@ -44,7 +44,7 @@ pub struct PairRun {
     /// Why the run produced no measurement.
     pub error: Option<String>,
     /// PASS, FAIL or INCONCLUSIVE.
-    pub verdict: Verdict,
+    pub verdict: PairVerdict,
     /// What failed.
     pub problems: Vec<Problem>,
     /// Why, in words.
@@ -108,7 +108,7 @@ pub struct PairsReport {
     pub findings: Vec<Finding>,
     /// FAIL when a run failed; else INCONCLUSIVE when a run was inconclusive or runs were
     /// left out by cancelling; else PASS.
-    pub verdict: Verdict,
+    pub verdict: PairVerdict,
 }
 
 impl PairsReport {
@@ -133,10 +133,10 @@ impl PairsReport {
         let isolation = isolate(&outcomes, settings.line_rate_percent);
         let worst = runs.iter().map(|r| r.verdict).max();
         let verdict = match worst {
-            Some(Verdict::Fail) => Verdict::Fail,
-            _ if cancelled || !not_run.is_empty() || runs.is_empty() => Verdict::Inconclusive,
+            Some(PairVerdict::Fail) => PairVerdict::Fail,
+            _ if cancelled || !not_run.is_empty() || runs.is_empty() => PairVerdict::Inconclusive,
             Some(v) => v,
-            None => Verdict::Inconclusive,
+            None => PairVerdict::Inconclusive,
         };
         Self {
             settings,
@@ -156,7 +156,11 @@ impl PairsReport {
     /// How many runs passed, failed and were inconclusive.
     pub fn counts(&self) -> (usize, usize, usize) {
         let n = |v| self.runs.iter().filter(|r| r.verdict == v).count();
-        (n(Verdict::Pass), n(Verdict::Fail), n(Verdict::Inconclusive))
+        (
+            n(PairVerdict::Pass),
+            n(PairVerdict::Fail),
+            n(PairVerdict::Inconclusive),
+        )
     }
 }
 
@@ -175,7 +179,7 @@ mod tests {
         }
     }
 
-    fn run(from: &str, to: &str, verdict: Verdict) -> PairRun {
+    fn run(from: &str, to: &str, verdict: PairVerdict) -> PairRun {
         PairRun {
             round: 1,
             from: from.into(),
@@ -193,7 +197,7 @@ mod tests {
             counters_inconclusive: None,
             error: None,
             verdict,
-            problems: if verdict == Verdict::Fail {
+            problems: if verdict == PairVerdict::Fail {
                 vec![Problem::BelowLineRate]
             } else {
                 Vec::new()
@@ -214,17 +218,25 @@ mod tests {
 
     #[test]
     fn the_overall_verdict_is_the_worst_run_and_cancelling_is_never_a_pass() {
-        let pass = || vec![run("a", "b", Verdict::Pass), run("b", "a", Verdict::Pass)];
-        assert_eq!(conclude(pass(), Vec::new(), false).verdict, Verdict::Pass);
+        let pass = || {
+            vec![
+                run("a", "b", PairVerdict::Pass),
+                run("b", "a", PairVerdict::Pass),
+            ]
+        };
+        assert_eq!(
+            conclude(pass(), Vec::new(), false).verdict,
+            PairVerdict::Pass
+        );
         let mut mixed = pass();
-        mixed.push(run("a", "c", Verdict::Inconclusive));
+        mixed.push(run("a", "c", PairVerdict::Inconclusive));
         assert_eq!(
             conclude(mixed.clone(), Vec::new(), false).verdict,
-            Verdict::Inconclusive
+            PairVerdict::Inconclusive
         );
-        mixed.push(run("c", "a", Verdict::Fail));
+        mixed.push(run("c", "a", PairVerdict::Fail));
         let failed = conclude(mixed, Vec::new(), false);
-        assert_eq!(failed.verdict, Verdict::Fail);
+        assert_eq!(failed.verdict, PairVerdict::Fail);
         assert_eq!(failed.counts(), (2, 1, 1));
         let left = PlannedRun {
             round: 2,
@@ -232,11 +244,11 @@ mod tests {
             server: "a".into(),
             direction: Direction::Reverse,
         };
-        let cancelled = conclude(vec![run("a", "b", Verdict::Pass)], vec![left], true);
-        assert_eq!(cancelled.verdict, Verdict::Inconclusive);
+        let cancelled = conclude(vec![run("a", "b", PairVerdict::Pass)], vec![left], true);
+        assert_eq!(cancelled.verdict, PairVerdict::Inconclusive);
         assert_eq!(
             conclude(Vec::new(), Vec::new(), true).verdict,
-            Verdict::Inconclusive
+            PairVerdict::Inconclusive
         );
     }
 }
