@@ -622,7 +622,7 @@ pub(crate) enum RoceCommand {
     /// whether NCCL used NET/IB or fell back to NET/Socket (exit 1) — the "training
     /// succeeded but the data went over the socket" fault. Exit 3 when the logs do not say.
     #[command(
-        after_help = "Examples:\n  NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 1G -f 2 -g 1 > run.log 2>&1\n  dpuctl roce nccl-check run.log\n  dpuctl roce nccl-check -- mpirun -np 2 -H a,b all_reduce_perf -b 8 -e 1G -f 2 -g 1   # with counter corroboration"
+        after_help = "Examples:\n  NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 1G -f 2 -g 1 > run.log 2>&1\n  dpuctl roce nccl-check run.log\n  dpuctl roce nccl-check --report busbw.html ring.log tree.log   # busbw against size, a line per algorithm\n  dpuctl roce nccl-check -- mpirun -np 2 -H a,b all_reduce_perf -b 8 -e 1G -f 2 -g 1   # with counter corroboration"
     )]
     NcclCheck {
         /// Files with nccl-tests output and/or NCCL_DEBUG=INFO lines (any order, mixed).
@@ -633,6 +633,10 @@ pub(crate) enum RoceCommand {
         /// counters around it.
         #[arg(last = true)]
         run: Vec<String>,
+        /// Also write one self-contained HTML page: each input's bus bandwidth against
+        /// message size (a line per file, e.g. one per NCCL_ALGO, and one for the command).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
     },
 }
 

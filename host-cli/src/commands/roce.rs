@@ -1,7 +1,10 @@
 //! `dpuctl roce ...`: the NCCL check here (dpu-host's `roce::nccl_check`); `perf` in
 //! roce_perf.rs, `dcb` in roce_dcb.rs.
 
+use anyhow::Context as _;
+use dpu_host::roce::nccl::{parse_results, NcclResults};
 use dpu_host::roce::nccl_check::{judge, read_logs, run_nccl, NcclReport, NcclVerdict};
+use dpu_host::roce::nccl_plot::{page, NamedRun};
 
 use super::env::Env;
 use crate::cli::RoceCommand;
@@ -10,7 +13,9 @@ use crate::output;
 
 pub(crate) fn run(env: &Env<'_>, cmd: &RoceCommand) -> anyhow::Result<Outcome> {
     match cmd {
-        RoceCommand::NcclCheck { files, run } => nccl_check(env, files, run),
+        RoceCommand::NcclCheck { files, run, report } => {
+            nccl_check(env, files, run, report.as_deref())
+        }
         RoceCommand::Perf(args) => super::roce_perf::perf(env, args),
         RoceCommand::Dcb(args) => super::roce_dcb::dcb(env, args),
     }
@@ -20,6 +25,7 @@ fn nccl_check(
     env: &Env<'_>,
     files: &[std::path::PathBuf],
     run: &[String],
+    report_path: Option<&std::path::Path>,
 ) -> anyhow::Result<Outcome> {
     let text = read_logs(files)?;
     let run = if run.is_empty() {
@@ -30,6 +36,10 @@ fn nccl_check(
         output::diag_part(&r.output);
         Some(r)
     };
+    if let Some(path) = report_path {
+        let command = run.as_ref().map(|r| r.output.as_str());
+        write_busbw_page(path, files, command)?;
+    }
     let (report, verdict) = judge(text, run);
     if env.json() {
         output::json(&report)?;
@@ -109,4 +119,37 @@ fn print_report(report: &NcclReport) -> anyhow::Result<()> {
         output::line(&format!("RDMA counters: {} ({})", c.verdict, c.reason))?;
     }
     Ok(())
+}
+
+/// `--report`: each input that holds an nccl-tests table (each file, and the command's
+/// output) as a line of bus bandwidth against size; refused when none does.
+fn write_busbw_page(
+    path: &std::path::Path,
+    files: &[std::path::PathBuf],
+    command: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut parsed: Vec<(String, NcclResults)> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        if let Ok(results) = parse_results(&text) {
+            if !results.rows.is_empty() {
+                parsed.push((file.display().to_string(), results));
+            }
+        }
+    }
+    if let Some(Ok(results)) = command.map(parse_results) {
+        if !results.rows.is_empty() {
+            parsed.push(("the command".to_owned(), results));
+        }
+    }
+    if parsed.is_empty() {
+        anyhow::bail!("--report: no input holds an nccl-tests results table to draw");
+    }
+    let runs: Vec<NamedRun<'_>> = parsed
+        .iter()
+        .map(|(name, results)| NamedRun { name, results })
+        .collect();
+    std::fs::write(path, page(&runs)?)
+        .with_context(|| format!("cannot write the page {}", path.display()))
 }

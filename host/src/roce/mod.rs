@@ -14,6 +14,7 @@ pub mod local_run;
 pub mod nccl;
 pub mod nccl_check;
 pub mod nccl_corroborate;
+pub mod nccl_plot;
 pub mod nccl_transport;
 pub mod peer;
 pub mod perf;
@@ -23,6 +24,7 @@ pub mod perf_textfile;
 pub mod perftest;
 pub mod qperf;
 pub mod rdma_evidence;
+pub mod size_plot;
 pub mod sweep;
 
 use std::fmt;

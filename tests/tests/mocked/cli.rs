@@ -303,3 +303,72 @@ fn nccl_check_run_corroborates_the_transport_with_rdma_counters() {
         "a failed NCCL command fails the check"
     );
 }
+
+/// `nccl-check --report`: one page with each file's bus bandwidth against size (a line
+/// per algorithm's run), opened as text here; the names are escaped. The control: inputs
+/// without an nccl-tests table are refused (exit 2) and no page is written.
+#[test]
+fn nccl_check_report_draws_busbw_against_size_per_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = |large_busbw: &str| {
+        format!(
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+             #        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n\
+                        8             2     float     sum      -1    27.21    0.00    0.00       0    26.80    0.00    0.00       0\n\
+                  1048576        262144     float     sum      -1    93.10   11.26   {large_busbw}       0    92.70   11.31   19.70       0\n\
+             # Avg bus bandwidth    : 9.8\n"
+        )
+    };
+    let ring = dir.path().join("ring.log");
+    let tree = dir.path().join("tree.log");
+    std::fs::write(&ring, table("19.71")).expect("ring");
+    std::fs::write(&tree, table("12.40")).expect("tree");
+    let page = dir.path().join("busbw.html");
+    let out = dpuctl(&[
+        "roce",
+        "nccl-check",
+        "--report",
+        page.to_str().expect("utf-8"),
+        ring.to_str().expect("utf-8"),
+        tree.to_str().expect("utf-8"),
+    ]);
+    // No transport lines in these logs: the check itself is inconclusive (exit 3); the
+    // page is written all the same.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert_eq!(html.matches("<svg").count(), 1, "one plot");
+    assert!(
+        html.contains("ring.log") && html.contains("tree.log"),
+        "a line per file"
+    );
+    assert!(
+        html.contains("<td>19.71</td><td>12.40</td>"),
+        "the numbers beside it"
+    );
+
+    let none = dir.path().join("none.html");
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "no nccl-tests table here\n").expect("empty");
+    let out = dpuctl(&[
+        "roce",
+        "nccl-check",
+        "--report",
+        none.to_str().expect("utf-8"),
+        empty.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no input holds an nccl-tests results table")
+    );
+    assert!(!none.exists(), "no page written");
+}
