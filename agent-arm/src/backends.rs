@@ -17,9 +17,9 @@ use dpu_proto::v1::{BackendState, BackendStatus};
 
 use crate::config::{Config, StorageBackendKind};
 use crate::errors::error_chain;
-use crate::telemetry::AgentMetrics;
 use crate::ovs::{OvsBackend, OvsClients};
 use crate::storage::StorageEngine;
+use crate::telemetry::AgentMetrics;
 
 /// How long a status check may take; `GetSystem` waits for all checks concurrently.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);

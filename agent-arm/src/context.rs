@@ -9,10 +9,10 @@ use dpu_probe::SysRoot;
 
 use crate::backends::Backends;
 use crate::config::Config;
-use crate::telemetry::AgentMetrics;
 use crate::ovs::OvsBackend;
 use crate::storage::store::StoreError;
 use crate::storage::StorageEngine;
+use crate::telemetry::AgentMetrics;
 
 /// Shared state of one running agent.
 #[derive(Debug)]

@@ -219,7 +219,9 @@ impl Prober {
                 let verdict = match tokio::time::timeout(bound, self.ctx.storage.volumes()).await {
                     Ok(Ok(_)) => ServingState::serving(),
                     Ok(Err(e)) => ServingState::not_serving(format!("SNAP: {}", e.describe())),
-                    Err(_) => ServingState::not_serving(format!("SNAP: no answer within {bound:?}")),
+                    Err(_) => {
+                        ServingState::not_serving(format!("SNAP: no answer within {bound:?}"))
+                    }
                 };
                 // This probe is the SNAP check (the others record in `Backends`).
                 self.ctx.metrics.set_backend_up("snap", verdict.serving);
@@ -266,7 +268,9 @@ fn switch_verdict(ovsdb: &BackendStatus, vswitchd: &BackendStatus) -> ServingSta
 
 /// `readiness`: SERVING while every required service is; otherwise the reason names each
 /// one that is not, with its own reason.
-fn readiness_verdict<'a>(required: impl IntoIterator<Item = (&'a str, &'a ServingState)>) -> ServingState {
+fn readiness_verdict<'a>(
+    required: impl IntoIterator<Item = (&'a str, &'a ServingState)>,
+) -> ServingState {
     let down: Vec<String> = required
         .into_iter()
         .filter(|(_, verdict)| !verdict.serving)

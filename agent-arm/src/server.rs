@@ -23,10 +23,10 @@ use crate::edge::accept::{self, Budgets, Gate};
 use crate::edge::fd_reserve::FdReserve;
 use crate::edge::grpc_guard::GrpcGuardLayer;
 use crate::edge::listen::{self, Bound};
-use crate::telemetry::rpc_layer::RpcMetricsLayer;
 use crate::security::{self, layer::AuthLayer};
 use crate::services::{CountersService, InventoryService, StorageService, SwitchService};
 use crate::storage::uplink::RouteLookup;
+use crate::telemetry::rpc_layer::RpcMetricsLayer;
 
 /// Runs the agent until SIGTERM or SIGINT, then lets in-flight calls finish (bounded by
 /// `shutdown_grace`) and removes the Unix socket files.

@@ -4,8 +4,8 @@
 //! the host needs: the `volume[:ID]` selector and unit names for tables.
 
 use dpu_probe::counters::CounterSelector;
-use dpu_probe::snapshot_wire::error_kind_from_wire;
 use dpu_probe::snapshot::{SourceErrorKind, Unit};
+use dpu_probe::snapshot_wire::error_kind_from_wire;
 use dpu_proto::v1::{self, counter_selector::Selector};
 
 pub use dpu_probe::snapshot_wire::{selector_to_wire, snapshot_from_wire};

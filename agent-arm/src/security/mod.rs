@@ -19,8 +19,8 @@ use std::net::SocketAddr;
 
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 
-use crate::role::Role;
 use crate::config::SecurityConfig;
+use crate::role::Role;
 
 /// The most bytes of a request an audit record keeps: every request a person writes fits
 /// whole (an exposure spec is a few hundred bytes), and a hostile one (a 200 KB string)
