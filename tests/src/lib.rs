@@ -15,6 +15,7 @@ pub mod ovs;
 pub mod prometheus;
 pub mod rpc_server;
 pub mod spdk;
+pub mod stand_in;
 
 // The machine beneath the agent is simulated by the shipped `dpu-sim` crate; the tests
 // keep their paths (`dpu_tests::fixture`, `dpu_tests::fake_snap`).

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::on_host::{ended_early, no_report, one, OnHost};
+use super::on_host::{ended_early, no_report, OnHost};
 use super::pairs::remote::{Cancel, RemoteOutput};
 use super::report::{FleetReport, NodeOutcome, NodeStatus};
 use super::target::Target;
@@ -41,24 +41,11 @@ impl OnHost {
         limit: Duration,
         cancel: &Cancel,
     ) -> NodeOutcome {
-        let Some(ssh) = &target.ssh else {
-            return NodeOutcome {
-                skipped: Some("no `ssh` destination in the inventory".to_owned()),
-                ..NodeOutcome::default()
-            };
-        };
         let mut command = vec!["experiment".to_owned(), "run".to_owned(), plan.to_owned()];
         command.extend(args.iter().cloned());
-        let words = self.words(target, &command);
-        match self.hop.run(ssh, &words, limit, cancel) {
-            Err(e) => one(
-                NodeStatus::Unreachable,
-                super::on_host::HOST_REACHABLE,
-                "host unreachable over ssh",
-                dpu_probe::error_chain(&e),
-            ),
-            Ok(output) => judge_experiment(&output, limit),
-        }
+        self.run_judged(target, &command, limit, cancel, |output| {
+            judge_experiment(output, limit)
+        })
     }
 }
 

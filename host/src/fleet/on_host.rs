@@ -49,15 +49,31 @@ impl OnHost {
         limit: Duration,
         cancel: &Cancel,
     ) -> NodeOutcome {
+        let mut command = vec!["prove".to_owned(), proof.to_owned()];
+        command.extend(args.iter().cloned());
+        self.run_judged(target, &command, limit, cancel, |output| {
+            judge_proof(proof, output, limit)
+        })
+    }
+
+    /// Runs dpuctl `command` on the target's host and judges what it printed with
+    /// `judge`: SKIP without an `ssh` destination, UNREACHABLE when ssh cannot be run.
+    /// Blocking (the ssh session).
+    pub(super) fn run_judged(
+        &self,
+        target: &Target,
+        command: &[String],
+        limit: Duration,
+        cancel: &Cancel,
+        judge: impl FnOnce(&RemoteOutput) -> NodeOutcome,
+    ) -> NodeOutcome {
         let Some(ssh) = &target.ssh else {
             return NodeOutcome {
                 skipped: Some("no `ssh` destination in the inventory".to_owned()),
                 ..NodeOutcome::default()
             };
         };
-        let mut command = vec!["prove".to_owned(), proof.to_owned()];
-        command.extend(args.iter().cloned());
-        let words = self.words(target, &command);
+        let words = self.words(target, command);
         match self.hop.run(ssh, &words, limit, cancel) {
             Err(e) => one(
                 NodeStatus::Unreachable,
@@ -65,7 +81,7 @@ impl OnHost {
                 "host unreachable over ssh",
                 dpu_probe::error_chain(&e),
             ),
-            Ok(output) => judge_proof(proof, &output, limit),
+            Ok(output) => judge(&output),
         }
     }
 }

@@ -12,7 +12,6 @@
 //!
 //! Needs root (namespaces, MTU changes) and sh; SKIPs with the reason without them.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -20,6 +19,7 @@ use dpu_sim::netns::Netns;
 use dpu_tests::command::{describe, stdout_json as json};
 use dpu_tests::fixture;
 use dpu_tests::harness::bin_dir;
+use dpu_tests::stand_in::{sh_quote, write_script};
 use dpu_tests::{running_as_root, skip};
 use serde_json::Value;
 
@@ -31,15 +31,6 @@ const SIZE: u64 = 65_536;
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
-}
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}")).expect("write script");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 /// The namespace with its veth, the fixtures and the stand-ins.

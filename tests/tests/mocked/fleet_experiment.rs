@@ -12,6 +12,7 @@ use std::path::Path;
 
 use dpu_tests::command::{describe, stdout_json};
 use dpu_tests::harness::{bin_dir, dpuctl};
+use dpu_tests::stand_in::ssh_here;
 use serde_json::Value;
 
 fn utf8(path: &Path) -> &str {
@@ -28,29 +29,7 @@ fn node<'a>(report: &'a Value, name: &str) -> &'a Value {
 /// An ssh stand-in: refuses `gpu-down`, makes `gpu-03`'s benchmark ignore the knob, logs
 /// each host it runs for, and runs the remote words here.
 fn ssh_stand_in(dir: &Path, log: &Path) -> std::path::PathBuf {
-    let ssh = dir.join("ssh");
-    std::fs::write(
-        &ssh,
-        format!(
-            r#"#!/bin/sh
-while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
-shift
-host=${{1#*@}}
-if [ "$host" = gpu-down ]; then
-    echo "ssh: connect to host gpu-down port 22: Connection refused" >&2
-    exit 255
-fi
-printf '%s\n' "$host" >> '{log}'
-if [ "$host" = gpu-03 ]; then export DPU_FAKE_FLAT=1; fi
-exec sh -c "$2"
-"#,
-            log = utf8(log)
-        ),
-    )
-    .expect("write the ssh stand-in");
-    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    ssh
+    ssh_here(dir, log, &["gpu-down"], &[("gpu-03", "DPU_FAKE_FLAT=1")])
 }
 
 fn inventory(dir: &Path) -> std::path::PathBuf {

@@ -21,7 +21,6 @@
 //! remote runs (the sleeping client is gone) and prints what finished (exit 130).
 
 use std::io::BufRead as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -31,6 +30,7 @@ use dpu_tests::command::{describe, stdout_json as json};
 use dpu_tests::fixture;
 use dpu_tests::harness::bin_dir;
 use dpu_tests::skip;
+use dpu_tests::stand_in::{sh_quote, write_script};
 use serde_json::Value;
 
 /// The hosts with ssh; `gpu-05` is in the inventory without it.
@@ -40,15 +40,6 @@ const SIZE: u64 = 65536;
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
-}
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}")).expect("write script");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 fn tools_available() -> Result<(), String> {

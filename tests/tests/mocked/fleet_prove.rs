@@ -9,6 +9,7 @@ use std::path::Path;
 use dpu_tests::command::{describe, stdout_json};
 use dpu_tests::harness::{bin_dir, dpuctl};
 use dpu_tests::skip;
+use dpu_tests::stand_in::ssh_here;
 use serde_json::Value;
 
 use crate::host_session::{
@@ -33,28 +34,7 @@ fn each_host_runs_its_own_proof_and_each_failure_is_its_own() {
     expose_volume(&lab);
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("ssh.log");
-    let ssh = dir.path().join("ssh");
-    std::fs::write(
-        &ssh,
-        format!(
-            r#"#!/bin/sh
-while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
-shift
-host=${{1#*@}}
-if [ "$host" = gpu-down ]; then
-    echo "ssh: connect to host gpu-down port 22: Connection refused" >&2
-    exit 255
-fi
-printf '%s\n' "$host" >> '{log}'
-printf '%s' "$2" > "{log}.$host"
-exec sh -c "$2"
-"#,
-            log = utf8(&log)
-        ),
-    )
-    .expect("write the ssh stand-in");
-    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    let ssh = ssh_here(dir.path(), &log, &["gpu-down"], &[]);
 
     let disk = disk_tempdir();
     let file = disk.path().join("device.bin");

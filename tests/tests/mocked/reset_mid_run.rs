@@ -14,7 +14,6 @@
 //!   `inconclusive`, exit 3, the run's `rdma.inconclusive` names the counter; the negative
 //!   control leaves the counters still: verdict `ok`, path `not-rdma`, exit 0.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -23,6 +22,7 @@ use dpu_tests::fake_snap::{FakeDialect, FakeSnap};
 use dpu_tests::fixture;
 use dpu_tests::harness::{bin_dir, free_tcp_port, AgentOptions, AgentProcess};
 use dpu_tests::skip;
+use dpu_tests::stand_in::{sh_quote, write_script};
 use serde_json::Value;
 
 /// Where the single-port fixture keeps the counters the tests rewrite.
@@ -33,16 +33,6 @@ const RCV_AT_START: u64 = 7_000;
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
-}
-
-/// `text` as one single-quoted shell word (for the stand-in scripts the tests write).
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}")).expect("write script");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 fn read_counter(root: &Path, name: &str) -> u64 {
