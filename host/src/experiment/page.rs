@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use super::design::Arm;
 use super::run::RunReport;
 use super::verdict::{number, Verdict};
-use crate::prove::html::escape;
+use crate::render::escape;
 
 /// Why the page could not be drawn.
 #[derive(Debug, thiserror::Error)]

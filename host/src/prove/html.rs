@@ -8,9 +8,7 @@ use std::fmt::Write as _;
 use super::report::ProofReport;
 use crate::accounting::{Outcome, Rule, Side};
 
-/// The shared escape, kept here under its old path until the experiment page names
-/// [`crate::render::escape`] itself.
-pub use crate::render::escape;
+use crate::render::escape;
 
 /// The bar chart: one row per expectation, bar length = net change relative to the
 /// largest of (net change, required bound) over all rows, with the bound marked.
