@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, watch, Mutex};
 
 use crate::connection::{Connection, ConnectionStatus};
 use crate::message::{encode_request, Notification, Version};
+use crate::transcript::Recorder;
 use crate::Error;
 
 /// How a [`Client`] talks to its socket. The defaults suit SPDK/SNAP; OVSDB and unixctl need
@@ -75,20 +76,34 @@ struct Inner {
     connection: Mutex<Option<Arc<Connection>>>,
     notifications: broadcast::Sender<Notification>,
     status: watch::Sender<ConnectionStatus>,
+    /// Where every call is recorded, when recording ([`Client::recording`]).
+    recorder: Option<Recorder>,
 }
 
 impl Client {
     /// A client for the socket at `path`; nothing is connected until the first call.
     pub fn new(path: impl Into<PathBuf>, options: ClientOptions) -> Self {
+        Self::build(path.into(), options, None)
+    }
+
+    /// A client that records every call and its answer into `recorder` (and, in capture
+    /// mode, refuses methods not on its allow-list): the transcript of a capture is what
+    /// this client asked, not what a proxy saw.
+    pub fn recording(path: impl Into<PathBuf>, options: ClientOptions, recorder: Recorder) -> Self {
+        Self::build(path.into(), options, Some(recorder))
+    }
+
+    fn build(path: PathBuf, options: ClientOptions, recorder: Option<Recorder>) -> Self {
         let (notifications, _) = broadcast::channel(options.notification_capacity.max(1));
         Self {
             inner: Arc::new(Inner {
-                path: path.into(),
+                path,
                 options,
                 next_id: AtomicU64::new(1),
                 connection: Mutex::new(None),
                 notifications,
                 status: watch::Sender::new(ConnectionStatus::default()),
+                recorder,
             }),
         }
     }
@@ -177,8 +192,12 @@ impl Client {
         params: Option<Value>,
         deadline: Duration,
     ) -> Result<(Value, u64), Error> {
+        if let Some(recorder) = &self.inner.recorder {
+            recorder.admit(method)?;
+        }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(self.inner.options.version, method, params.as_ref(), id)?;
+        let sent = self.inner.recorder.is_some().then(|| bytes.clone());
         let started = Instant::now();
         tracing::debug!(method, id, bytes = bytes.len(), "JSON-RPC request");
         let result = match tokio::time::timeout(deadline, self.round_trip(method, id, bytes)).await
@@ -196,6 +215,11 @@ impl Client {
             ok = result.is_ok(),
             "JSON-RPC call finished"
         );
+        if let (Some(recorder), Some(sent)) = (&self.inner.recorder, sent) {
+            // The generation is this client's business, not the transcript's.
+            let outcome = result.as_ref().map(|(value, _)| value);
+            recorder.record(method, &sent, outcome);
+        }
         result
     }
 

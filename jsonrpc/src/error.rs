@@ -101,6 +101,13 @@ pub enum Error {
         /// What the peer did wrong.
         detail: String,
     },
+    /// A recording client in capture mode refused to send a method not on its allow-list
+    /// ([`Recorder::allowing`](crate::Recorder::allowing)); nothing was sent.
+    #[error("{method} is not on the capture's allow-list of read-only methods: not sent")]
+    NotAllowed {
+        /// The refused method.
+        method: String,
+    },
     /// One incoming message exceeded the configured maximum; the connection was dropped
     /// rather than buffering without bound.
     #[error("JSON-RPC message exceeds the {limit}-byte frame limit")]

@@ -35,11 +35,13 @@ mod connection;
 mod error;
 mod framing;
 mod message;
+mod transcript;
 
 pub use client::{Client, ClientOptions, Request};
 pub use connection::ConnectionStatus;
 pub use error::Error;
 pub use message::{Notification, Version};
+pub use transcript::{from_jsonl, to_jsonl, Exchange, Recorder, TranscriptError};
 
 #[cfg(test)]
 mod tests;

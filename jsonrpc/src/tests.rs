@@ -442,3 +442,6 @@ fn connected(generation: u64) -> crate::ConnectionStatus {
         connected: true,
     }
 }
+
+#[path = "transcript_tests.rs"]
+mod transcript;
