@@ -36,11 +36,32 @@ pub enum Field {
     TargetInterface,
     /// The host interface a run sends from or reads.
     Interface,
+    /// The device a run uses: the disk a storage proof reads, the RDMA device a RoCE run
+    /// sends from.
+    Device,
+    /// The far end's RDMA device.
+    PeerDevice,
+    /// The address a RoCE run's clients connect to.
+    PeerAddress,
+    /// The RoCE tests to run.
+    Tests,
+    /// The message sizes of the bandwidth tests.
+    Sizes,
+    /// The message sizes of the latency tests.
+    LatencySizes,
+    /// How many iterations a perftest run makes.
+    Iterations,
+    /// How long a TCP test runs.
+    TcpSeconds,
+    /// The limit of one run.
+    RunTimeout,
+    /// The first TCP port of a run's servers.
+    BasePort,
 }
 
 impl Field {
     /// Every field, for a front end's test that it names each.
-    pub const ALL: [Field; 11] = [
+    pub const ALL: [Field; 21] = [
         Field::BlockSize,
         Field::Size,
         Field::IoDepth,
@@ -52,6 +73,16 @@ impl Field {
         Field::TargetAgent,
         Field::TargetInterface,
         Field::Interface,
+        Field::Device,
+        Field::PeerDevice,
+        Field::PeerAddress,
+        Field::Tests,
+        Field::Sizes,
+        Field::LatencySizes,
+        Field::Iterations,
+        Field::TcpSeconds,
+        Field::RunTimeout,
+        Field::BasePort,
     ];
 
     /// The field in words, as this library says it when nobody renders it otherwise.
@@ -68,6 +99,16 @@ impl Field {
             Field::TargetAgent => "target agent",
             Field::TargetInterface => "target interface",
             Field::Interface => "interface",
+            Field::Device => "device",
+            Field::PeerDevice => "peer device",
+            Field::PeerAddress => "peer address",
+            Field::Tests => "tests",
+            Field::Sizes => "sizes",
+            Field::LatencySizes => "latency sizes",
+            Field::Iterations => "iterations",
+            Field::TcpSeconds => "TCP seconds",
+            Field::RunTimeout => "run timeout",
+            Field::BasePort => "base port",
         }
     }
 }

@@ -21,6 +21,16 @@ pub(crate) fn flag(field: Field) -> &'static str {
         Field::TargetAgent => "--target-agent",
         Field::TargetInterface => "--target-interface",
         Field::Interface => "--interface",
+        Field::Device => "--device",
+        Field::PeerDevice => "--peer-device",
+        Field::PeerAddress => "--peer-address",
+        Field::Tests => "--tests",
+        Field::Sizes => "--sizes",
+        Field::LatencySizes => "--lat-sizes",
+        Field::Iterations => "--iterations",
+        Field::TcpSeconds => "--tcp-seconds",
+        Field::RunTimeout => "--run-timeout",
+        Field::BasePort => "--base-port",
     }
 }
 

@@ -16,7 +16,7 @@ use super::cancel::Cancel;
 use super::measure::{Measure, MeasureError, Refusal};
 use super::metric::Metric;
 use crate::roce::perf::{run_one, PathVerdict, PerfRun, PerfTest};
-use crate::roce::sweep::{check, prepare, PerfParams, Prepared};
+use crate::roce::sweep::{check, prepare, PerfParams, Prepared, SweepError};
 
 /// The first TCP port a trial's servers listen on; trial n uses this + n mod
 /// 200 (so a server socket still closing never blocks the next trial).
@@ -95,8 +95,10 @@ impl RocePerfMeasure {
             base_port: BASE_PORT,
             run_timeout: RUN_TIMEOUT_S,
         };
-        let setup = |e: anyhow::Error| MeasureError::Setup(format!("roce-perf: {e:#}"));
-        let tests = check(&params).map_err(setup)?;
+        let setup = |e: SweepError| {
+            MeasureError::Setup(format!("roce-perf: {}", dpu_probe::error_chain(&e)))
+        };
+        let tests = check(&params).map_err(|e| setup(e.into()))?;
         let prepared = prepare(&context.root, &params, tests, &mut |_| {}).map_err(setup)?;
         Ok(Self {
             root: context.root.clone(),

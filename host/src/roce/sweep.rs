@@ -6,15 +6,15 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use dpu_probe::SysRoot;
 
 use super::endpoint::{self, Endpoint, Pin};
-use super::peer::SshPeer;
+use super::peer::{PeerError, SshPeer};
 use super::perf::{
     run_one, sweep_verdict, Background, PerfPlan, PerfReport, PerfRun, PerfTest, IDLE_WINDOW,
 };
 use super::rdma_evidence::read_port;
+use crate::param::{Field, ParamError};
 
 /// `dpuctl roce perf` as parameters (the flags of the same names).
 #[derive(Debug, Clone)]
@@ -84,12 +84,29 @@ pub enum SweepEvent<'a> {
     RunDone(&'a PerfRun),
 }
 
-fn bad(message: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("{message}")
+/// Why a sweep stopped before its first run (a run that fails is a row of the report, not
+/// an error): a parameter, the peer's name, or an endpoint that could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// A parameter that cannot be run, named by its field.
+    #[error("{0}")]
+    Param(#[from] ParamError),
+    /// The peer is no ssh destination.
+    #[error("{0}")]
+    Peer(#[from] PeerError),
+    /// No local RDMA endpoint fits (the text says which and why).
+    #[error("{0}")]
+    LocalEndpoint(String),
+    /// The peer's GID table could not be read over ssh.
+    #[error("reading the peer's GID table over ssh")]
+    PeerGids(#[source] PeerError),
+    /// No endpoint in the peer's GID table fits (the text says which and why).
+    #[error("{0}")]
+    PeerEndpoint(String),
 }
 
-/// Checks the flags before anything runs, so a typo never costs a half-finished sweep.
-fn tests_from(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
+/// Checks the parameters before anything runs, so a typo never costs a half-finished sweep.
+fn tests_from(args: &PerfParams) -> Result<Vec<PerfTest>, ParamError> {
     if args.tests.is_empty() {
         return Ok(PerfTest::DEFAULT.to_vec());
     }
@@ -97,10 +114,12 @@ fn tests_from(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
     for name in &args.tests {
         let test = PerfTest::parse(name).ok_or_else(|| {
             let known: Vec<&str> = PerfTest::ALL.iter().map(|t| t.name()).collect();
-            bad(format!(
-                "--tests: unknown test {name:?} (known: {})",
-                known.join(", ")
-            ))
+            ParamError::new(Field::Tests)
+                .field(Field::Tests)
+                .text(format!(
+                    ": unknown test {name:?} (known: {})",
+                    known.join(", ")
+                ))
         })?;
         if !tests.contains(&test) {
             tests.push(test);
@@ -109,24 +128,28 @@ fn tests_from(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
     Ok(tests)
 }
 
-fn validate(args: &PerfParams) -> anyhow::Result<()> {
-    for (flag, sizes) in [("--sizes", &args.sizes), ("--lat-sizes", &args.lat_sizes)] {
+fn validate(args: &PerfParams) -> Result<(), ParamError> {
+    let said = |field: Field, text: &str| ParamError::new(field).field(field).text(text);
+    for (field, sizes) in [
+        (Field::Sizes, &args.sizes),
+        (Field::LatencySizes, &args.lat_sizes),
+    ] {
         if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
-            return Err(bad(format!("{flag}: each size must be 1 byte .. 1 GiB")));
+            return Err(said(field, ": each size must be 1 byte .. 1 GiB"));
         }
     }
     if args.iterations == 0 || args.iterations > 100_000_000 {
-        return Err(bad("--iterations must be 1 .. 100000000"));
+        return Err(said(Field::Iterations, " must be 1 .. 100000000"));
     }
     if args.tcp_seconds == 0 || args.tcp_seconds > 3600 {
-        return Err(bad("--tcp-seconds must be 1 .. 3600"));
+        return Err(said(Field::TcpSeconds, " must be 1 .. 3600"));
     }
     if args.run_timeout == 0 {
-        return Err(bad("--run-timeout must be positive"));
+        return Err(said(Field::RunTimeout, " must be positive"));
     }
-    for (flag, dev) in [
-        ("--device", &args.device),
-        ("--peer-device", &args.peer_device),
+    for (field, dev) in [
+        (Field::Device, &args.device),
+        (Field::PeerDevice, &args.peer_device),
     ] {
         if let Some(d) = dev {
             if d.is_empty()
@@ -135,7 +158,7 @@ fn validate(args: &PerfParams) -> anyhow::Result<()> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
             {
-                return Err(bad(format!("{flag} {d:?} is not an RDMA device name")));
+                return Err(said(field, &format!(" {d:?} is not an RDMA device name")));
             }
         }
     }
@@ -144,7 +167,7 @@ fn validate(args: &PerfParams) -> anyhow::Result<()> {
 
 /// The parameters checked before anything runs (so a typo never costs a half-finished
 /// sweep): the tests they name, in order.
-pub fn check(args: &PerfParams) -> anyhow::Result<Vec<PerfTest>> {
+pub fn check(args: &PerfParams) -> Result<Vec<PerfTest>, ParamError> {
     let tests = tests_from(args)?;
     validate(args)?;
     Ok(tests)
@@ -169,7 +192,7 @@ pub fn prepare(
     args: &PerfParams,
     tests: Vec<PerfTest>,
     on_event: &mut dyn FnMut(SweepEvent<'_>),
-) -> anyhow::Result<Prepared> {
+) -> Result<Prepared, SweepError> {
     let mut peer = SshPeer::new(
         &args.peer,
         args.ssh.clone(),
@@ -185,16 +208,18 @@ pub fn prepare(
             gid_index: args.gid_index,
         },
     )
-    .map_err(bad)?;
+    .map_err(SweepError::LocalEndpoint)?;
     let peer_address = match args.peer_address {
         Some(a) => a,
-        None => peer
-            .resolve_address()
-            .with_context(|| format!("cannot resolve {}: pass --peer-address", args.peer))?,
+        None => peer.resolve_address().ok_or_else(|| {
+            ParamError::new(Field::PeerAddress)
+                .text(format!("cannot resolve {}: pass ", args.peer))
+                .field(Field::PeerAddress)
+        })?,
     };
     let listing = peer
         .run(endpoint::PEER_GID_LISTING, Duration::from_secs(60))
-        .context("reading the peer's GID table over ssh")?;
+        .map_err(SweepError::PeerGids)?;
     let remote = endpoint::peer(
         &listing,
         &Pin {
@@ -205,7 +230,7 @@ pub fn prepare(
         Some(peer_address),
         &format!("peer {}", args.peer),
     )
-    .map_err(bad)?;
+    .map_err(SweepError::PeerEndpoint)?;
     on_event(SweepEvent::Resolved {
         local: &local,
         peer_address,
@@ -240,7 +265,7 @@ pub fn sweep(
     root: &SysRoot,
     args: &PerfParams,
     on_event: &mut dyn FnMut(SweepEvent<'_>),
-) -> anyhow::Result<PerfReport> {
+) -> Result<PerfReport, SweepError> {
     let tests = check(args)?;
     let sizes_of = |t: &PerfTest| {
         if t.is_bandwidth() {
@@ -252,10 +277,13 @@ pub fn sweep(
     let runs_total: usize = tests.iter().map(|t| sizes_of(t).len()).sum();
     let last_port = usize::from(args.base_port) + runs_total;
     if args.base_port < 1024 || last_port > usize::from(u16::MAX) {
-        return Err(bad(format!(
-            "--base-port {}: the {runs_total} runs need ports {} .. {last_port} within 1024 .. 65535",
-            args.base_port, args.base_port
-        )));
+        return Err(ParamError::new(Field::BasePort)
+            .field(Field::BasePort)
+            .text(format!(
+                " {}: the {runs_total} runs need ports {} .. {last_port} within 1024 .. 65535",
+                args.base_port, args.base_port
+            ))
+            .into());
     }
     let Prepared {
         peer,
@@ -289,4 +317,106 @@ pub fn sweep(
         background: plan.background,
         runs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> PerfParams {
+        PerfParams {
+            peer: "gpu-02".to_owned(),
+            tests: Vec::new(),
+            sizes: vec![65536],
+            lat_sizes: vec![2],
+            iterations: 1000,
+            tcp_seconds: 2,
+            device: None,
+            ib_port: None,
+            gid_index: None,
+            peer_device: None,
+            peer_ib_port: None,
+            peer_gid_index: None,
+            peer_address: None,
+            ssh: PathBuf::from("/nonexistent-ssh"),
+            ssh_port: None,
+            ssh_identity: None,
+            base_port: 18_515,
+            run_timeout: 300,
+        }
+    }
+
+    /// A change that spoils the parameters, the field it spoils, and how the error begins.
+    type Spoiled = (fn(&mut PerfParams), Field, &'static str);
+
+    #[test]
+    fn each_bad_parameter_is_refused_by_its_field_in_words_before_anything_runs() {
+        let cases: [Spoiled; 7] = [
+            (
+                |p| p.tests = vec!["rc_bw".into()],
+                Field::Tests,
+                "tests: unknown test \"rc_bw\"",
+            ),
+            (|p| p.sizes = vec![0], Field::Sizes, "sizes: each size"),
+            (
+                |p| p.lat_sizes.clear(),
+                Field::LatencySizes,
+                "latency sizes: each size",
+            ),
+            (
+                |p| p.iterations = 0,
+                Field::Iterations,
+                "iterations must be",
+            ),
+            (
+                |p| p.tcp_seconds = 0,
+                Field::TcpSeconds,
+                "TCP seconds must be",
+            ),
+            (
+                |p| p.run_timeout = 0,
+                Field::RunTimeout,
+                "run timeout must be",
+            ),
+            (
+                |p| p.peer_device = Some("a;b".into()),
+                Field::PeerDevice,
+                "peer device \"a;b\"",
+            ),
+        ];
+        // Control: the parameters unchanged pass the check.
+        assert_eq!(
+            check(&params()).expect("good").len(),
+            PerfTest::DEFAULT.len()
+        );
+        for (spoil, field, text) in cases {
+            let mut p = params();
+            spoil(&mut p);
+            let err = check(&p).expect_err(text);
+            assert_eq!(err.about(), field, "{err}");
+            assert!(err.to_string().starts_with(text), "{err}");
+            assert!(!err.to_string().contains("--"), "{err}");
+        }
+    }
+
+    #[test]
+    fn ports_past_the_range_are_refused_before_ssh_is_tried() {
+        let root = SysRoot::new("/nonexistent-sys-root");
+        let mut p = params();
+        p.base_port = 65_530;
+        let err = sweep(&root, &p, &mut |_| {}).expect_err("ports past 65535");
+        let SweepError::Param(param) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(param.about(), Field::BasePort);
+        assert!(
+            err.to_string().starts_with("base port 65530: the "),
+            "{err}"
+        );
+        // Control: in range, the sweep gets as far as the peer's name and the local
+        // endpoint (none under an empty sys root), so the port check alone refused above.
+        p.base_port = 18_515;
+        let err = sweep(&root, &p, &mut |_| {}).expect_err("no RDMA device");
+        assert!(matches!(err, SweepError::LocalEndpoint(_)), "{err:?}");
+    }
 }

@@ -372,3 +372,49 @@ fn nccl_check_report_draws_busbw_against_size_per_run() {
     );
     assert!(!none.exists(), "no page written");
 }
+
+/// `roce perf` refuses a bad parameter before ssh is tried, in the words the user typed:
+/// the library names the field (`iterations`) and dpuctl says its flag (`--iterations`).
+#[test]
+fn roce_perf_bad_parameters_are_named_by_their_flags() {
+    for (args, said) in [
+        (
+            &["--iterations", "0"][..],
+            "--iterations must be 1 .. 100000000",
+        ),
+        (
+            &["--tcp-seconds", "0"][..],
+            "--tcp-seconds must be 1 .. 3600",
+        ),
+        (&["--lat-sizes", "0"][..], "--lat-sizes: each size must be"),
+        (&["--tests", "rc_bw"][..], "--tests: unknown test \"rc_bw\""),
+        (
+            &["--device", "a;b"][..],
+            "--device \"a;b\" is not an RDMA device name",
+        ),
+        (&["--base-port", "65530"][..], "--base-port 65530: the "),
+    ] {
+        let mut all = vec![
+            "roce",
+            "perf",
+            "--peer",
+            "gpu-02",
+            "--ssh",
+            "/nonexistent-ssh",
+        ];
+        all.extend(args);
+        let out = dpuctl(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: {said}")),
+            "{args:?}: {stderr}"
+        );
+        // Control: the library's own words for the field are not what the user reads.
+        let words = said.trim_start_matches("--").replace('-', " ");
+        assert!(
+            !stderr.contains(&format!("error: {words}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
