@@ -9,14 +9,15 @@ use serde::Serialize;
 
 use super::redact::Redaction;
 
-/// The bundle format this build writes.
-pub const FORMAT: &str = "dpu-capture/1";
+/// The bundle format this build writes. `/2`: each reading has its netlink recording
+/// (`netlink`, the file `ROOT.netlink` beside its tree).
+pub const FORMAT: &str = "dpu-capture/2";
 
 /// What the project still reads that a bundle of this format does not hold: a replay of
 /// these answers live (or not at all). Listed in every manifest so a reader of a bundle
 /// knows what it cannot settle.
 pub const NOT_CAPTURED: [&str; 5] = [
-    "netlink answers (link and tc statistics, DCB, RDMA nldev statistics): read live during the capture, not recorded",
+    "netlink answers in other network namespaces (samplers opened with a netns): only the capturing process's own namespace is recorded",
     "SNAP/SPDK and OVS JSON-RPC answers: not recorded",
     "firmware tool (mlxconfig/mstconfig) output: run during the capture, not recorded",
     "the DPU side (dpu-agent's own reads on the Arm): not recorded by a host capture",
@@ -61,6 +62,21 @@ pub struct Reading {
     pub unreadable: Vec<Unreadable>,
     /// Reads that could not be placed under the root, with why.
     pub outside: Vec<String>,
+    /// Its netlink recording: the file and each exchange in it; `null` when the root
+    /// read answers no netlink (a tree without a recording).
+    pub netlink: Option<NetlinkFile>,
+    /// What the root's own sampler answered live at this reading (`KEY<TAB>VALUE`
+    /// lines, relative to the bundle): what a replay of the reading must answer.
+    pub live_samples: String,
+}
+
+/// What the manifest says of one reading's netlink recording.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetlinkFile {
+    /// The file, relative to the bundle.
+    pub path: String,
+    /// Each recorded exchange: `family: request` (`route: RTM_GETLINK dump`).
+    pub exchanges: Vec<String>,
 }
 
 /// One recorded path.
@@ -95,6 +111,8 @@ pub(super) struct ManifestInput<'a> {
     pub(super) interval: Duration,
     pub(super) commands: Vec<String>,
     pub(super) readings: [(&'static str, &'a Recording); 2],
+    /// Each reading's netlink recording, as written.
+    pub(super) netlink: [Option<NetlinkFile>; 2],
     /// `None` with `--no-redact`.
     pub(super) redactions: Option<Vec<Redaction>>,
 }
@@ -113,7 +131,8 @@ impl Manifest {
             readings: input
                 .readings
                 .iter()
-                .map(|(root, recording)| reading(root, recording))
+                .zip(input.netlink)
+                .map(|((root, recording), netlink)| reading(root, recording, netlink))
                 .collect(),
             redactions: input.redactions.unwrap_or_default(),
             not_captured: NOT_CAPTURED.to_vec(),
@@ -121,7 +140,7 @@ impl Manifest {
     }
 }
 
-fn reading(root: &str, recording: &Recording) -> Reading {
+fn reading(root: &str, recording: &Recording, netlink: Option<NetlinkFile>) -> Reading {
     let mut paths = Vec::new();
     let mut unreadable = Vec::new();
     for (path, node) in &recording.nodes {
@@ -155,5 +174,7 @@ fn reading(root: &str, recording: &Recording) -> Reading {
             .iter()
             .map(|(path, why)| format!("{}: {why}", path.display()))
             .collect(),
+        netlink,
+        live_samples: format!("{root}.live-samples"),
     }
 }

@@ -7,6 +7,10 @@
 //!   every local source read, as files, directories and symlinks;
 //! - `readings/1/root/`: the same tree with the second counter snapshot's values over it,
 //!   taken `interval` later: a sys root at the second instant;
+//! - `root.netlink`, `readings/1/root.netlink`: each reading's netlink exchanges (the
+//!   requests the passes sent, route/RDMA/DCB, and the kernel's answers), beside its tree
+//!   where the probe looks for them, so each reading replays its netlink answers too
+//!   (`netlink.rs`);
 //! - `manifest.json`: see [`manifest::Manifest`].
 //!
 //! The recording goes through the probe's own readers ([`dpu_probe::capture`]), not a copy
@@ -14,6 +18,7 @@
 
 mod error;
 pub mod manifest;
+mod netlink;
 pub mod redact;
 mod tree;
 
@@ -56,9 +61,10 @@ pub struct CaptureSummary {
 }
 
 /// What was run with the recorder on, in order: named in the manifest.
-const FIRST_PASS: [&str; 3] = [
+const FIRST_PASS: [&str; 4] = [
     "check: host fact gathering (PCI, netdevs, RDMA, GPU topology, IB ports, firmware, GDR, DCB, hypervisor)",
     "dpu info: local inventory (system facts, PCI functions, netdevs, RDMA devices)",
+    "counters: snapshot of every local source as the root's own sampler reads it (netdevs over netlink where the root answers netlink; its samples kept as ROOT.live-samples) (reading 0)",
     "counters: snapshot of every local source, netdevs from sysfs (reading 0)",
 ];
 
@@ -93,6 +99,11 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         netdev::list_netdevs(&root),
         rdma::list_rdma_devices(&root),
     );
+    // First the sampler the agent uses on this root: over netlink on a live system, so
+    // its link and RDMA requests are recorded, and the files it reads hold what it saw
+    // (the first read of a path is the one recorded), so a replay answers what it did.
+    let mut own_sampler = Sampler::new(root.clone());
+    let own_first = own_sampler.snapshot(&[]);
     let mut sampler = Sampler::with_netdev_source(root.clone(), NetdevSource::Sysfs);
     let first_snapshot = sampler.snapshot(&[]);
     let first = session.finish();
@@ -101,16 +112,21 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         samples = first_snapshot.samples.len(),
         hostfacts_rdma_ok = facts.rdma.is_ok(),
         inventory_ok = inventory.0.is_ok() && inventory.1.is_ok() && inventory.2.is_ok(),
+        own_samples = own_first.samples.len(),
+        netlink_exchanges = first.netlink.len(),
         "first reading recorded"
     );
 
     std::thread::sleep(options.interval);
     let session = recorder::start(root.path()).map_err(CaptureError::Record)?;
+    let own_second = own_sampler.snapshot(&[]);
     let second_snapshot = sampler.snapshot(&[]);
     let second = session.finish();
     tracing::debug!(
         paths = second.nodes.len(),
         samples = second_snapshot.samples.len(),
+        own_samples = own_second.samples.len(),
+        netlink_exchanges = second.netlink.len(),
         "second reading recorded"
     );
 
@@ -128,12 +144,39 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         source,
     })?;
     tree::write_tree(&second_dir, &overlaid, &second_contents)?;
+    netlink::write_live_samples(&options.out, "root", &own_first)?;
+    netlink::write_live_samples(&options.out, "readings/1/root", &own_second)?;
+    // A root that answers no netlink (a fixture tree, an image) gets no recording, so
+    // its replay answers none either, as the source did.
+    let netlink_files = if dpu_probe::netlink::answers_netlink(&root) {
+        [
+            Some(netlink::write_reading(
+                &options.out,
+                "root",
+                first.netlink.clone(),
+                redactor.as_mut(),
+            )?),
+            Some(netlink::write_reading(
+                &options.out,
+                "readings/1/root",
+                netlink::overlay(&first.netlink, &second.netlink),
+                redactor.as_mut(),
+            )?),
+        ]
+    } else {
+        [None, None]
+    };
 
     let mut commands: Vec<String> = FIRST_PASS.iter().map(|c| (*c).to_owned()).collect();
     commands.push(format!(
         "counters: snapshot of every local source, netdevs from sysfs (reading 1, {} later)",
         humantime::format_duration(options.interval)
     ));
+    commands.insert(
+        commands.len() - 1,
+        "counters: the root's own sampler again (reading 1; its name map kept from reading 0)"
+            .to_owned(),
+    );
     let manifest = Manifest::new(manifest::ManifestInput {
         taken_at,
         kernel: system.kernel_release.clone(),
@@ -141,6 +184,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         interval: options.interval,
         commands,
         readings: [("root", &first), ("readings/1/root", &second)],
+        netlink: netlink_files,
         redactions: redactor.as_ref().map(|r| r.redactions().to_vec()),
     });
     let path = options.out.join("manifest.json");
@@ -210,7 +254,13 @@ fn clear_out(out: &Path, created: bool) {
         let _ = fs::remove_dir_all(out);
         return;
     }
-    for name in ["root", "readings", "manifest.json"] {
+    for name in [
+        "root",
+        "root.netlink",
+        "root.live-samples",
+        "readings",
+        "manifest.json",
+    ] {
         let path = out.join(name);
         let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
     }

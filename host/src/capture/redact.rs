@@ -15,6 +15,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+mod binary;
+
 /// One kind of identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -7,10 +7,15 @@
 //! kept as a link of its own), so a tree written from a [`Recording`] has the same links
 //! the probe followed and `canonicalize` answers the same in it.
 //!
+//! Netlink exchanges (route, RDMA, DCB) are recorded too, by the one exchange loop every
+//! kernel netlink socket goes through (`netlink/exchange.rs`), as raw messages with the
+//! request that produced them ([`NetlinkExchange`], the file format of `netlink_file.rs`).
+//!
 //! Inactive, a reader pays one relaxed atomic load (`is_active`). One session records
 //! at a time in a process (the readers have no handle to pass a recorder through); a
 //! second [`start`] while one is open is refused.
 
+mod netlink_file;
 mod recording;
 mod walk;
 
@@ -19,6 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+pub use netlink_file::{
+    family_name, normalise, parse_netlink_file, stamp_sequence, write_netlink_file,
+    NetlinkExchange, NETLINK_FORMAT,
+};
 pub use recording::{RecordedNode, Recording};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -107,6 +116,13 @@ pub(crate) fn note_read(path: &Path, outcome: Result<&[u8], &io::Error>) {
 /// Records a directory listing at `path` (the names the reader got, before filtering).
 pub(crate) fn note_listing(path: &Path, outcome: Result<&[String], &io::Error>) {
     with_recorder(|r| r.listing(path, outcome));
+}
+
+/// Records one netlink exchange: the request sent on a socket of `protocol` (named
+/// `name` in errors) and the datagrams that answered it.
+pub(crate) fn note_netlink(protocol: i32, name: &str, request: &[u8], datagrams: &[Vec<u8>]) {
+    let exchange = NetlinkExchange::from_wire(protocol, name, request, datagrams);
+    with_recorder(|r| r.netlink(exchange));
 }
 
 /// Records that the reader looked at `path` (a link it resolved, a directory it checked

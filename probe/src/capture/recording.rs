@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::netlink_file::NetlinkExchange;
+
 /// One recorded path: what the probe found there. Paths are relative to the root and
 /// contain no symlink except possibly as their last component.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,4 +44,7 @@ pub struct Recording {
     /// Reads that could not be placed in the root (a link that leaves it, a path that is
     /// not under it), with why: recorded so the manifest can say what the replay lacks.
     pub outside: Vec<(PathBuf, String)>,
+    /// The netlink exchanges made meanwhile, in order (every socket of the process: a
+    /// recording is process-wide).
+    pub netlink: Vec<NetlinkExchange>,
 }

@@ -6,6 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use super::netlink_file::NetlinkExchange;
 use super::recording::{RecordedNode, Recording};
 
 /// The state of one open recording.
@@ -61,6 +62,10 @@ impl Recorder {
             }
             Err(e) => self.error(at, e),
         }
+    }
+
+    pub(super) fn netlink(&mut self, exchange: NetlinkExchange) {
+        self.recording.netlink.push(exchange);
     }
 
     pub(super) fn presence(&mut self, path: &Path) {

@@ -23,7 +23,7 @@ pub use netdev_source::NetdevSource;
 pub use placement::{CpuList, PlacementError, ReadPlacement, ReadPriority};
 pub use selector::{CounterSelector, SelectorError};
 
-use crate::netlink::RouteStats;
+use crate::netlink::{NetlinkAccess, RouteStats};
 use crate::snapshot::{Collector, Sample, Snapshot, SpareStrings};
 use crate::SysRoot;
 use read_threads::ReadThreads;
@@ -173,9 +173,12 @@ impl Sampler {
     }
 
     /// A sampler with an explicit netdev source.
+    /// Netlink requests go to the root's [`NetlinkAccess`]: the kernel for `/`, a
+    /// capture's recording for a capture's reading (an error naming the root otherwise).
     pub fn with_netdev_source(root: SysRoot, source: NetdevSource) -> Self {
-        let rdma_files = read::RdmaFiles::for_root(&root);
-        Self::build(root, read::NetdevReader::new(source), rdma_files)
+        let access = NetlinkAccess::for_root(&root);
+        let rdma_files = read::RdmaFiles::for_access(&access);
+        Self::build(root, read::NetdevReader::new(source, access), rdma_files)
     }
 
     /// A sampler whose netdev and tc counters come from the network namespace at
@@ -183,14 +186,14 @@ impl Sampler {
     /// container's. The socket is opened on a dedicated thread inside the namespace on
     /// first use; the caller's thread never changes namespace.
     pub fn in_netns(root: SysRoot, netns: impl Into<std::path::PathBuf>) -> Self {
-        let rdma_files = read::RdmaFiles::for_root(&root);
+        let rdma_files = read::RdmaFiles::for_access(&NetlinkAccess::for_root(&root));
         Self::build(root, read::NetdevReader::in_netns(netns.into()), rdma_files)
     }
 
     /// A sampler reading netdev and tc counters from the given [`RouteStats`]: a canned
     /// fake in tests, or a socket the caller opened.
     pub fn with_route_stats(root: SysRoot, stats: Box<dyn RouteStats + Send>) -> Self {
-        let rdma_files = read::RdmaFiles::for_root(&root);
+        let rdma_files = read::RdmaFiles::for_access(&NetlinkAccess::for_root(&root));
         Self::build(
             root,
             read::NetdevReader::with_route_stats(stats),
@@ -207,7 +210,7 @@ impl Sampler {
     ) -> Self {
         Self::build(
             root,
-            read::NetdevReader::new(NetdevSource::Sysfs),
+            read::NetdevReader::new(NetdevSource::Sysfs, NetlinkAccess::Live),
             read::RdmaFiles::with_hw_reader(hw),
         )
     }

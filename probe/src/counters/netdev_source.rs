@@ -10,14 +10,16 @@ pub enum NetdevSource {
     /// `sys/class/net/*/statistics` under the root: fixtures and mounted images. tc
     /// filters are not visible this way and are reported as a source error.
     Sysfs,
-    /// Netlink in the caller's network namespace: the live system.
+    /// Netlink in the caller's network namespace: the live system, or a capture's
+    /// recording of it (see [`NetlinkAccess`](crate::netlink::NetlinkAccess)).
     Netlink,
 }
 
 impl NetdevSource {
-    /// Netlink when the root is the live `/`, sysfs otherwise.
+    /// Netlink when the root is the live `/` or a capture's reading with a netlink
+    /// recording, sysfs otherwise.
     pub fn for_root(root: &SysRoot) -> Self {
-        if root.path() == std::path::Path::new("/") {
+        if crate::netlink::answers_netlink(root) {
             Self::Netlink
         } else {
             Self::Sysfs

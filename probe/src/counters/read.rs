@@ -8,7 +8,8 @@ use super::netdev_source::NetdevSource;
 use super::read_threads::{self, ReadThreads};
 use super::selector::CounterSelector;
 use crate::netlink::{
-    self, LinkCounterReading, LinkNames, NetlinkError, RouteSocket, RouteStats, TcParent,
+    self, LinkCounterReading, LinkNames, NetlinkAccess, NetlinkError, RouteSocket, RouteStats,
+    TcParent,
 };
 use crate::rdma_counters::ObjectDirs;
 use crate::rdma_netlink::HwCounterReader;
@@ -20,6 +21,8 @@ use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
 /// that the socket's link watch keeps exact (see [`LinkNames`]).
 pub(super) struct NetdevReader {
     source: NetdevSource,
+    /// Who answers the socket opened outside a namespace: the kernel, or a capture.
+    access: NetlinkAccess,
     netns: Option<PathBuf>,
     socket: Option<Box<dyn RouteStats + Send>>,
     names: LinkNames,
@@ -37,9 +40,11 @@ impl std::fmt::Debug for NetdevReader {
 }
 
 impl NetdevReader {
-    pub(super) fn new(source: NetdevSource) -> Self {
+    /// A reader from `source`; a netlink socket is opened on `access` (the root's).
+    pub(super) fn new(source: NetdevSource, access: NetlinkAccess) -> Self {
         Self {
             source,
+            access,
             netns: None,
             socket: None,
             names: LinkNames::new(),
@@ -49,6 +54,7 @@ impl NetdevReader {
     pub(super) fn in_netns(path: PathBuf) -> Self {
         Self {
             source: NetdevSource::Netlink,
+            access: NetlinkAccess::Live,
             netns: Some(path),
             socket: None,
             names: LinkNames::new(),
@@ -58,6 +64,7 @@ impl NetdevReader {
     pub(super) fn with_route_stats(stats: Box<dyn RouteStats + Send>) -> Self {
         Self {
             source: NetdevSource::Netlink,
+            access: NetlinkAccess::Live,
             netns: None,
             socket: Some(stats),
             names: LinkNames::new(),
@@ -65,7 +72,7 @@ impl NetdevReader {
     }
 
     fn socket(&mut self) -> Result<&mut (dyn RouteStats + Send), NetlinkError> {
-        Self::open(&mut self.socket, self.netns.as_deref())
+        Self::open(&mut self.socket, self.netns.as_deref(), &self.access)
     }
 
     /// Every device's counters from one stats dump, with the name map brought up to date
@@ -73,7 +80,7 @@ impl NetdevReader {
     /// delayed), and again after it if a link changed meanwhile or the dump named an
     /// ifindex the map lacks. With the dump's own window (the refreshes are outside it).
     fn counters(&mut self) -> Result<(Vec<LinkCounterReading>, Window), NetlinkError> {
-        let socket = Self::open(&mut self.socket, self.netns.as_deref())?;
+        let socket = Self::open(&mut self.socket, self.netns.as_deref(), &self.access)?;
         self.names.prepare(socket)?;
         let start = monotonic_now();
         let readings = socket.link_counters()?;
@@ -85,7 +92,7 @@ impl NetdevReader {
     /// The ifindex of the link named `ifname`, from the name map refreshed if needed;
     /// `None` when there is no such link.
     fn ifindex(&mut self, ifname: &str) -> Result<Option<u32>, NetlinkError> {
-        let socket = Self::open(&mut self.socket, self.netns.as_deref())?;
+        let socket = Self::open(&mut self.socket, self.netns.as_deref(), &self.access)?;
         self.names.prepare(socket)?;
         Ok(self.names.ifindex(ifname))
     }
@@ -94,11 +101,12 @@ impl NetdevReader {
     fn open<'s>(
         socket: &'s mut Option<Box<dyn RouteStats + Send>>,
         netns: Option<&std::path::Path>,
+        access: &NetlinkAccess,
     ) -> Result<&'s mut (dyn RouteStats + Send), NetlinkError> {
         if socket.is_none() {
             let opened = match netns {
                 Some(path) => RouteSocket::open_in_netns(path)?,
-                None => RouteSocket::open()?,
+                None => RouteSocket::open_via(access)?,
             };
             *socket = Some(Box::new(opened));
         }
@@ -130,9 +138,10 @@ pub(super) struct RdmaFiles {
 }
 
 impl RdmaFiles {
-    /// Netlink for `hw_counters` when `root` is the live system (see [`HwCounterReader`]).
-    pub(super) fn for_root(root: &SysRoot) -> Self {
-        Self::with_hw_reader(HwCounterReader::for_root(root))
+    /// Netlink for `hw_counters` when `access` answers (the live system, a capture's
+    /// recording; see [`HwCounterReader`]).
+    pub(super) fn for_access(access: &NetlinkAccess) -> Self {
+        Self::with_hw_reader(HwCounterReader::for_access(access))
     }
 
     /// With the given `hw_counters` reader (a fake socket in tests).
@@ -703,7 +712,7 @@ mod tests {
         };
         let read = collect(
             root,
-            &mut NetdevReader::new(NetdevSource::Sysfs),
+            &mut NetdevReader::new(NetdevSource::Sysfs, NetlinkAccess::Live),
             files,
             &mut ReadThreads::default(),
             &selector,

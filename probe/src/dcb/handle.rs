@@ -12,7 +12,7 @@ use super::config::DcbConfig;
 use super::decode::dcb_config_from_message;
 use super::error::DcbError;
 use super::request::{validate_ifname, IeeeGetRequest};
-use crate::netlink::{KernelSocket, NetlinkError};
+use crate::netlink::{KernelSocket, NetlinkAccess, NetlinkError};
 use crate::SysRoot;
 
 /// A socket for DCB requests in the network namespace it was opened in. Reading needs no
@@ -32,8 +32,14 @@ impl fmt::Debug for DcbNetlink {
 impl DcbNetlink {
     /// Opens and binds the socket in the calling thread's namespace.
     pub fn open() -> Result<Self, NetlinkError> {
+        Self::open_via(&NetlinkAccess::Live)
+    }
+
+    /// A socket on `access`: the live kernel ([`open`](Self::open)) or a capture's
+    /// recording.
+    pub fn open_via(access: &NetlinkAccess) -> Result<Self, NetlinkError> {
         Ok(Self {
-            kernel: KernelSocket::open(NETLINK_ROUTE, 8 * 1024)?,
+            kernel: KernelSocket::open_via(access, NETLINK_ROUTE, 8 * 1024)?,
         })
     }
 
@@ -92,17 +98,19 @@ fn classify(ifname: &str, source: NetlinkError) -> DcbError {
     }
 }
 
-/// The DCB configuration of `ifname` when `root` is the live system (`/`); otherwise
-/// [`DcbError::NotLive`], because a fixture tree or a mounted image has no driver to ask
-/// (the rule `rdma_netlink` follows for hardware counters). The name is validated first.
+/// The DCB configuration of `ifname` when `root` is the live system (`/`) or a capture
+/// with a netlink recording (answered from it); otherwise [`DcbError::NotLive`], because
+/// a fixture tree or a mounted image has no driver to ask (the rule `rdma_netlink`
+/// follows for hardware counters). The name is validated first.
 pub fn read_dcb_config(root: &SysRoot, ifname: &str) -> Result<DcbConfig, DcbError> {
     validate_ifname(ifname)?;
-    if root.path() != std::path::Path::new("/") {
+    let access = NetlinkAccess::for_root(root);
+    if !access.answers_requests() {
         return Err(DcbError::NotLive {
             root: root.path().display().to_string(),
         });
     }
-    let mut socket = DcbNetlink::open().map_err(|source| DcbError::Netlink {
+    let mut socket = DcbNetlink::open_via(&access).map_err(|source| DcbError::Netlink {
         ifname: ifname.to_owned(),
         source,
     })?;

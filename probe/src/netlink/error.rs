@@ -104,6 +104,32 @@ pub enum NetlinkError {
         /// How many dumps were tried.
         attempts: u32,
     },
+    /// A replayed root (a capture bundle's) has no recorded answer to this request: the
+    /// capture never asked it. Never answered live: the live kernel is another machine.
+    #[error("{request} is not in the netlink recording {path} (the capture never asked it)")]
+    NotRecorded {
+        /// The request.
+        request: String,
+        /// The recording file.
+        path: PathBuf,
+    },
+    /// A capture's netlink recording cannot be read or parsed.
+    #[error("cannot replay the netlink recording {path}: {reason}")]
+    Recording {
+        /// The recording file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The root is neither the live system nor a capture with a netlink recording: no
+    /// netlink answer describes it.
+    #[error("no netlink answers for the sys root {root}: not the live system and no capture recording ({recording} absent)")]
+    NoNetlink {
+        /// The root.
+        root: PathBuf,
+        /// Where its recording would be.
+        recording: PathBuf,
+    },
 }
 
 impl NetlinkError {
@@ -121,7 +147,10 @@ impl NetlinkError {
             Self::InvalidNetnsName { .. }
             | Self::NetnsThreadPanicked { .. }
             | Self::Decode { .. }
-            | Self::DumpInterrupted { .. } => None,
+            | Self::DumpInterrupted { .. }
+            | Self::NotRecorded { .. }
+            | Self::Recording { .. }
+            | Self::NoNetlink { .. } => None,
         }
     }
 }

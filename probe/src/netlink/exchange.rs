@@ -3,9 +3,16 @@
 //! datagrams until the answer is complete, hand each message to the request's decoder,
 //! and retry a dump the kernel marked inconsistent. The families differ only in how a
 //! request is encoded and an answer decoded, which the caller gives.
+//!
+//! Two things happen here for every family at once: while a capture records
+//! ([`crate::capture`]), each exchange's request and answer datagrams are noted (one
+//! relaxed atomic load per exchange when none records); and a socket opened on a
+//! capture's recording ([`NetlinkAccess::Replay`]) is answered from it instead of the
+//! kernel, through the same reply reader.
 
 use std::fmt;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr};
@@ -15,6 +22,8 @@ use nix::sys::time::{TimeVal, TimeValLike};
 
 use super::dump::{Decoder, DumpCollector};
 use super::error::NetlinkError;
+use super::replay::{NetlinkAccess, NetlinkReplay};
+use crate::capture;
 
 /// How long one `recv` may wait. The kernel answers at once; this only bounds a hang
 /// caused by a bug, so a snapshot fails with a message instead of blocking forever.
@@ -23,17 +32,30 @@ const RECV_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a dump interrupted by concurrent changes (`NLM_F_DUMP_INTR`) is retried.
 const DUMP_ATTEMPTS: u32 = 3;
 
-/// A bound kernel netlink socket with its sequence number and receive buffer.
+/// A bound kernel netlink socket (or a capture's recording standing in for one) with its
+/// sequence number and receive buffer.
 pub(crate) struct KernelSocket {
-    socket: Socket,
+    transport: Transport,
+    protocol: isize,
     seq: u32,
     buf: Vec<u8>,
 }
 
+/// Who answers the requests.
+enum Transport {
+    Kernel(Socket),
+    Replay(Arc<NetlinkReplay>),
+}
+
 impl fmt::Debug for KernelSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let replay = match &self.transport {
+            Transport::Kernel(_) => None,
+            Transport::Replay(replay) => Some(replay.path()),
+        };
         f.debug_struct("KernelSocket")
             .field("seq", &self.seq)
+            .field("replay", &replay)
             .finish_non_exhaustive()
     }
 }
@@ -45,10 +67,32 @@ impl KernelSocket {
         let socket = open_kernel_socket(protocol)
             .map_err(|(op, source)| NetlinkError::Socket { op, source })?;
         Ok(Self {
-            socket,
+            transport: Transport::Kernel(socket),
+            protocol,
             seq: 0,
             buf: Vec::with_capacity(capacity),
         })
+    }
+
+    /// [`open`](Self::open) on the live kernel, or a socket answered by a capture's
+    /// recording; the access's refusal when it has neither.
+    pub(crate) fn open_via(
+        access: &NetlinkAccess,
+        protocol: isize,
+        capacity: usize,
+    ) -> Result<Self, NetlinkError> {
+        match access {
+            NetlinkAccess::Live => Self::open(protocol, capacity),
+            NetlinkAccess::Replay(replay) => Ok(Self {
+                transport: Transport::Replay(Arc::clone(replay)),
+                protocol,
+                seq: 0,
+                buf: Vec::with_capacity(capacity),
+            }),
+            other => Err(other
+                .refusal()
+                .unwrap_or_else(|| unreachable!("only Live and Replay answer"))),
+        }
     }
 
     /// Sends the request `encode` makes for a sequence number and decodes every answer
@@ -63,24 +107,21 @@ impl KernelSocket {
         for attempt in 1..=DUMP_ATTEMPTS {
             self.seq = self.seq.wrapping_add(1);
             let bytes = encode(self.seq);
-            self.socket
-                .send_to(&bytes, &SocketAddr::new(0, 0), 0)
-                .map_err(|source| NetlinkError::Send {
-                    request: request.to_owned(),
-                    source,
-                })?;
             let mut collector = DumpCollector::with_decoder(request, self.seq, decode);
-            loop {
-                recv_kernel_datagram(&self.socket, &mut self.buf, RECV_TIMEOUT).map_err(
-                    |source| NetlinkError::Receive {
-                        request: request.to_owned(),
-                        source,
-                    },
-                )?;
-                if collector.feed(&self.buf)? {
-                    break;
+            // Read once per exchange: the whole cost of the recording point when off.
+            let mut trace = capture::is_active().then(Vec::new);
+            let outcome = self.attempt(request, &bytes, &mut collector, trace.as_mut());
+            if let Some(datagrams) = trace {
+                // An exchange the kernel ended (answers, an error answer) is recorded;
+                // one that failed on the socket has no answer to replay.
+                if !matches!(
+                    outcome,
+                    Err(NetlinkError::Send { .. } | NetlinkError::Receive { .. })
+                ) {
+                    capture::note_netlink(self.protocol as i32, request, &bytes, &datagrams);
                 }
             }
+            outcome?;
             if !collector.interrupted {
                 return Ok(collector.messages);
             }
@@ -90,6 +131,56 @@ impl KernelSocket {
             request: request.to_owned(),
             attempts: DUMP_ATTEMPTS,
         })
+    }
+
+    /// One request and its answers into `collector`; each datagram also into `trace`
+    /// when a capture records.
+    fn attempt<T>(
+        &mut self,
+        request: &str,
+        bytes: &[u8],
+        collector: &mut DumpCollector<'_, T>,
+        mut trace: Option<&mut Vec<Vec<u8>>>,
+    ) -> Result<(), NetlinkError> {
+        match &self.transport {
+            Transport::Kernel(socket) => {
+                socket
+                    .send_to(bytes, &SocketAddr::new(0, 0), 0)
+                    .map_err(|source| NetlinkError::Send {
+                        request: request.to_owned(),
+                        source,
+                    })?;
+                loop {
+                    recv_kernel_datagram(socket, &mut self.buf, RECV_TIMEOUT).map_err(
+                        |source| NetlinkError::Receive {
+                            request: request.to_owned(),
+                            source,
+                        },
+                    )?;
+                    if let Some(trace) = trace.as_deref_mut() {
+                        trace.push(self.buf.clone());
+                    }
+                    if collector.feed(&self.buf)? {
+                        return Ok(());
+                    }
+                }
+            }
+            Transport::Replay(replay) => {
+                for mut message in replay.answer(self.protocol as i32, bytes, request)? {
+                    capture::stamp_sequence(&mut message, self.seq);
+                    if let Some(trace) = trace.as_deref_mut() {
+                        trace.push(message.clone());
+                    }
+                    if collector.feed(&message)? {
+                        return Ok(());
+                    }
+                }
+                Err(NetlinkError::Recording {
+                    path: replay.path().to_owned(),
+                    reason: format!("the recorded answer to {request} stops before its end"),
+                })
+            }
+        }
     }
 }
 

@@ -12,6 +12,10 @@
 //! the one link change is [`set_link_mtu`], the MTU knob of `dpu-host`'s experiments), or
 //! move a caller's thread into another namespace.
 //!
+//! Every kernel socket here (route, RDMA, DCB) goes through one exchange loop
+//! (`exchange.rs`), where a capture records and where a capture's recording answers
+//! instead of the kernel ([`NetlinkAccess`]).
+//!
 //! The [`RouteStats`] trait is what the snapshot engine and the agent depend on, so tests
 //! can substitute canned readings; [`RouteSocket`] is the real one.
 
@@ -25,6 +29,7 @@ mod monitor;
 mod names;
 mod netns;
 mod offload;
+mod replay;
 mod route_lookup;
 mod route_stats;
 mod samples;
@@ -48,6 +53,7 @@ pub use link_set::set_link_mtu;
 pub use names::LinkNames;
 pub use netns::{netns_path, NETNS_RUN_DIR};
 pub use offload::OffloadStats;
+pub use replay::{answers_netlink, recording_path, NetlinkAccess, NetlinkReplay};
 pub use route_stats::RouteStats;
 pub(crate) use samples::device_samples;
 pub use samples::{

@@ -23,6 +23,7 @@ use super::link_events::LinkEvents;
 use super::monitor::LinkMonitor;
 use super::netns;
 use super::offload::{offload_from_message, offload_request, OffloadStats};
+use super::replay::NetlinkAccess;
 use super::route_stats::RouteStats;
 use super::stats::{counters_request, reading_from_message, LinkCounterReading};
 use super::tc::{filter_request, TcFilter, TcParent};
@@ -35,8 +36,9 @@ use super::tc_decode::filter_from_message;
 /// call, so a socket used only for dumps never queues notifications.
 pub struct RouteSocket {
     kernel: KernelSocket,
-    /// The link-change watch: created with `kernel`, so in the same namespace.
-    monitor: LinkMonitor,
+    /// The link-change watch: created with `kernel`, so in the same namespace. `None`
+    /// for a replayed socket: a recording is one instant, where no link changes.
+    monitor: Option<LinkMonitor>,
     netns: Option<PathBuf>,
 }
 
@@ -54,6 +56,19 @@ impl RouteSocket {
     /// Opens a socket in the calling thread's network namespace.
     pub fn open() -> Result<Self, NetlinkError> {
         Self::create(None)
+    }
+
+    /// A socket on `access`: the live kernel (as [`open`](Self::open)) or a capture's
+    /// recording, whose links never change (its link watch is always quiet).
+    pub fn open_via(access: &NetlinkAccess) -> Result<Self, NetlinkError> {
+        match access {
+            NetlinkAccess::Live => Self::open(),
+            other => Ok(Self {
+                kernel: KernelSocket::open_via(other, NETLINK_ROUTE, 32 * 1024)?,
+                monitor: None,
+                netns: None,
+            }),
+        }
     }
 
     /// Opens a socket in the namespace at `path` (`/run/netns/NAME`, `/proc/PID/ns/net`)
@@ -81,7 +96,7 @@ impl RouteSocket {
         let monitor = LinkMonitor::create()?;
         Ok(Self {
             kernel,
-            monitor,
+            monitor: Some(monitor),
             netns,
         })
     }
@@ -173,7 +188,14 @@ impl RouteStats for RouteSocket {
 
     fn link_events(&mut self) -> Result<LinkEvents, NetlinkError> {
         let Self { monitor, netns, .. } = self;
-        monitor.drain(|| describe(netns.as_deref(), "RTNLGRP_LINK notifications"))
+        match monitor {
+            Some(monitor) => {
+                monitor.drain(|| describe(netns.as_deref(), "RTNLGRP_LINK notifications"))
+            }
+            // A recording is one instant: nothing changes (a fresh name map is built
+            // regardless, see `LinkNames::stale_before_dump`).
+            None => Ok(LinkEvents::Quiet),
+        }
     }
 
     fn tc_filters(

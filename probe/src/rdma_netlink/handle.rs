@@ -12,7 +12,7 @@ use netlink_sys::protocols::NETLINK_RDMA;
 
 use super::error::RdmaNetlinkError;
 use super::message::RdmaMessage;
-use crate::netlink::{Decoder, KernelSocket, NetlinkError};
+use crate::netlink::{Decoder, KernelSocket, NetlinkAccess, NetlinkError};
 
 /// A `NETLINK_RDMA` socket in the network namespace it was opened in (in the kernel's
 /// default "shared" mode every RDMA device is visible from every namespace). Requests:
@@ -35,10 +35,17 @@ impl RdmaNetlink {
     /// `EPROTONOSUPPORT` when the kernel has no RDMA stack loaded (`ib_core`). Reading
     /// counters needs no privilege.
     pub fn open() -> Result<Self, RdmaNetlinkError> {
-        let kernel = KernelSocket::open(NETLINK_RDMA, 8 * 1024).map_err(|e| match e {
-            NetlinkError::Socket { op, source } => RdmaNetlinkError::Socket { op, source },
-            other => RdmaNetlinkError::Answer(other),
-        })?;
+        Self::open_via(&NetlinkAccess::Live)
+    }
+
+    /// A socket on `access`: the live kernel ([`open`](Self::open)) or a capture's
+    /// recording.
+    pub fn open_via(access: &NetlinkAccess) -> Result<Self, RdmaNetlinkError> {
+        let kernel =
+            KernelSocket::open_via(access, NETLINK_RDMA, 8 * 1024).map_err(|e| match e {
+                NetlinkError::Socket { op, source } => RdmaNetlinkError::Socket { op, source },
+                other => RdmaNetlinkError::Answer(other),
+            })?;
         Ok(Self { kernel })
     }
 

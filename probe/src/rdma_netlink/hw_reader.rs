@@ -22,6 +22,7 @@ use super::devices::RdmaDevice;
 use super::error::RdmaNetlinkError;
 use super::handle::RdmaNetlink;
 use super::rdma_stats::RdmaStats;
+use crate::netlink::NetlinkAccess;
 use crate::snapshot::Sample;
 use crate::{error_chain, rdma_counters, ProbeError, SysRoot};
 
@@ -124,16 +125,16 @@ impl Default for HwCounterReader {
 }
 
 impl HwCounterReader {
-    /// Netlink on the live system (root `/`), the socket opened on first use; sysfs
-    /// only for any other root.
-    pub(crate) fn for_root(root: &SysRoot) -> Self {
-        if root.path() == std::path::Path::new("/") {
-            Self::with_opener(Box::new(|| {
-                RdmaNetlink::open().map(|nl| Box::new(nl) as Box<dyn RdmaStats + Send>)
-            }))
-        } else {
-            Self::disabled()
+    /// Netlink when `access` answers (the live system, or a capture's recording), the
+    /// socket opened on first use; sysfs only otherwise.
+    pub(crate) fn for_access(access: &NetlinkAccess) -> Self {
+        if !access.answers_requests() {
+            return Self::disabled();
         }
+        let access = access.clone();
+        Self::with_opener(Box::new(move || {
+            RdmaNetlink::open_via(&access).map(|nl| Box::new(nl) as Box<dyn RdmaStats + Send>)
+        }))
     }
 
     /// Always sysfs.

@@ -302,13 +302,13 @@ fn an_answer_about_another_device_falls_back_and_refreshes_the_map() {
 #[test]
 fn a_fixture_root_never_uses_netlink() {
     let (_dir, root, _fake) = setup();
-    let mut reader = HwCounterReader::for_root(&root);
+    let mut reader = HwCounterReader::for_access(&NetlinkAccess::for_root(&root));
     assert!(!reader.is_enabled());
     assert!(matches!(
         reader.read_port(&root, "mlx5_0", 1),
         Err(Fallback::Disabled)
     ));
     assert!(reader.port_samples(&root, "mlx5_0", 1).is_none());
-    assert!(HwCounterReader::for_root(&SysRoot::default()).is_enabled());
+    assert!(HwCounterReader::for_access(&NetlinkAccess::Live).is_enabled());
     assert!(!HwCounterReader::default().is_enabled());
 }

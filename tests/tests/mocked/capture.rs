@@ -112,7 +112,7 @@ fn a_capture_of_this_kernel_replays_the_same_check_facts_and_inventory() {
 
     let m = manifest(&out);
     assert_eq!(m["redacted"], false);
-    assert_eq!(m["format"], "dpu-capture/1");
+    assert_eq!(m["format"], "dpu-capture/2");
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
     assert_eq!(m["kernel"], kernel.trim());
     assert!(out

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod capture;
+mod capture_netlink;
 mod check;
 mod check_dpu_side;
 mod check_env;
