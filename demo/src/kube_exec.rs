@@ -9,18 +9,17 @@
 //! needs only `get`/`list` RBAC, and every request is bounded by the wait's own deadline,
 //! so a failed job or a silent API server can never make the demo hang (the
 //! `kubectl wait --for=condition=Succeeded` pitfall, §1.4). The training wait lives in
-//! [`super::kube_exec_training`], the pod diagnosis in [`super::kube_exec_diagnose`].
+//! [`super::kube_exec_training`], the pod diagnosis in `kube_exec_diagnose`.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 use serde_json::Value;
 
@@ -58,6 +57,36 @@ const SERVING_KINDS: [(&str, &str); 3] = [
     ("v1", "Service"),
     ("apps/v1", "Deployment"),
 ];
+
+/// Why [`KubeExecutor::connect`] found no cluster to talk to: the kubeconfig file, the
+/// context in it, no configuration at all, or the client built from it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The plan's kubeconfig file could not be read.
+    #[error("reading kubeconfig {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// kube's reason.
+        #[source]
+        source: KubeconfigError,
+    },
+    /// The context could not be loaded from the kubeconfig.
+    #[error("{what}")]
+    Context {
+        /// Which context from which file.
+        what: String,
+        /// kube's reason.
+        #[source]
+        source: KubeconfigError,
+    },
+    /// No kubeconfig and no in-cluster service account.
+    #[error("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster")]
+    Infer(#[source] InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("building the Kubernetes client")]
+    Client(#[source] kube::Error),
+}
 
 /// Why a call to the cluster failed, kept typed so the demo can tell "someone else's
 /// object is in the way" (refuse, never overwrite) from "the cluster said no".
@@ -139,7 +168,7 @@ pub fn api_code(error: &kube::Error) -> Option<u16> {
 }
 
 /// Runs `fut` but gives up at `deadline`: `None` when time ran out. Every request goes
-/// through this or [`bounded`], so no wait depends on the API server answering.
+/// through this or `bounded`, so no wait depends on the API server answering.
 pub async fn until<T>(deadline: Instant, fut: impl Future<Output = T>) -> Option<T> {
     tokio::time::timeout_at(deadline.into(), fut).await.ok()
 }
@@ -162,7 +191,7 @@ async fn bounded<T>(
     }
 }
 
-/// The [`ApiResource`] of an `apiVersion`/`kind` pair from the [`KINDS`] table.
+/// The [`ApiResource`] of an `apiVersion`/`kind` pair from the `KINDS` table.
 pub fn api_resource(api_version: &str, kind: &str) -> Result<ApiResource, KubeError> {
     let unsupported = || KubeError::UnsupportedKind {
         api_version: api_version.to_owned(),
@@ -209,27 +238,30 @@ impl KubeExecutor {
     /// Connects the way kubectl would: the plan's kubeconfig file and context when given,
     /// otherwise `$KUBECONFIG`/`~/.kube/config` with its current context, or the
     /// in-cluster service account.
-    pub async fn connect(cluster: &ClusterSection) -> anyhow::Result<Self> {
+    pub async fn connect(cluster: &ClusterSection) -> Result<Self, ConnectError> {
         let options = KubeConfigOptions {
             context: cluster.context.clone(),
             ..KubeConfigOptions::default()
         };
+        let loading = |source| ConnectError::Context {
+            what: kubeconfig_context(cluster.kubeconfig.as_ref(), &cluster.context),
+            source,
+        };
         let config = match (&cluster.kubeconfig, &cluster.context) {
             (Some(path), _) => {
-                let kubeconfig = Kubeconfig::read_from(path)
-                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+                let kubeconfig =
+                    Kubeconfig::read_from(path).map_err(|source| ConnectError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
                 Config::from_custom_kubeconfig(kubeconfig, &options)
                     .await
-                    .with_context(|| kubeconfig_context(Some(path), &cluster.context))?
+                    .map_err(loading)?
             }
-            (None, Some(_)) => Config::from_kubeconfig(&options)
-                .await
-                .with_context(|| kubeconfig_context(None, &cluster.context))?,
-            (None, None) => Config::infer()
-                .await
-                .context("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster")?,
+            (None, Some(_)) => Config::from_kubeconfig(&options).await.map_err(loading)?,
+            (None, None) => Config::infer().await.map_err(ConnectError::Infer)?,
         };
-        let client = Client::try_from(config).context("building the Kubernetes client")?;
+        let client = Client::try_from(config).map_err(ConnectError::Client)?;
         Ok(Self::with_client(client, &cluster.namespace))
     }
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::error::DemoError;
 use super::k8s_objects::{
     job_name, run_selector, training_job, vllm_deployment, vllm_ingress, vllm_service,
 };
@@ -24,7 +25,7 @@ use dpu_host::roce::nccl_corroborate::snapshot;
 const SERVING_READY: Duration = Duration::from_secs(1800);
 
 /// Runs the plan on the cluster.
-pub(crate) async fn run(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> anyhow::Result<DemoReport> {
+pub(crate) async fn run(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> Result<DemoReport, DemoError> {
     let dir = RunDir::for_plan(plan, run_id.as_str())?;
     let kube = KubeExecutor::connect(&plan.cluster).await?;
     let root = cx.session.sys_root();

@@ -7,6 +7,7 @@
 //! `--dry-run`, labelled with a [`run_id`] so cleanup finds them). Storage
 //! ([`storage_step`]) and serving ([`serving`]) checks are the same for both.
 
+pub mod error;
 pub mod fingerprint;
 pub mod k8s_objects;
 #[cfg(feature = "kube")]
@@ -29,6 +30,7 @@ pub mod review_html;
 pub mod run;
 pub mod run_id;
 pub mod serving;
+mod serving_error;
 mod serving_stream;
 pub mod step_report;
 pub mod steps;

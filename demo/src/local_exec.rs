@@ -19,6 +19,17 @@ use dpu_host::roce::nccl_transport::{scan_transport, NcclTransport};
 /// The marker the example scripts print before their result (examples/demo/README.md).
 const RESULT_MARKER: &str = "DEMO-RESULT ";
 
+/// The run's directory could not be created: where, and the system's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create the run directory under {}", work.display())]
+pub struct RunDirError {
+    /// The work directory the run's directory was to be made in.
+    pub work: PathBuf,
+    /// The system's reason.
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Where one run keeps its logs and outputs.
 #[derive(Debug, Clone)]
 pub struct RunDir(pub PathBuf);
@@ -33,18 +44,13 @@ impl RunDir {
 
     /// The run's directory under the plan's `work_dir` (default `$TMPDIR/dpuctl-demo`),
     /// created, with an error that names it.
-    pub fn for_plan(plan: &Plan, run_id: &str) -> anyhow::Result<Self> {
+    pub fn for_plan(plan: &Plan, run_id: &str) -> Result<Self, RunDirError> {
         let work = plan
             .executor
             .work_dir
             .clone()
             .unwrap_or_else(|| std::env::temp_dir().join("dpuctl-demo"));
-        Self::create(&work, run_id).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot create the run directory under {}: {e}",
-                work.display()
-            )
-        })
+        Self::create(&work, run_id).map_err(|source| RunDirError { work, source })
     }
 
     fn log(&self, name: &str) -> PathBuf {

@@ -13,9 +13,11 @@ use super::steps::{
     accounting, merge_step, review_step, serving_checks, step, storage_and_communication, Cx,
 };
 use super::yaml::to_yaml;
+use dpu_host::param::{Field, ParamError};
 use dpu_host::roce::nccl_corroborate::snapshot;
 use dpu_host::session::Session;
 
+pub use super::error::DemoError;
 pub use super::params::TrainingStorage;
 pub use super::report::{AccountLine, DemoReport, DemoVerdict};
 
@@ -26,17 +28,6 @@ pub enum TrainingStorageResult {
     DryRun(String),
     /// The run, whatever its verdict.
     Ran(Box<DemoReport>),
-}
-
-/// Why a demo could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// The plan is invalid (a usage error: exit 2, message as is).
-    #[error("{0}")]
-    InvalidPlan(String),
-    /// Anything else that stopped the run before it had a report.
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
 }
 
 fn load(args: &TrainingStorage) -> Result<Plan, DemoError> {
@@ -56,7 +47,11 @@ pub async fn training_storage(
 ) -> Result<TrainingStorageResult, DemoError> {
     let plan = load(args)?;
     let run_id = match &args.run_id {
-        Some(id) => RunId::new(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?,
+        Some(id) => RunId::new(id).map_err(|e| {
+            ParamError::new(Field::RunId)
+                .field(Field::RunId)
+                .text(format!(": {e}"))
+        })?,
         None => RunId::from_time(SystemTime::now()),
     };
     if args.dry_run {
@@ -86,19 +81,20 @@ pub async fn training_storage(
 }
 
 #[cfg(not(feature = "kube"))]
-async fn run_kubernetes(_cx: &Cx<'_>, _plan: &Plan, _run_id: &RunId) -> anyhow::Result<DemoReport> {
-    anyhow::bail!(
-        "this dpuctl was built without the Kubernetes executor: rebuild with \
-         `cargo build --release -p dpuctl --features kube`, or use --executor local"
-    )
+async fn run_kubernetes(
+    _cx: &Cx<'_>,
+    _plan: &Plan,
+    _run_id: &RunId,
+) -> Result<DemoReport, DemoError> {
+    Err(DemoError::NoKubeExecutor)
 }
 
 #[cfg(feature = "kube")]
-async fn run_kubernetes(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> anyhow::Result<DemoReport> {
+async fn run_kubernetes(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> Result<DemoReport, DemoError> {
     super::kube_run::run(cx, plan, run_id).await
 }
 
-async fn run_local(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> anyhow::Result<DemoReport> {
+async fn run_local(cx: &Cx<'_>, plan: &Plan, run_id: &RunId) -> Result<DemoReport, DemoError> {
     let dir = RunDir::for_plan(plan, run_id.as_str())?;
     let root = cx.session.sys_root();
     let rdma_before = snapshot(&root);

@@ -8,12 +8,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use reqwest::{Client, StatusCode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::plan::{Answer, Plan};
+pub use super::serving_error::ServingError;
 use super::serving_stream::{self, error_message, excerpt, SseDecoder, StreamReport};
 
 /// Enough tokens to compare a short archived answer, few enough to keep the check fast
@@ -90,7 +90,7 @@ pub async fn check(c: &ServingCheck) -> ServingReport {
         Err(e) => finish(ServingReport {
             base_url: c.base_url.clone(),
             model: c.model.clone(),
-            problems: vec![format!("{e:#}")],
+            problems: vec![dpu_probe::error_chain(&e)],
             ..ServingReport::default()
         }),
     }
@@ -98,7 +98,7 @@ pub async fn check(c: &ServingCheck) -> ServingReport {
 
 /// The HTTP client: rustls with the system roots plus `ca`, HTTP/1.1 (what a streaming
 /// ingress is configured for), connect timeouts bounded by the request timeout.
-pub fn http_client(c: &ServingCheck) -> anyhow::Result<Client> {
+pub fn http_client(c: &ServingCheck) -> Result<Client, ServingError> {
     // reqwest is built with `rustls-no-provider` (ring, like the rest of the workspace);
     // an error only means a provider is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -107,18 +107,21 @@ pub fn http_client(c: &ServingCheck) -> anyhow::Result<Client> {
         builder = builder.no_proxy();
     }
     if let Some(ca) = &c.ca {
-        let pem =
-            std::fs::read(ca).with_context(|| format!("cannot read --ca {}", ca.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .with_context(|| format!("--ca {}: not a PEM certificate", ca.display()))?;
-        anyhow::ensure!(
-            !certs.is_empty(),
-            "--ca {}: no certificate in it",
-            ca.display()
-        );
+        let pem = std::fs::read(ca).map_err(|source| ServingError::ReadCa {
+            path: ca.clone(),
+            source,
+        })?;
+        let certs =
+            reqwest::Certificate::from_pem_bundle(&pem).map_err(|source| ServingError::NotPem {
+                path: ca.clone(),
+                source,
+            })?;
+        if certs.is_empty() {
+            return Err(ServingError::NoCertificate { path: ca.clone() });
+        }
         builder = builder.tls_certs_merge(certs);
     }
-    builder.build().context("cannot build the HTTP client")
+    builder.build().map_err(ServingError::Client)
 }
 
 /// Whether `url` points at this machine (the local executor's server). Such a server is
@@ -202,7 +205,7 @@ fn url(c: &ServingCheck, path: &str) -> String {
 
 /// A reqwest error with its causes ("connection refused" is in the chain, not the top).
 fn describe(e: reqwest::Error) -> String {
-    format!("{:#}", anyhow::Error::new(e))
+    dpu_probe::error_chain(&e)
 }
 
 /// Polls `/health` until 200 or the timeout; returns the time it took. Refused
@@ -447,19 +450,16 @@ pub struct CheckServing {
 
 /// `dpuctl demo check-serving`: the plan's serving checks against a running server. An
 /// error is a usage problem (bad plan, URL or CA); a failed check is in the report.
-pub async fn check_serving_command(args: &CheckServing) -> anyhow::Result<ServingReport> {
+pub async fn check_serving_command(args: &CheckServing) -> Result<ServingReport, ServingError> {
     let plan = Plan::load(&args.plan)?;
-    let base_url = match args.url.clone().or_else(|| plan.serving_url()) {
-        Some(url) => url,
-        None => anyhow::bail!(
-            "{}: no serving URL; give --url, or serving.url or serving.ingress_host in the plan",
-            args.plan.display()
-        ),
+    let Some(base_url) = args.url.clone().or_else(|| plan.serving_url()) else {
+        return Err(ServingError::NoUrl {
+            plan: args.plan.clone(),
+        });
     };
-    anyhow::ensure!(
-        base_url.starts_with("http://") || base_url.starts_with("https://"),
-        "{base_url:?} is not an http(s) URL"
-    );
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ServingError::NotHttp(base_url));
+    }
     let c = ServingCheck {
         base_url,
         model: plan.serving.model.clone(),

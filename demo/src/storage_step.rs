@@ -210,17 +210,20 @@ pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAcco
     // The session's own channel when the plan names the session's agent; else one
     // connection to the plan's, with the session's client certificate.
     let channel = if &endpoint == session.endpoint() {
-        session.channel().await.map_err(anyhow::Error::new)
+        session
+            .channel()
+            .await
+            .map_err(|e| dpu_probe::error_chain(&e))
     } else {
         dpu_host::agent::connect(&endpoint, session.tls_files(), session.timeout())
             .await
-            .map_err(anyhow::Error::new)
+            .map_err(|e| dpu_probe::error_chain(&e))
     };
     let channel = match channel {
         Ok(c) => c,
         Err(e) => {
             return (
-                out.fail(format!("the agent at {}: {e:#}", plan.storage.agent)),
+                out.fail(format!("the agent at {}: {e}", plan.storage.agent)),
                 None,
             )
         }

@@ -57,11 +57,14 @@ pub enum Field {
     RunTimeout,
     /// The first TCP port of a run's servers.
     BasePort,
+    /// The id a demo run is known by (dpu-demo: one table of fields for every library
+    /// dpuctl fronts).
+    RunId,
 }
 
 impl Field {
     /// Every field, for a front end's test that it names each.
-    pub const ALL: [Field; 21] = [
+    pub const ALL: [Field; 22] = [
         Field::BlockSize,
         Field::Size,
         Field::IoDepth,
@@ -83,6 +86,7 @@ impl Field {
         Field::TcpSeconds,
         Field::RunTimeout,
         Field::BasePort,
+        Field::RunId,
     ];
 
     /// The field in words, as this library says it when nobody renders it otherwise.
@@ -109,6 +113,7 @@ impl Field {
             Field::TcpSeconds => "TCP seconds",
             Field::RunTimeout => "run timeout",
             Field::BasePort => "base port",
+            Field::RunId => "run id",
         }
     }
 }

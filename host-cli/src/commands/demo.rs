@@ -47,7 +47,7 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
             output::diag(&format!("dpuctl: {e}"));
             return Ok(Outcome::Usage);
         }
-        Err(DemoError::Other(e)) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     if let Some(path) = &args.report {
         std::fs::write(path, dpu_demo::review_html::render(&report))

@@ -31,6 +31,7 @@ pub(crate) fn flag(field: Field) -> &'static str {
         Field::TcpSeconds => "--tcp-seconds",
         Field::RunTimeout => "--run-timeout",
         Field::BasePort => "--base-port",
+        Field::RunId => "--run-id",
     }
 }
 

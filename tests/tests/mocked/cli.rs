@@ -418,3 +418,38 @@ fn roce_perf_bad_parameters_are_named_by_their_flags() {
         );
     }
 }
+
+/// The demo's run id is checked before anything runs and named by the flag the user typed
+/// (dpu-demo names the field; dpuctl says `--run-id`); a good id lists the plan (exit 0).
+#[test]
+fn demo_run_id_is_refused_by_its_flag_before_anything_runs() {
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo/src/example_plan.toml");
+    let demo = |id: &str| {
+        dpuctl(&[
+            "demo",
+            "training-storage",
+            "--plan",
+            plan,
+            "--dry-run",
+            "--run-id",
+            id,
+        ])
+    };
+    let out = demo("Bad Id");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: --run-id: run id \"Bad Id\": expected"),
+        "{stderr}"
+    );
+    // Control: a good id gets as far as the listing, which names it.
+    let out = demo("r1");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("run r1"), "{stdout}");
+}
