@@ -20,6 +20,11 @@ pub(crate) struct CaptureArgs {
     /// each is replaced by a consistent placeholder listed in the manifest).
     #[arg(long)]
     pub(crate) no_redact: bool,
+    /// SNAP's JSON-RPC socket (on the DPU's Arm; or a plain SPDK's): its read-only
+    /// listings and counters are recorded in both readings as jsonrpc/NAME.jsonl. Without
+    /// it no JSON-RPC is asked. Only read-only methods can be sent.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) snap_socket: Option<PathBuf>,
     /// Time between the two counter readings, e.g. 2s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_interval)]
     pub(crate) interval: Duration,

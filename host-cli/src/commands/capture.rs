@@ -15,6 +15,7 @@ pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
         out: args.out.clone(),
         redact: !args.no_redact,
         interval: args.interval,
+        snap_socket: args.snap_socket.clone(),
     };
     let summary = capture(&options).context("capture failed")?;
     let manifest = &summary.manifest;
@@ -33,6 +34,15 @@ pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
             ": --no-redact"
         },
     ))?;
+    for transcript in &manifest.jsonrpc {
+        output::line(&format!(
+            "recorded {} JSON-RPC exchanges of {} into {} ({} answered with an error)",
+            transcript.exchanges,
+            transcript.socket,
+            summary.out.join(&transcript.transcript).display(),
+            transcript.errors.len(),
+        ))?;
+    }
     output::line(&format!(
         "replay: dpuctl --sys-root {} check --no-agent",
         summary.out.join("root").display()

@@ -27,6 +27,16 @@ pub enum CaptureError {
     /// The recorder would not start.
     #[error("cannot record")]
     Record(#[source] recorder::RecordError),
+    /// `--snap-socket` could not be read at all (missing, refused, no answer in time); a
+    /// method it refuses is recorded, not this.
+    #[error("cannot capture the SNAP/SPDK socket {}", socket.display())]
+    Snap {
+        /// The socket given.
+        socket: PathBuf,
+        /// The call that could not be made.
+        #[source]
+        source: Box<dpu_nvmeof::snap::SnapError>,
+    },
     /// Writing the bundle failed.
     #[error("cannot write {path}")]
     Write {

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use dpu_probe::capture::{RecordedNode, Recording};
 use serde::Serialize;
 
+use super::jsonrpc::TranscriptEntry;
 use super::redact::Redaction;
 
 /// The bundle format this build writes. `/2`: each reading has its netlink recording
@@ -18,7 +19,7 @@ pub const FORMAT: &str = "dpu-capture/2";
 /// knows what it cannot settle.
 pub const NOT_CAPTURED: [&str; 5] = [
     "netlink answers in other network namespaces (samplers opened with a netns): only the capturing process's own namespace is recorded",
-    "SNAP/SPDK and OVS JSON-RPC answers: not recorded",
+    "OVS JSON-RPC answers: not recorded; SNAP/SPDK ones only with --snap-socket (`jsonrpc`)",
     "firmware tool (mlxconfig/mstconfig) output: run during the capture, not recorded",
     "the DPU side (dpu-agent's own reads on the Arm): not recorded by a host capture",
     "error numbers of unreadable files: listed under `unreadable`; the replayed tree lacks the file (ENOENT)",
@@ -49,6 +50,9 @@ pub struct Manifest {
     pub redactions: Vec<Redaction>,
     /// [`NOT_CAPTURED`].
     pub not_captured: Vec<&'static str>,
+    /// The SNAP/SPDK JSON-RPC transcripts (`--snap-socket`); absent when none was asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jsonrpc: Vec<TranscriptEntry>,
 }
 
 /// One reading.
@@ -115,6 +119,8 @@ pub(super) struct ManifestInput<'a> {
     pub(super) netlink: [Option<NetlinkFile>; 2],
     /// `None` with `--no-redact`.
     pub(super) redactions: Option<Vec<Redaction>>,
+    /// One entry per JSON-RPC transcript written.
+    pub(super) jsonrpc: Vec<TranscriptEntry>,
 }
 
 impl Manifest {
@@ -136,6 +142,7 @@ impl Manifest {
                 .collect(),
             redactions: input.redactions.unwrap_or_default(),
             not_captured: NOT_CAPTURED.to_vec(),
+            jsonrpc: input.jsonrpc,
         }
     }
 }

@@ -11,12 +11,15 @@
 //!   requests the passes sent, route/RDMA/DCB, and the kernel's answers), beside its tree
 //!   where the probe looks for them, so each reading replays its netlink answers too
 //!   (`netlink.rs`);
+//! - `jsonrpc/<socket-name>.jsonl`: with `--snap-socket`, the SNAP/SPDK transcript of both
+//!   readings ([`jsonrpc`]);
 //! - `manifest.json`: see [`manifest::Manifest`].
 //!
 //! The recording goes through the probe's own readers ([`dpu_probe::capture`]), not a copy
 //! of `/sys`: what is in the bundle is what the project read, nothing else.
 
 mod error;
+pub mod jsonrpc;
 pub mod manifest;
 mod netlink;
 pub mod redact;
@@ -49,6 +52,9 @@ pub struct CaptureOptions {
     pub redact: bool,
     /// Time between the two counter readings.
     pub interval: Duration,
+    /// SNAP's (or SPDK's) JSON-RPC socket to record the read-only answers of, in both
+    /// readings (`None`: no JSON-RPC is asked).
+    pub snap_socket: Option<PathBuf>,
 }
 
 /// What a finished capture wrote.
@@ -107,6 +113,10 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let mut sampler = Sampler::with_netdev_source(root.clone(), NetdevSource::Sysfs);
     let first_snapshot = sampler.snapshot(&[]);
     let first = session.finish();
+    let mut snap = options.snap_socket.as_deref().map(jsonrpc::SnapCapture::new);
+    if let Some(snap) = snap.as_mut() {
+        snap.read(1)?;
+    }
     tracing::debug!(
         paths = first.nodes.len(),
         samples = first_snapshot.samples.len(),
@@ -122,6 +132,9 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let own_second = own_sampler.snapshot(&[]);
     let second_snapshot = sampler.snapshot(&[]);
     let second = session.finish();
+    if let Some(snap) = snap.as_mut() {
+        snap.read(2)?;
+    }
     tracing::debug!(
         paths = second.nodes.len(),
         samples = second_snapshot.samples.len(),
@@ -166,6 +179,10 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     } else {
         [None, None]
     };
+    let transcripts = match snap {
+        Some(snap) => vec![snap.write(&options.out, redactor.as_mut())?],
+        None => Vec::new(),
+    };
 
     let mut commands: Vec<String> = FIRST_PASS.iter().map(|c| (*c).to_owned()).collect();
     commands.push(format!(
@@ -186,6 +203,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         readings: [("root", &first), ("readings/1/root", &second)],
         netlink: netlink_files,
         redactions: redactor.as_ref().map(|r| r.redactions().to_vec()),
+        jsonrpc: transcripts,
     });
     let path = options.out.join("manifest.json");
     let json = serde_json::to_vec_pretty(&manifest).map_err(|e| CaptureError::Write {
@@ -259,6 +277,7 @@ fn clear_out(out: &Path, created: bool) {
         "root.netlink",
         "root.live-samples",
         "readings",
+        jsonrpc::TRANSCRIPT_DIR,
         "manifest.json",
     ] {
         let path = out.join(name);

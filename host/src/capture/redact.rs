@@ -296,6 +296,8 @@ fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == ':' || c == '.'
 }
 
+mod json;
+
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;

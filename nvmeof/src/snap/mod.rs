@@ -19,6 +19,7 @@ mod emulation;
 mod error;
 mod iostat;
 mod iostat_form;
+mod listing;
 mod multipath;
 mod qos;
 mod snap3;
@@ -41,6 +42,7 @@ pub use emulation::{
 pub use error::{SnapError, SnapErrorKind};
 pub use iostat::IostatCall;
 pub use iostat_form::IostatForm;
+pub use listing::FrameworkSubsystem;
 pub use multipath::{
     IoPath, IoPathTransport, IoPaths, MultipathMode, MultipathPolicy, NvmeBdevPaths,
     NvmeDriverSpecific, PollGroupPaths,

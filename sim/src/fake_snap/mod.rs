@@ -28,6 +28,9 @@
 //! reply, restart losing all state). Every request is recorded ([`FakeSnap::requests`]) so
 //! tests can assert what the agent sent.
 //!
+//! **Replay**: [`FakeSnap::start_replaying`] answers from a captured transcript instead of
+//! its own state (`replay.rs`); the knobs above do not apply to it.
+//!
 //! It serves from its own thread with a current-thread tokio runtime, so plain `#[test]`
 //! functions that run the agent as a child process can use it as well as async tests.
 
@@ -43,10 +46,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 
+mod replay;
 mod state;
 #[cfg(test)]
 mod tests;
 
+pub use replay::{Replay, ReplayError, NOT_CAPTURED_CODE};
 use state::Config;
 pub use state::{
     FakeBdev, FakeController, FakeDialect, FakeEmulationManager, FakeNamespace, FakeNvmeController,
@@ -142,6 +147,8 @@ struct Shared {
     /// Bytes read on a bdev before each of the next polls, in order (see
     /// [`FakeSnap::reads_on_polls`]).
     scripted_reads: Mutex<Option<(String, std::collections::VecDeque<u64>)>>,
+    /// Answers come from this transcript instead of `state` (see [`FakeSnap::start_replaying`]).
+    replay: Option<Mutex<Replay>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +174,25 @@ impl FakeSnap {
 
     /// Like [`start`](Self::start), speaking `dialect`.
     pub fn start_with(path: &Path, dialect: FakeDialect) -> io::Result<Self> {
+        Self::start_shared(path, dialect, None)
+    }
+
+    /// Binds `path` and answers every request from `replay` (a captured transcript, see
+    /// [`Replay::from_jsonl`]): a recorded request gets its recorded answer, anything else
+    /// [`NOT_CAPTURED_CODE`]. The request log works as usual.
+    pub fn start_replaying(path: &Path, replay: Replay) -> io::Result<Self> {
+        Self::start_shared(path, FakeDialect::Snap4, Some(replay))
+    }
+
+    /// Holds every replayed answer at reading `reading` (`None`: readings in order, the
+    /// last repeating). No effect when not replaying.
+    pub fn replay_reading(&self, reading: Option<u32>) {
+        if let Some(replay) = &self.shared.replay {
+            lock(replay).pin(reading);
+        }
+    }
+
+    fn start_shared(path: &Path, dialect: FakeDialect, replay: Option<Replay>) -> io::Result<Self> {
         let shared = Arc::new(Shared {
             dialect,
             config: Mutex::default(),
@@ -176,6 +202,7 @@ impl FakeSnap {
             reads_per_poll: Mutex::default(),
             quiet_polls: Mutex::default(),
             scripted_reads: Mutex::default(),
+            replay: replay.map(Mutex::new),
         });
         let mut snap = Self {
             path: path.to_owned(),
@@ -517,6 +544,18 @@ fn handle_object(mut obj: Map<String, Value>, shared: &Shared, cut: &mut bool) -
         Some(_) => return Some(invalid_request(reply_id)),
     };
     lock(&shared.requests).push((method.clone(), params.clone().unwrap_or(Value::Null)));
+    if let Some(replay) = &shared.replay {
+        let answer = lock(replay).answer(&method, params.as_ref());
+        return match answer {
+            // The recorded reply, under this request's id; none for a notification.
+            Ok(response) if reply_id.is_null() && response.get("error").is_none() => None,
+            Ok(mut response) => {
+                response["id"] = reply_id;
+                Some(response)
+            }
+            Err((code, message)) => Some(error(reply_id, code, &message)),
+        };
+    }
     let outcome = dispatch(shared, &method, params.as_ref());
     {
         let mut faults = lock(&shared.faults);

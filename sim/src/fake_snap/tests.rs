@@ -1308,3 +1308,6 @@ fn restart_loses_state_but_keeps_configuration_and_faults_fire() {
 
 #[path = "tests_virtio_blk.rs"]
 mod virtio_blk;
+
+#[path = "tests_replay.rs"]
+mod replay;

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod capture;
+mod capture_jsonrpc;
 mod capture_netlink;
 mod check;
 mod check_dpu_side;

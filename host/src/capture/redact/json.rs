@@ -1,0 +1,123 @@
+//! Redaction of JSON values (the JSON-RPC transcripts of a capture) with the same mapping
+//! as the captured files: a MAC, GUID, IP address, hostname or serial in a SNAP answer
+//! becomes the placeholder it became in sysfs, so the bundle stays consistent.
+//!
+//! In every string: what [`Redactor::file`] finds in text (link-layer addresses, GUIDs,
+//! GIDs, IPv4/IPv6 addresses), UUIDs (`8-4-4-4-12` hex, as DMI's `product_uuid`: NVMe
+//! namespace UUIDs, bdev UUIDs, the `uuid:` host NQNs carry), and host names this capture
+//! has already met (in `/proc/sys/kernel/hostname`) wherever they stand as a word (an NQN
+//! like `nqn.2014-08.com.example:myhost`). Whole values of keys that hold serial numbers
+//! (`serial_number`, `serial`, `sn`) become `REDACTED-SERIAL-N`. Keys, numbers and
+//! booleans stay.
+
+use serde_json::{Map, Value};
+
+use super::{RedactedKind, Redactor};
+
+/// Keys whose string value is a serial number whatever it looks like.
+const SERIAL_KEYS: [&str; 3] = ["serial_number", "serial", "sn"];
+
+impl Redactor {
+    /// `value` with every identifier in its strings replaced; `file` (bundle-relative) is
+    /// where the manifest says the replacement was made.
+    pub fn json(&mut self, value: &Value, file: &str) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.json_text(text, file)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.json(v, file)).collect()),
+            Value::Object(members) => {
+                let mut out = Map::with_capacity(members.len());
+                for (key, member) in members {
+                    let redacted = match member {
+                        Value::String(text)
+                            if SERIAL_KEYS.contains(&key.as_str()) && !text.trim().is_empty() =>
+                        {
+                            Value::String(self.placeholder(RedactedKind::Serial, text, file))
+                        }
+                        other => self.json(other, file),
+                    };
+                    out.insert(key.clone(), redacted);
+                }
+                Value::Object(out)
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// One string: UUIDs first (the text scanner would see their groups as plain words),
+    /// then known host names, then what [`Redactor::file`]'s text pass finds.
+    fn json_text(&mut self, text: &str, file: &str) -> String {
+        let text = self.uuids(text, file);
+        let text = self.known_hostnames(&text, file);
+        self.text(&text, file)
+    }
+
+    fn uuids(&mut self, text: &str, file: &str) -> String {
+        let bytes = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut i = 0;
+        let mut copied = 0;
+        while i + UUID_LEN <= bytes.len() {
+            let boundary_before = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+            let end = i + UUID_LEN;
+            let boundary_after = end == bytes.len() || !bytes[end].is_ascii_alphanumeric();
+            if boundary_before && boundary_after && is_uuid(&bytes[i..end]) {
+                let found = &text[i..end];
+                out.push_str(&text[copied..i]);
+                if found.bytes().all(|b| b == b'0' || b == b'-') {
+                    out.push_str(found);
+                } else {
+                    out.push_str(&self.uuid(found, file));
+                }
+                i = end;
+                copied = end;
+            } else {
+                i += 1;
+            }
+        }
+        out.push_str(&text[copied..]);
+        out
+    }
+
+    /// Host names already redacted in this capture, replaced where they stand as a word.
+    fn known_hostnames(&mut self, text: &str, file: &str) -> String {
+        let names: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|(kind, name)| *kind == RedactedKind::Hostname && name != "localhost")
+            .map(|(_, name)| name.clone())
+            .collect();
+        let mut text = text.to_owned();
+        for name in names {
+            let mut out = String::with_capacity(text.len());
+            let lower = text.to_ascii_lowercase();
+            let mut copied = 0;
+            let mut from = 0;
+            while let Some(at) = lower[from..].find(&name).map(|p| p + from) {
+                let end = at + name.len();
+                let word =
+                    |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-');
+                if word(lower.as_bytes().get(end)) || (at > 0 && word(lower.as_bytes().get(at - 1)))
+                {
+                    from = at + 1;
+                    continue;
+                }
+                out.push_str(&text[copied..at]);
+                out.push_str(&self.placeholder(RedactedKind::Hostname, &name, file));
+                copied = end;
+                from = end;
+            }
+            out.push_str(&text[copied..]);
+            text = out;
+        }
+        text
+    }
+}
+
+const UUID_LEN: usize = 36;
+
+fn is_uuid(bytes: &[u8]) -> bool {
+    bytes.iter().enumerate().all(|(i, b)| match i {
+        8 | 13 | 18 | 23 => *b == b'-',
+        _ => b.is_ascii_hexdigit(),
+    })
+}
