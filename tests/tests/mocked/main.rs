@@ -4,6 +4,7 @@
 mod bad_input;
 mod capture;
 mod capture_jsonrpc;
+mod capture_fixtures;
 mod capture_netlink;
 mod check;
 mod check_dpu_side;
