@@ -13,6 +13,7 @@ pub mod counters;
 pub mod dcb;
 pub mod disk_identity;
 mod error;
+pub mod ethtool_netlink;
 pub mod ethtool_stats;
 #[cfg(feature = "wire")]
 pub mod fabric_wire;

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use dpu_proto::names::{check_ifname, Collection};
 use serde::{Deserialize, Serialize};
 
-use super::knob::{MachineKnob, MtuKnob, RdmaCmTosKnob, SysctlKnob};
-use super::plan::{Knob, Sysctl};
+use super::knob::{MachineKnob, MtuKnob, PfcKnob, RdmaCmTosKnob, RingKnob, SysctlKnob};
+use super::plan::{Knob, RingDirection, Sysctl};
 
 /// Where the journal lives unless `--journal` says otherwise.
 pub const DEFAULT_JOURNAL: &str = "/var/lib/dpuctl/experiment.json";
@@ -37,6 +37,18 @@ pub enum JournalKnob {
         /// `net.core.rmem_max`, ...
         name: String,
     },
+    /// One ring size of an interface.
+    Ring {
+        /// The interface.
+        interface: String,
+        /// `rx` or `tx`.
+        ring: String,
+    },
+    /// The PFC priorities of an interface.
+    Pfc {
+        /// The interface.
+        interface: String,
+    },
     /// The rdma_cm default ToS of a device's port.
     RdmaCmTos {
         /// The RDMA device.
@@ -47,8 +59,8 @@ pub enum JournalKnob {
 }
 
 impl JournalKnob {
-    /// The journal form of a plan's knob; `None` for knobs with nothing on the machine
-    /// (`env`) or none this build applies (`ring`).
+    /// The journal form of a plan's knob; `None` for a knob with nothing on the machine
+    /// (`env`).
     pub fn of(knob: &Knob) -> Option<Self> {
         match knob {
             Knob::Mtu { interface, .. } => Some(Self::Mtu {
@@ -61,7 +73,20 @@ impl JournalKnob {
                 device: device.clone(),
                 port: 1,
             }),
-            Knob::Env { .. } | Knob::Ring { .. } => None,
+            Knob::Ring {
+                interface, ring, ..
+            } => Some(Self::Ring {
+                interface: interface.clone(),
+                ring: match ring {
+                    RingDirection::Rx => "rx",
+                    RingDirection::Tx => "tx",
+                }
+                .to_owned(),
+            }),
+            Knob::Pfc { interface, .. } => Some(Self::Pfc {
+                interface: interface.clone(),
+            }),
+            Knob::Env { .. } => None,
         }
     }
 
@@ -72,6 +97,19 @@ impl JournalKnob {
             Self::Mtu { interface } => {
                 check_ifname("interface", interface).map_err(|e| invalid(e.to_string()))?;
                 Box::new(MtuKnob::new(interface, root))
+            }
+            Self::Ring { interface, ring } => {
+                check_ifname("interface", interface).map_err(|e| invalid(e.to_string()))?;
+                let ring = match ring.as_str() {
+                    "rx" => RingDirection::Rx,
+                    "tx" => RingDirection::Tx,
+                    other => return Err(invalid(format!("ring {other:?} is not rx or tx"))),
+                };
+                Box::new(RingKnob::new(interface, ring))
+            }
+            Self::Pfc { interface } => {
+                check_ifname("interface", interface).map_err(|e| invalid(e.to_string()))?;
+                Box::new(PfcKnob::new(interface))
             }
             Self::Sysctl { name } => {
                 let sysctl = Sysctl::ALL

@@ -151,3 +151,47 @@ fn a_failed_restore_keeps_the_journal_and_a_forged_knob_is_refused() {
         Err(JournalError::InvalidKnob { .. })
     ));
 }
+
+#[test]
+fn ring_and_pfc_knobs_are_journaled_and_their_names_checked_again_when_read() {
+    use crate::experiment::plan::{Knob, PfcPriorities, RingDirection, Values};
+    let ring = Knob::Ring {
+        interface: "ens1f0np0".to_owned(),
+        ring: RingDirection::Tx,
+        values: Values { a: 1024, b: 8192 },
+    };
+    let journaled = JournalKnob::of(&ring).expect("a ring is journaled");
+    assert_eq!(
+        serde_json::to_value(&journaled).expect("json"),
+        serde_json::json!({"kind": "ring", "interface": "ens1f0np0", "ring": "tx"})
+    );
+    let control = journaled.control(Path::new("/")).expect("valid");
+    assert_eq!(control.describe(), "tx ring of ens1f0np0");
+    let pfc = Knob::Pfc {
+        interface: "p0".to_owned(),
+        values: Values {
+            a: PfcPriorities(0),
+            b: PfcPriorities(8),
+        },
+    };
+    let journaled = JournalKnob::of(&pfc).expect("pfc is journaled");
+    let control = journaled.control(Path::new("/")).expect("valid");
+    assert_eq!(control.describe(), "pfc of p0");
+    // A journal edited by hand: refused by name, never handed to the kernel.
+    for bad in [
+        JournalKnob::Ring {
+            interface: "eth0".to_owned(),
+            ring: "both".to_owned(),
+        },
+        JournalKnob::Ring {
+            interface: "../eth0".to_owned(),
+            ring: "rx".to_owned(),
+        },
+        JournalKnob::Pfc {
+            interface: "p0 p1".to_owned(),
+        },
+    ] {
+        let err = bad.control(Path::new("/")).expect_err("refused");
+        assert!(matches!(err, JournalError::InvalidKnob { .. }), "{err}");
+    }
+}

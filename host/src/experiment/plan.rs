@@ -148,6 +148,14 @@ pub enum Knob {
         /// The two sizes.
         values: Values<u32>,
     },
+    /// The priorities PFC is enabled on, on one interface (DCB netlink `DCB_ATTR_IEEE_PFC`;
+    /// the driver must implement DCB, which no virtual device does).
+    Pfc {
+        /// The interface.
+        interface: String,
+        /// The two sets of priorities.
+        values: Values<PfcPriorities>,
+    },
     /// A sysctl from the allow-list.
     Sysctl {
         /// Which one.
@@ -165,6 +173,64 @@ pub enum RingDirection {
     Rx,
     /// Transmit.
     Tx,
+}
+
+/// The 802.1p priorities PFC is enabled on, as the kernel's `ieee_pfc.pfc_en` bitmask
+/// (bit *p* set: PFC on priority *p*). A plan lists them (`[3]`, `[3, 4]`, `[]` for none);
+/// the journal and the knob's read-back use [`text`](Self::text) (`3,4`, `none`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PfcPriorities(pub u8);
+
+impl std::fmt::Debug for PfcPriorities {
+    /// The list a plan writes (`[3, 4]`), so "is the same as knob.a" reads as the plan.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.list())
+    }
+}
+
+impl PfcPriorities {
+    /// The priorities, ascending.
+    pub fn list(self) -> Vec<u8> {
+        (0..8u8).filter(|p| self.0 & (1 << p) != 0).collect()
+    }
+
+    /// The canonical text: priorities ascending, comma-separated, or `none`.
+    pub fn text(self) -> String {
+        if self.0 == 0 {
+            return "none".to_owned();
+        }
+        let list: Vec<String> = self.list().iter().map(u8::to_string).collect();
+        list.join(",")
+    }
+
+    /// The inverse of [`text`](Self::text): `none`, or distinct priorities 0 to 7
+    /// separated by commas (any order, spaces allowed).
+    pub fn parse_text(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text == "none" {
+            return Ok(Self(0));
+        }
+        let mut mask = 0u8;
+        for word in text.split(',') {
+            let priority: u8 = word
+                .trim()
+                .parse()
+                .ok()
+                .filter(|p| *p < 8)
+                .ok_or_else(|| format!("{word:?} is not a priority 0 to 7"))?;
+            if mask & (1 << priority) != 0 {
+                return Err(format!("priority {priority} is listed twice"));
+            }
+            mask |= 1 << priority;
+        }
+        Ok(Self(mask))
+    }
+}
+
+impl Serialize for PfcPriorities {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.list().serialize(serializer)
+    }
 }
 
 /// The sysctls an experiment may change. Short on purpose: the socket-buffer limits that
@@ -242,3 +308,7 @@ pub enum SysctlValue {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_knob_tests.rs"]
+mod knob_tests;

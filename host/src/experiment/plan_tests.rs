@@ -28,11 +28,11 @@ b = 4200
 better = "higher"
 "#;
 
-fn plan(text: &str) -> Plan {
+pub(super) fn plan(text: &str) -> Plan {
     parse(text).unwrap_or_else(|e| panic!("the plan should be accepted: {e}"))
 }
 
-fn refused(text: &str) -> PlanErrors {
+pub(super) fn refused(text: &str) -> PlanErrors {
     match parse(text) {
         Ok(plan) => panic!("the plan should be refused: {plan:?}"),
         Err(errors) => errors,
@@ -41,7 +41,7 @@ fn refused(text: &str) -> PlanErrors {
 
 /// Asserts that `text` is refused with exactly one problem, under `field`, whose reason
 /// contains `words`.
-fn refuses(text: &str, field: &str, words: &str) {
+pub(super) fn refuses(text: &str, field: &str, words: &str) {
     let errors = refused(text);
     assert_eq!(errors.0.len(), 1, "{errors}");
     assert_eq!(errors.0[0].field, field, "{errors}");
@@ -49,11 +49,12 @@ fn refuses(text: &str, field: &str, words: &str) {
 }
 
 /// A plan with `[measurement]` and `[knob]` replaced.
-fn with(measurement: &str, knob: &str, rest: &str) -> String {
+pub(super) fn with(measurement: &str, knob: &str, rest: &str) -> String {
     format!("{rest}\n[measurement]\n{measurement}\n[knob]\n{knob}\n")
 }
 
-const PERF: &str = "kind = \"roce-perf\"\npeer = \"gpu2\"\ntest = \"write_bw\"\nsize = 65536";
+pub(super) const PERF: &str =
+    "kind = \"roce-perf\"\npeer = \"gpu2\"\ntest = \"write_bw\"\nsize = 65536";
 const MTU: &str = "kind = \"mtu\"\ninterface = \"eth0\"\na = 1500\nb = 9000";
 
 #[test]
@@ -404,9 +405,9 @@ fn the_metric_direction_is_required_where_unknown_and_never_contradicted() {
 fn knob_refusals_name_their_field() {
     let k = |text: &str| with(PERF, text, "");
     refuses(
-        &k("kind = \"pfc\"\na = 1\nb = 2"),
+        &k("kind = \"ecn\"\na = 1\nb = 2"),
         "knob.kind",
-        "expected one of mtu, env",
+        "expected one of mtu, env, rdma-cm-tos, ring, pfc, sysctl",
     );
     refuses(
         &k("kind = \"mtu\"\na = 1500\nb = 9000"),

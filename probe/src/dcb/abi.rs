@@ -6,8 +6,12 @@
 
 /// `RTM_GETDCB`: the rtnetlink message type of a DCB request, and of its answer.
 pub(crate) const RTM_GETDCB: u16 = 78;
+/// `RTM_SETDCB`: the message type of a DCB set request, and of its answer.
+pub(crate) const RTM_SETDCB: u16 = 79;
 /// `AF_UNSPEC`: `dcbmsg.dcb_family` of every DCB request.
 pub(crate) const AF_UNSPEC: u8 = 0;
+/// `DCB_CMD_IEEE_SET` (`enum dcbnl_commands`): change the IEEE 802.1Qaz configuration.
+pub(crate) const DCB_CMD_IEEE_SET: u8 = 20;
 /// `DCB_CMD_IEEE_GET` (`enum dcbnl_commands`): the IEEE 802.1Qaz configuration.
 pub(crate) const DCB_CMD_IEEE_GET: u8 = 21;
 /// `sizeof(struct dcbmsg)`: the family header before the attributes.

@@ -33,8 +33,17 @@ pub enum DcbError {
         #[source]
         source: io::Error,
     },
+    /// The driver refused a `DCB_CMD_IEEE_SET` (its errno, from the answer's status).
+    #[error("{ifname}: the driver refused the DCB change (it answered: {source})")]
+    Refused {
+        /// The interface.
+        ifname: String,
+        /// The driver's errno.
+        #[source]
+        source: io::Error,
+    },
     /// Opening the socket, the exchange, or decoding the answer failed.
-    #[error("cannot read the DCB configuration of {ifname}")]
+    #[error("DCB netlink exchange about {ifname} failed")]
     Netlink {
         /// The interface.
         ifname: String,

@@ -16,9 +16,10 @@ use crate::netlink::{KernelSocket, NetlinkAccess, NetlinkError};
 use crate::SysRoot;
 
 /// A socket for DCB requests in the network namespace it was opened in. Reading needs no
-/// privilege: the kernel's `dcb_doit` asks for `CAP_NET_ADMIN` only on `RTM_SETDCB`.
+/// privilege: the kernel's `dcb_doit` asks for `CAP_NET_ADMIN` only on `RTM_SETDCB`
+/// ([`set_ieee_pfc`](Self::set_ieee_pfc), the one set this crate sends).
 pub struct DcbNetlink {
-    kernel: KernelSocket,
+    pub(super) kernel: KernelSocket,
 }
 
 impl fmt::Debug for DcbNetlink {

@@ -7,8 +7,10 @@
 //! Owns: the `DCB_CMD_IEEE_GET` request and answer decoding (every truncation an error
 //! naming the attribute), a blocking `NETLINK_ROUTE` socket for it on the shared reply
 //! reader ([`DcbNetlink`]), and the live-only rule ([`read_dcb_config`]: a `--sys-root`
-//! tree has no driver to ask). Must not: send `DCB_CMD_IEEE_SET`/`DEL` or any other set
-//! command. Sources and what is unverified: `docs/reference/dcb-netlink.md`.
+//! tree has no driver to ask); one set, `DCB_CMD_IEEE_SET` of the PFC object
+//! ([`DcbNetlink::set_ieee_pfc`]), for the `pfc` knob of `dpu-host`'s A/B/A experiments.
+//! Must not: send `DCB_CMD_IEEE_DEL` or any other set command. Sources and what is
+//! unverified: `docs/reference/dcb-netlink.md`.
 
 mod abi;
 mod config;
@@ -17,6 +19,9 @@ mod decode;
 mod decode_tests;
 mod error;
 mod handle;
+mod pfc_set;
+#[cfg(test)]
+mod pfc_set_tests;
 mod request;
 mod roce_tos;
 
@@ -26,6 +31,7 @@ pub use config::{
 };
 pub use error::DcbError;
 pub use handle::{read_dcb_config, DcbNetlink};
+pub(crate) use request::ifname_problem;
 pub use roce_tos::{read_roce_tos, roce_tos_path, RoceTos};
 
 /// Decodes one `RTM_GETDCB` answer (`nlmsghdr` included) as the socket does, for callers

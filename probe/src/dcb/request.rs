@@ -62,7 +62,19 @@ impl NetlinkSerializable for IeeeGetRequest {
 /// Whether `ifname` can be a Linux interface name (`dev_valid_name`): not empty, shorter
 /// than `IFNAMSIZ`, not `.` or `..`, no `/`, `:`, whitespace or NUL.
 pub(crate) fn validate_ifname(ifname: &str) -> Result<(), DcbError> {
-    let reason = if ifname.is_empty() {
+    match ifname_problem(ifname) {
+        Some(reason) => Err(DcbError::InvalidName {
+            ifname: ifname.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What keeps `ifname` from being a Linux interface name, if anything: the one rule of
+/// this crate's netlink requests that name an interface (DCB, ethtool).
+pub(crate) fn ifname_problem(ifname: &str) -> Option<&'static str> {
+    if ifname.is_empty() {
         Some("is empty")
     } else if ifname.len() >= abi::IFNAMSIZ {
         Some("is longer than 15 bytes")
@@ -75,12 +87,5 @@ pub(crate) fn validate_ifname(ifname: &str) -> Result<(), DcbError> {
         Some("contains '/', ':', whitespace or NUL")
     } else {
         None
-    };
-    match reason {
-        Some(reason) => Err(DcbError::InvalidName {
-            ifname: ifname.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
     }
 }

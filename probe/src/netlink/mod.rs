@@ -51,6 +51,7 @@ pub use link::{LinkCounters, LinkStats};
 pub use link_events::LinkEvents;
 pub use link_set::set_link_mtu;
 pub use names::LinkNames;
+pub(crate) use netns::open_in as open_in_netns;
 pub use netns::{netns_path, NETNS_RUN_DIR};
 pub use offload::OffloadStats;
 pub use replay::{answers_netlink, recording_path, NetlinkAccess, NetlinkReplay};

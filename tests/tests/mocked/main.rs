@@ -16,6 +16,7 @@ mod dashboard;
 mod demo_serving;
 mod errors;
 mod experiment;
+mod experiment_ring_pfc;
 mod experiment_roce;
 mod first_run;
 mod fleet_experiment;

@@ -66,6 +66,19 @@ pub enum KnobError {
         /// The value read.
         found: String,
     },
+    /// The driver or the kernel's ethtool/DCB interface would not read or change the
+    /// knob (`EOPNOTSUPP` from a device without ring operations or without DCB): the
+    /// source names the interface and the kernel's answer.
+    #[error("{knob}: cannot {action}")]
+    Driver {
+        /// The knob.
+        knob: String,
+        /// "read it", "set it to 128".
+        action: String,
+        /// The probe's error (boxed: either of two types, and rare).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// This build cannot apply the knob.
     #[error("{knob}: not supported by this build ({why})")]
     Unsupported {

@@ -1,16 +1,19 @@
 //! Applying an experiment's knob through the kernel, never through a shell string: an
 //! MTU by `RTM_SETLINK` (`mtu.rs`), a sysctl by writing its `/proc/sys` file (`sysctl.rs`),
-//! the rdma_cm default ToS through configfs (`rdma_cm_tos.rs`). Every value is checked for
+//! the rdma_cm default ToS through configfs (`rdma_cm_tos.rs`), a ring size through
+//! ethtool's generic netlink (`ring.rs`), the PFC priorities through DCB netlink
+//! (`pfc.rs`). Every value is checked for
 //! the knob's type and range before anything is written, read back after, and a
 //! mismatch is an error, so the revert journal can trust that "applied" means applied.
 //!
 //! An `env` knob changes nothing on the machine (the measured command gets the variable:
-//! [`super::run`]), so it has no [`MachineKnob`]. A `ring` knob is refused at run time:
-//! this build has no ethtool netlink client ([`KnobError::Unsupported`]).
+//! [`super::run`]), so it has no [`MachineKnob`].
 
 mod control;
 mod mtu;
+mod pfc;
 mod rdma_cm_tos;
+mod ring;
 mod sysctl;
 #[cfg(test)]
 mod tests;
@@ -19,19 +22,21 @@ use std::path::Path;
 
 pub use control::{KnobError, MachineKnob};
 pub use mtu::MtuKnob;
+pub use pfc::PfcKnob;
 pub use rdma_cm_tos::RdmaCmTosKnob;
+pub use ring::RingKnob;
 pub use sysctl::SysctlKnob;
 
 use super::plan::{Knob, SysctlValue};
 
 /// The machine-side control of a plan's knob rooted at `/`: `Ok(None)` for an `env`
-/// knob (nothing on the machine changes), [`KnobError::Unsupported`] for `ring`.
+/// knob (nothing on the machine changes).
 pub fn machine_knob(knob: &Knob) -> Result<Option<Box<dyn MachineKnob>>, KnobError> {
     machine_knob_at(knob, Path::new("/"))
 }
 
 /// [`machine_knob`] with the `/proc` and `/sys` files under `root` (tests use a
-/// temporary directory; the MTU is still set through netlink in the caller's namespace).
+/// temporary directory; the MTU, ring and PFC knobs are netlink in the caller's namespace).
 pub fn machine_knob_at(
     knob: &Knob,
     root: &Path,
@@ -41,14 +46,10 @@ pub fn machine_knob_at(
         Knob::Env { .. } => None,
         Knob::RdmaCmTos { device, .. } => Some(Box::new(RdmaCmTosKnob::new(device, 1, root))),
         Knob::Sysctl { name, .. } => Some(Box::new(SysctlKnob::new(*name, root))),
-        Knob::Ring { .. } => {
-            return Err(KnobError::Unsupported {
-                knob: "ring knob".to_owned(),
-                why: "setting ring sizes needs ethtool's generic netlink \
-                      (ETHTOOL_MSG_RINGS_SET), which this build does not have"
-                    .to_owned(),
-            })
-        }
+        Knob::Ring {
+            interface, ring, ..
+        } => Some(Box::new(RingKnob::new(interface, *ring))),
+        Knob::Pfc { interface, .. } => Some(Box::new(PfcKnob::new(interface))),
     })
 }
 
@@ -62,6 +63,7 @@ pub fn values_text(knob: &Knob) -> (String, String) {
         Knob::Mtu { values, .. } | Knob::Ring { values, .. } => pair(&values.a, &values.b),
         Knob::Env { values, .. } => (values.a.clone(), values.b.clone()),
         Knob::RdmaCmTos { values, .. } => pair(&values.a, &values.b),
+        Knob::Pfc { values, .. } => (values.a.text(), values.b.text()),
         Knob::Sysctl { values, .. } => (sysctl_text(values.a), sysctl_text(values.b)),
     }
 }

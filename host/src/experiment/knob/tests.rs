@@ -1,11 +1,11 @@
 //! Knob values checked before anything is written, kernel files written and read back
-//! (in a temporary root), and the knobs this build cannot apply refused by name.
+//! (in a temporary root), and the netlink knobs' values refused before any request.
 
 use std::path::Path;
 
 use super::control::check_read_back;
 use super::*;
-use crate::experiment::plan::{RingDirection, Sysctl, Values};
+use crate::experiment::plan::{PfcPriorities, RingDirection, Sysctl, Values};
 
 fn write(root: &Path, relative: &str, text: &str) {
     let path = root.join(relative);
@@ -123,7 +123,7 @@ fn mtu_values_out_of_range_are_refused_before_any_netlink_request() {
 }
 
 #[test]
-fn an_env_knob_has_nothing_on_the_machine_and_a_ring_knob_is_refused() {
+fn an_env_knob_has_nothing_on_the_machine_and_ring_and_pfc_knobs_have_controls() {
     let env = Knob::Env {
         name: "NCCL_ALGO".to_owned(),
         values: Values {
@@ -135,13 +135,128 @@ fn an_env_knob_has_nothing_on_the_machine_and_a_ring_knob_is_refused() {
     assert_eq!(values_text(&env), ("Ring".to_owned(), "Tree".to_owned()));
     let ring = Knob::Ring {
         interface: "eth0".to_owned(),
-        ring: RingDirection::Rx,
+        ring: RingDirection::Tx,
         values: Values { a: 1024, b: 4096 },
     };
-    let err = machine_knob(&ring).expect_err("should be refused");
+    let control = machine_knob(&ring)
+        .expect("should succeed")
+        .expect("a control");
+    assert_eq!(control.describe(), "tx ring of eth0");
+    assert_eq!(values_text(&ring), ("1024".to_owned(), "4096".to_owned()));
+    let pfc = Knob::Pfc {
+        interface: "p0".to_owned(),
+        values: Values {
+            a: PfcPriorities(0),
+            b: PfcPriorities(0b1001_0000),
+        },
+    };
+    let control = machine_knob(&pfc)
+        .expect("should succeed")
+        .expect("a control");
+    assert_eq!(control.describe(), "pfc of p0");
+    assert_eq!(values_text(&pfc), ("none".to_owned(), "4,7".to_owned()));
+}
+
+#[test]
+fn ring_and_pfc_values_of_the_wrong_shape_are_refused_before_any_netlink_request() {
+    // No such interface: had a request been sent, the error would be a Driver error.
+    let ring = RingKnob::new("no-such-if0", RingDirection::Rx);
+    for bad in ["0", "-1", "4294967296", "1k", ""] {
+        let err = ring.apply(bad).expect_err("should be refused");
+        assert!(
+            matches!(err, KnobError::InvalidValue { .. }),
+            "{bad}: {err}"
+        );
+        assert!(err.to_string().contains("rx ring of no-such-if0"), "{err}");
+    }
+    // Negative control: a well-formed size does reach the kernel, which names the device.
+    let err = ring.apply("256").expect_err("no such interface");
+    assert!(matches!(err, KnobError::Driver { .. }), "{err}");
+    let pfc = PfcKnob::new("no-such-if0");
+    for bad in ["8", "3,3", "", "3;4", "all", "-1"] {
+        let err = pfc.apply(bad).expect_err("should be refused");
+        assert!(
+            matches!(err, KnobError::InvalidValue { .. }),
+            "{bad}: {err}"
+        );
+    }
+    let err = pfc.apply("3,4").expect_err("no such interface");
+    assert!(matches!(err, KnobError::Driver { .. }), "{err}");
+}
+
+#[test]
+fn pfc_text_is_canonical_both_ways() {
+    for (text, mask, canonical) in [
+        ("none", 0u8, "none"),
+        ("3", 0b1000, "3"),
+        ("4, 3", 0b1_1000, "3,4"),
+        ("0,1,2,3,4,5,6,7", 0xff, "0,1,2,3,4,5,6,7"),
+    ] {
+        let parsed = PfcPriorities::parse_text(text).expect("valid");
+        assert_eq!(parsed, PfcPriorities(mask), "{text}");
+        assert_eq!(parsed.text(), canonical);
+        assert_eq!(PfcPriorities::parse_text(&parsed.text()), Ok(parsed));
+    }
+}
+
+/// An interface of this namespace whose driver reports ring sizes (`ETHTOOL_MSG_RINGS_GET`
+/// answers with an RX maximum), with its sizes; `None` when none does.
+fn interface_with_rings() -> Option<(String, dpu_probe::ethtool_netlink::RingSizes)> {
+    let mut socket = dpu_probe::ethtool_netlink::EthtoolNetlink::open().ok()?;
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names.into_iter().find_map(|name| {
+        let sizes = socket.rings(&name).ok()?;
+        sizes.rx_max.and(sizes.rx).map(|_| (name, sizes))
+    })
+}
+
+/// `ethtool -g IF`'s RX line under `section` ("Pre-set maximums", "Current hardware
+/// settings"), the anchor a user would read.
+fn ethtool_g_rx(output: &str, section: &str) -> Option<u32> {
+    let rest = &output[output.find(section)?..];
+    let line = rest.lines().find(|l| l.starts_with("RX:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_ring_past_the_driver_maximum_is_refused_naming_both_and_nothing_changes() {
+    // Read-only on the machine's own NIC: the refusal comes before any RINGS_SET.
+    let Some((name, sizes)) = interface_with_rings() else {
+        return eprintln!(
+            "SKIPPED: no interface here reports ring sizes (ethtool -g answers n/a); \
+             the lab tier sets a real ring"
+        );
+    };
+    let (current, max) = (sizes.rx.expect("checked"), sizes.rx_max.expect("checked"));
+    // The decoder against the tool a user trusts, where it is installed.
+    if let Ok(out) = std::process::Command::new("ethtool")
+        .args(["-g", &name])
+        .output()
+    {
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(ethtool_g_rx(&text, "Pre-set maximums"), Some(max), "{text}");
+            assert_eq!(
+                ethtool_g_rx(&text, "Current hardware"),
+                Some(current),
+                "{text}"
+            );
+        }
+    }
+    let knob = RingKnob::new(&name, RingDirection::Rx);
+    assert_eq!(knob.read_current().expect("readable"), current.to_string());
+    let past = (max + 1).to_string();
+    let err = knob.apply(&past).expect_err("past the maximum");
+    let message = err.to_string();
+    assert!(matches!(err, KnobError::InvalidValue { .. }), "{message}");
     assert!(
-        err.to_string()
-            .contains("ring knob: not supported by this build"),
-        "{err}"
+        message.contains(&format!("{past:?}")) && message.contains(&format!("maximum of {max}")),
+        "{message}"
     );
+    assert!(message.contains(&format!("rx ring of {name}")), "{message}");
+    assert_eq!(knob.read_current().expect("readable"), current.to_string());
 }
