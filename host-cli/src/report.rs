@@ -5,6 +5,7 @@
 use dpu_host::agent::ConnectError;
 use dpu_host::agent_dial_cause::DialCause;
 use dpu_host::param::ParamError;
+use dpu_host::prove::QosRefusal;
 use dpu_host::session::AgentError;
 
 mod param_flags;
@@ -18,7 +19,22 @@ pub(crate) fn error_lines(err: &anyhow::Error) -> Vec<String> {
     if let Some(cause) = dial_cause(err) {
         lines.push(format!("dpuctl: hint: {}", hint(&cause)));
     }
+    if let Some(command) = command_to_run(err) {
+        lines.push(format!("dpuctl: hint: {command}"));
+    }
     lines
+}
+
+/// The dpuctl command that does what the library says is missing, for the errors whose
+/// next step is one (the library says what is missing; only dpuctl knows its commands).
+fn command_to_run(err: &anyhow::Error) -> Option<String> {
+    err.chain()
+        .find_map(|link| match link.downcast_ref::<QosRefusal>()? {
+            QosRefusal::NoLimit { volume } => Some(format!(
+                "set one with `dpuctl storage qos {volume} --read-mbps N`"
+            )),
+            _ => None,
+        })
 }
 
 /// The chain's text with a library [`ParamError`]'s sentence, wherever it is in the
@@ -132,6 +148,46 @@ mod tests {
             error_lines(&plain),
             ["dpuctl: error: trials must be 1 to 8, not 9"]
         );
+    }
+
+    #[test]
+    fn a_proof_error_whose_next_step_is_a_parameter_says_its_flag() {
+        use dpu_host::param::Field;
+        use dpu_host::prove::{binding::BindError, ProveError};
+        // As the binding says it: several disks, the next step is to name one as the device.
+        let err = anyhow::Error::from(ProveError::from(BindError::Several {
+            volume: "v".to_owned(),
+            disks: "nvme0n1, nvme1n1".to_owned(),
+            next: ParamError::new(Field::Device)
+                .text("pass one with ")
+                .field(Field::Device),
+        }));
+        assert_eq!(
+            error_lines(&err),
+            [
+                "dpuctl: error: several disks on this host carry volume v's identity \
+              (nvme0n1, nvme1n1): pass one with --device"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_volume_without_a_limit_gets_the_command_that_sets_one() {
+        use dpu_host::prove::ProveError;
+        let err = anyhow::Error::from(ProveError::from(QosRefusal::NoLimit {
+            volume: "vol0".to_owned(),
+        }));
+        let lines = error_lines(&err);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[1],
+            "dpuctl: hint: set one with `dpuctl storage qos vol0 --read-mbps N`"
+        );
+        // Control: another refusal has no command to suggest.
+        let err = anyhow::Error::from(ProveError::from(QosRefusal::NotReported {
+            volume: "vol0".to_owned(),
+        }));
+        assert_eq!(error_lines(&err).len(), 1);
     }
 
     #[tokio::test]

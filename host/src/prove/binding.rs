@@ -24,6 +24,8 @@ use dpu_probe::netdev::looks_like_pci_address;
 use dpu_probe::{ProbeError, SysRoot};
 use dpu_proto::v1;
 
+use crate::param::{Field, ParamError};
+
 /// One identity the agent reports for the volume, and where it took it from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeIdentity {
@@ -210,23 +212,26 @@ pub enum BindError {
         expected: String,
     },
     /// No device given, and no disk of this host carries the volume's identity.
-    #[error(
-        "no disk on this host carries volume {volume}'s identity ({expected}): is its \
-         emulated controller attached and running? Pass the disk with --device"
-    )]
+    #[error("no disk on this host carries volume {volume}'s identity ({expected})")]
     NotFound {
         /// The volume.
         volume: String,
         /// The volume's identities.
         expected: String,
+        /// What to do: give the device (a parameter, so a front end names it its way).
+        #[source]
+        next: ParamError,
     },
     /// No device given, and several disks carry the volume's identity.
-    #[error("several disks on this host carry volume {volume}'s identity ({disks}): pass one with --device")]
+    #[error("several disks on this host carry volume {volume}'s identity ({disks})")]
     Several {
         /// The volume.
         volume: String,
         /// The disks, comma-separated.
         disks: String,
+        /// What to do: give one as the device.
+        #[source]
+        next: ParamError,
     },
     /// The disk that carries the identity has no usable device node.
     #[error("disk {disk} carries volume {volume}'s identity, but {path} is not its device node")]
@@ -425,6 +430,9 @@ pub fn find_device(
             return Err(BindError::NotFound {
                 volume: volume.to_owned(),
                 expected: Listed(wanted).to_string(),
+                next: ParamError::new(Field::Device)
+                    .text("is its emulated controller attached and running? Pass the disk with ")
+                    .field(Field::Device),
             })
         }
         1 => found.remove(0),
@@ -436,6 +444,9 @@ pub fn find_device(
                     .map(|d| d.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
+                next: ParamError::new(Field::Device)
+                    .text("pass one with ")
+                    .field(Field::Device),
             })
         }
     };

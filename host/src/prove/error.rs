@@ -143,8 +143,8 @@ impl From<BindError> for ProveError {
 pub enum QosRefusal {
     /// Nothing to prove.
     #[error(
-        "{volume} has no QoS limit in the agent's desired state: nothing to prove (set one \
-         with `dpuctl storage qos {volume} --read-mbps N`)"
+        "{volume} has no QoS limit in the agent's desired state: nothing to prove (set a \
+         read limit on it first)"
     )]
     NoLimit {
         /// The volume.
@@ -175,7 +175,7 @@ pub enum QosRefusal {
     },
     /// Reads cannot prove a write limit.
     #[error(
-        "{volume} has only a write limit ({limits}): `prove qos` reads, and a write limit \
+        "{volume} has only a write limit ({limits}): the QoS proof reads, and a write limit \
          cannot be proven by reads"
     )]
     WriteOnly {

@@ -482,7 +482,7 @@ pub async fn prove_qos(
             limits_text(&original)
         )),
         None => notes.push(format!(
-            "--no-lift: the limit was not lifted; without a window showing the device can read \
+            "the limit was not lifted, as asked; without a window showing the device can read \
              past {HEADROOM}x the limit, a rate within it is INCONCLUSIVE"
         )),
     }

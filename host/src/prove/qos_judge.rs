@@ -321,7 +321,7 @@ pub fn judge(
     if let (None, Some(first)) = (headroom, windows.first()) {
         let mut line = lifted_line(watched, limit, 0.0);
         line.unformed = Some(
-            "--no-lift: the limit was not lifted, so the device was not shown to be faster \
+            "the limit was not lifted, as asked, so the device was not shown to be faster \
              than the limit, and a held limit cannot be told from a device as slow as it"
                 .to_owned(),
         );

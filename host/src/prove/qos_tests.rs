@@ -203,7 +203,7 @@ fn without_the_lift_within_the_limit_is_inconclusive_and_above_it_not_proven() {
     let j = judged(&[at(WindowKind::Limited, 2.0, 2 * LIMIT)]);
     assert_eq!(j.verdict, Verdict::Inconclusive, "{:#?}", j.lines);
     assert!(
-        matches!(outcome_of(&j, "lifted"), Outcome::Inconclusive(w) if w.contains("--no-lift")),
+        matches!(outcome_of(&j, "lifted"), Outcome::Inconclusive(w) if w.contains("not lifted, as asked")),
         "{:#?}",
         j.lines
     );

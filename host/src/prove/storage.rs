@@ -861,7 +861,7 @@ pub async fn prove_storage(
         ));
         notes.push(
             "one trial: a reader of the same volume during the window would be counted as \
-             this read (--trials 3 runs N, 2N, N with quiet gaps between)"
+             this read (three trials run N, 2N, N with quiet gaps between)"
                 .to_owned(),
         );
     } else {
@@ -901,8 +901,8 @@ pub async fn prove_storage(
     notes.insert(0, target.binding.note(&target.volume));
     if args.far_end.is_none() {
         notes.push(
-            "one witness: the DPU's own counters (--target-agent ENDPOINT adds the storage \
-             target's count of what it sent)"
+            "one witness: the DPU's own counters (a target agent adds the storage target's \
+             count of what it sent)"
                 .to_owned(),
         );
     }

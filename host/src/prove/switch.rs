@@ -722,14 +722,14 @@ pub async fn prove_switch(
     } else {
         notes.push(
             "one trial: other traffic through the workload's flows during the window would be \
-             counted as the workload (--trials 3 sends N, 2N, N with quiet gaps between)"
+             counted as the workload (three trials send N, 2N, N with quiet gaps between)"
                 .to_owned(),
         );
     }
     if args.far_end.is_none() {
         notes.push(
-            "one witness: the DPU's own counters (--target-agent ENDPOINT --target-interface \
-             IF adds the receiver's count of what arrived)"
+            "one witness: the DPU's own counters (a target agent and target interface add the \
+             receiver's count of what arrived)"
                 .to_owned(),
         );
     }

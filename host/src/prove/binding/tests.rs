@@ -190,6 +190,13 @@ fn without_a_device_the_one_disk_carrying_the_identity_is_found() {
         matches!(err, BindError::NotFound { .. }) && err.to_string().contains(UUID),
         "{err}"
     );
+    // What to do is the device parameter, named as a field (dpuctl says `--device`).
+    let said = dpu_probe::error_chain(&err);
+    assert!(
+        said.ends_with("running? Pass the disk with device"),
+        "{said}"
+    );
+    assert!(!said.contains("--"), "{said}");
     // The disk carries it but /dev has no node of that name: refused, not guessed.
     let (_tmp, root) = root_with_disk((259, 77), "nvme77n1", &[("uuid", UUID)]);
     let err = find_device(&root, VOLUME, &want).expect_err("no node");
@@ -204,6 +211,11 @@ fn without_a_device_the_one_disk_carrying_the_identity_is_found() {
     assert!(
         matches!(err, BindError::Several { .. }) && err.to_string().contains("nvme0n1, nvme1n1"),
         "{err}"
+    );
+    let said = dpu_probe::error_chain(&err);
+    assert!(
+        said.ends_with("(nvme0n1, nvme1n1): pass one with device"),
+        "{said}"
     );
     // A real node whose numbers are the disk's: bound.
     let Some((device, dev)) = some_block_device() else {
