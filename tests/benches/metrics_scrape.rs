@@ -13,7 +13,8 @@
 //!
 //! `cargo bench -p dpu-tests --bench metrics_scrape` (release build of the agent).
 //! `DPU_BENCH_CALLS` sets K (default 100 per block; three blocks of each, interleaved:
-//! at 100 clock ticks a second, enough ticks per kind for a stable figure).
+//! at 100 clock ticks a second, enough ticks per kind for a stable figure;
+//! `DPU_BENCH_BLOCKS` sets the number of blocks).
 //!
 //! Both calls' CPU here is mostly reading the tree's ~1,700 files (the netdevs too, as
 //! files); on a live DPU the netdevs come from one netlink dump, the reading is cheaper
@@ -122,7 +123,9 @@ const STATS64: &[&str] = &[
 ];
 
 const REPRESENTORS: usize = 64;
-/// Interleaved blocks of each kind of call, so drift on a shared machine hits both.
+/// Interleaved blocks of each kind of call, so drift on a shared machine hits both
+/// (`DPU_BENCH_BLOCKS` sets another count: more, shorter blocks follow the drift of a
+/// busy machine more closely).
 const BLOCKS: usize = 3;
 /// The most agent CPU a scrape may cost per `Counters.Snapshot` call of the same
 /// counters, in either text format (issue 20): encoding text must not cost more than
@@ -214,6 +217,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
+    let blocks: usize = std::env::var("DPU_BENCH_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&b| b > 0)
+        .unwrap_or(BLOCKS);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -254,7 +262,7 @@ fn main() {
 
     let (mut scrape, mut scrape_open, mut grpc) =
         (Cost::default(), Cost::default(), Cost::default());
-    for _ in 0..BLOCKS {
+    for _ in 0..blocks {
         scrape.add(pid, calls, || {
             for _ in 0..calls {
                 let answer = get_metrics(&target, None).expect("GET /metrics");
@@ -284,9 +292,9 @@ fn main() {
     let per_call = |cost: &Cost| cost.wall / cost.calls as u32;
     println!(
         "metrics scrape vs Counters.Snapshot (2 RDMA devices, {} netdevs; {} calls of each, \
-         {BLOCKS} interleaved blocks; agent CPU from /proc/PID/stat at {hz} ticks/s)",
+         {blocks} interleaved blocks; agent CPU from /proc/PID/stat at {hz} ticks/s)",
         2 + REPRESENTORS,
-        BLOCKS * calls
+        blocks * calls
     );
     println!(
         "  GET /metrics (text 0.0.4)      agent CPU {:.3} ms/call  client wall {:.3?}/call  answer {} bytes, {} samples",

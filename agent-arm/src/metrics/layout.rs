@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use dpu_probe::snapshot::{CounterKey, Kind, Unit};
+use dpu_probe::snapshot::{CounterKey, Kind, Sample, Unit};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{prometheus_text, text, DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -75,6 +75,67 @@ impl SeriesId {
                 (key.clone(), Cow::Borrowed(*help), labels.clone())
             }
         }
+    }
+}
+
+/// A reading's series as a layout sees them, without taking them: the series the agent
+/// names itself, then its samples with each one's role (`roles[i]` is `samples[i]`'s).
+/// The samples stay the reading's, to go back to their sampler; only a new tree's layout
+/// copies their names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SeriesView<'a> {
+    /// [`SeriesId::Series`] ids, first in reading order.
+    pub(crate) named: &'a [SeriesId],
+    /// Then the samples, as [`SeriesId::Sample`] ids.
+    pub(crate) samples: &'a [Sample],
+    /// Each sample's `role` label.
+    pub(crate) roles: &'a [&'static str],
+}
+
+impl SeriesView<'_> {
+    /// Whether `ids` are exactly these series, in this order (values aside).
+    fn is(&self, ids: &[SeriesId]) -> bool {
+        if ids.len() != self.named.len() + self.samples.len()
+            || self.roles.len() != self.samples.len()
+        {
+            return false;
+        }
+        let (named, sampled) = ids.split_at(self.named.len());
+        named == self.named
+            && sampled.iter().zip(self.samples.iter().zip(self.roles)).all(
+                |(id, (sample, role))| match id {
+                    SeriesId::Sample {
+                        key,
+                        unit,
+                        kind,
+                        role: laid_out,
+                    } => {
+                        *key == sample.key
+                            && *unit == sample.unit
+                            && *kind == sample.kind
+                            && laid_out == role
+                    }
+                    SeriesId::Series { .. } => false,
+                },
+            )
+    }
+
+    /// The series as owned ids, for a new layout.
+    pub(crate) fn to_ids(self) -> Vec<SeriesId> {
+        let mut ids = Vec::with_capacity(self.named.len() + self.samples.len());
+        ids.extend_from_slice(self.named);
+        ids.extend(
+            self.samples
+                .iter()
+                .zip(self.roles)
+                .map(|(sample, role)| SeriesId::Sample {
+                    key: sample.key.clone(),
+                    unit: sample.unit,
+                    kind: sample.kind,
+                    role,
+                }),
+        );
+        ids
     }
 }
 
@@ -328,18 +389,18 @@ pub(crate) struct LayoutCache {
 }
 
 impl LayoutCache {
-    /// The layout of `ids`: the kept one when the tree is the same, else a new one (kept
+    /// The layout of `series`: the kept one when the tree is the same, else a new one (kept
     /// in its place when within [`MAX_CACHED_BYTES`]).
-    pub(crate) fn layout(&self, ids: Vec<SeriesId>) -> Result<Arc<Layout>, LayoutError> {
+    pub(crate) fn layout(&self, series: &SeriesView<'_>) -> Result<Arc<Layout>, LayoutError> {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(layout) = last.as_ref() {
-            if layout.ids == ids {
+            if series.is(&layout.ids) {
                 return Ok(Arc::clone(layout));
             }
         }
         // Dropped first: the old tree's layout is not held beside the new one.
         *last = None;
-        let layout = Arc::new(Layout::build(ids)?);
+        let layout = Arc::new(Layout::build(series.to_ids())?);
         let bytes = layout.heap_bytes();
         if bytes <= MAX_CACHED_BYTES {
             *last = Some(Arc::clone(&layout));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use dpu_ovs::flow::DumpType;
 use dpu_probe::counters::{CounterSelector, Sampler};
 use dpu_probe::netdev::RepresentorRole;
-use dpu_probe::snapshot::{Snapshot, Source};
+use dpu_probe::snapshot::{Sample, Snapshot, Source};
 use prometheus_client::encoding::{prometheus_text, text};
 
 use super::counters::{Reading, Readout};
@@ -165,22 +165,7 @@ impl Scraper {
             } => {
                 add_priorities(&mut reading, &mut errors, priorities);
                 skew = snapshot.skew();
-                for source in probe_sources(self.reads_tc()) {
-                    reading.read(source);
-                }
-                for error in &snapshot.errors {
-                    errors.push((
-                        error.source.as_str(),
-                        format!("{}: {}", error.object, error.message),
-                    ));
-                }
-                let role_of = |ifname: &str| {
-                    // Sorted by name (representor_roles).
-                    roles
-                        .binary_search_by(|(name, _)| name.as_str().cmp(ifname))
-                        .map_or("", |i| role_name(roles[i].1))
-                };
-                reading.add_samples(snapshot.samples, &role_of);
+                add_snapshot(&mut reading, &mut errors, snapshot, &roles, self.reads_tc());
             }
             ProbePart::Unread(why) => {
                 for source in probe_sources(self.reads_tc()) {
@@ -233,7 +218,8 @@ impl Scraper {
         for source in reading.sources() {
             self.ctx.metrics.read_errors(source, 0);
         }
-        let reading = reading.lay_out(&self.layouts);
+        let (reading, samples) = reading.lay_out(&self.layouts);
+        self.recycle(samples);
         if let Some(error) = reading.layout_error() {
             tracing::warn!(%error, "cannot lay out the counters for the scrape");
         }
@@ -252,6 +238,16 @@ impl Scraper {
             "metrics reading"
         );
         reading
+    }
+
+    /// Hands a reading's samples back to the kept sampler, so the next snapshot is built
+    /// in their vector and object strings (as `Counters.Snapshot` does after encoding);
+    /// dropped instead while a reading that outlived `read_timeout` still holds it.
+    fn recycle(&self, samples: Vec<Sample>) {
+        let mut slot = self.sampler.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(readers) = slot.as_mut() {
+            readers.sampler.recycle_samples(samples);
+        }
     }
 
     /// Whether a reading asks for tc filters: configured, and on the live system (tc
@@ -368,6 +364,33 @@ impl Scraper {
     }
 }
 
+/// The probe snapshot's sources, errors and samples (kept whole, to go back to the
+/// sampler once laid out), each netdev's series labelled with its role from `roles`
+/// (sorted by name, as `RoleReader::read` gives them).
+fn add_snapshot(
+    reading: &mut Reading,
+    errors: &mut Vec<(&'static str, String)>,
+    snapshot: Snapshot,
+    roles: &[(String, RepresentorRole)],
+    tc: bool,
+) {
+    for source in probe_sources(tc) {
+        reading.read(source);
+    }
+    for error in &snapshot.errors {
+        errors.push((
+            error.source.as_str(),
+            format!("{}: {}", error.object, error.message),
+        ));
+    }
+    let role_of = |ifname: &str| {
+        roles
+            .binary_search_by(|(name, _)| name.as_str().cmp(ifname))
+            .map_or("", |i| role_name(roles[i].1))
+    };
+    reading.add_samples(snapshot.samples, &role_of);
+}
+
 /// The per-priority driver statistics of every uplink.
 fn read_priorities(
     roles: &[(String, RepresentorRole)],
@@ -424,6 +447,10 @@ fn add_priorities(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "scrape_recycle_tests.rs"]
+mod recycle_tests;
 
 #[cfg(test)]
 mod tests {

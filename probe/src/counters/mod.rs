@@ -242,13 +242,21 @@ impl Sampler {
     /// caller would then free again. Optional: a snapshot not handed back is simply
     /// dropped. A snapshot from another sampler is accepted too; only its buffers are
     /// kept, never its values.
-    pub fn recycle(&mut self, mut snapshot: Snapshot) {
+    pub fn recycle(&mut self, snapshot: Snapshot) {
+        self.recycle_samples(snapshot.samples);
+    }
+
+    /// [`Sampler::recycle`] for samples a caller took out of their snapshot (the agent's
+    /// metrics scrape keeps a snapshot's samples, not the snapshot, until it has laid
+    /// them out): the vector and the samples' object strings are kept for the next
+    /// snapshot, never their values. Samples from anywhere are accepted.
+    pub fn recycle_samples(&mut self, mut samples: Vec<Sample>) {
         let Some(state) = self.state.as_deref_mut() else {
             return;
         };
-        state.spare.take_back(&mut snapshot.samples);
-        if snapshot.samples.capacity() > state.recycled.capacity() {
-            state.recycled = snapshot.samples;
+        state.spare.take_back(&mut samples);
+        if samples.capacity() > state.recycled.capacity() {
+            state.recycled = samples;
         }
     }
 
