@@ -10,8 +10,8 @@
 //! - [`plan`]: a checked experiment plan (the measurement, the knob and its two values,
 //!   trials, order, metric direction), read from TOML by [`plan_load::parse`] and refused
 //!   with [`plan_error::PlanError`]s naming each field;
-//! - [`knob`]: the knob applied through the kernel (netlink MTU, `/proc/sys`, configfs),
-//!   each value checked first and read back;
+//! - [`knob`]: the knob applied through the kernel (netlink MTU, `/proc/sys`, configfs,
+//!   ethtool netlink ring sizes, DCB netlink PFC), each value checked first and read back;
 //! - [`journal`]: the revert journal a killed run leaves and the next one undoes;
 //! - [`measure`] and [`metric`]: one trial, one number (a command without a shell, read
 //!   by the project's parsers; a storage read; a `roce perf` run whose RDMA counters must
@@ -20,8 +20,8 @@
 //!   stopped through [`cancel`];
 //! - [`page`] and [`metrics`]: the `--html` page and the `--metrics-file` text.
 //!
-//! Not built yet (docs/experiments.md): the `ring` knob. The same plan on many hosts is
-//! `dpu_host::fleet::experiment`.
+//! Not built (docs/experiments.md "PFC and trust"): a `trust` knob. The same plan on many
+//! hosts is `dpu_host::fleet::experiment`.
 
 pub mod bootstrap;
 pub mod cancel;

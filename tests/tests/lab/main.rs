@@ -8,7 +8,8 @@
 //! interfaces do not, the agent's io stats count it, OVS flows land in TC (`dp:tc`,
 //! `not_in_hw`) joined to their tc filters, detaching removes the disk, `roce perf`
 //! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters, and an A/B/A
-//! MTU experiment over soft-RoCE counts only counter-corroborated trials and puts p0 back.
+//! MTU experiment over soft-RoCE counts only counter-corroborated trials and puts p0 back,
+//! and an A/B/A ring experiment sets p0's RX ring through ethtool netlink and puts it back.
 //!
 //! `runnable_docs` runs the docs' ```` ```sh lab ```` examples as written (`tests/README.md`).
 //!
@@ -19,6 +20,7 @@
 //! (their `dpuctl lab up` finds it up, their `dpuctl lab down` ends it).
 
 mod experiment_mtu;
+mod experiment_ring;
 mod fleet_pairs;
 mod runnable_docs;
 mod storage_tcp;
@@ -791,6 +793,8 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
 
     // An A/B/A MTU experiment over the same RDMA path, each trial a roce perf run.
     experiment_mtu::an_mtu_experiment_over_soft_roce_ends_with_a_verdict_and_the_mtu_back(&lab);
+    // An A/B/A ring experiment on p0's virtio-net driver: set, reverted, killed, recovered.
+    experiment_ring::a_ring_experiment_on_virtio_net_sets_the_rx_ring_and_puts_it_back(&lab);
 
     // The fleet's pairs between the same two hosts, on the same boot.
     fleet_pairs::roce_pairs_between_the_lab_hosts(&lab);
