@@ -95,7 +95,24 @@ fn a_capture_of_this_kernel_replays_the_live_netlink_answers_of_each_reading() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let bundle = dir.path().join("bundle");
+    // Loopback traffic throughout, so some counter surely moves between the readings.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp socket");
+            let target = socket.local_addr().expect("its address");
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = socket.send_to(b"capture round trip", target);
+                let mut buf = [0u8; 64];
+                let _ = socket.set_read_timeout(Some(std::time::Duration::from_millis(10)));
+                let _ = socket.recv_from(&mut buf);
+            }
+        })
+    };
     capture(&bundle, &["--no-redact"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.join().expect("sender");
 
     let manifest: serde_json::Value =
         serde_json::from_slice(&fs::read(bundle.join("manifest.json")).expect("manifest"))
@@ -135,8 +152,8 @@ fn a_capture_of_this_kernel_replays_the_live_netlink_answers_of_each_reading() {
             "{reading}: replay differs from the live answers"
         );
     }
-    // The two readings are two instants: the machine's own traffic (this test's, the
-    // build's) moves some counter, so the second reading is not the first replayed twice.
+    // The two readings are two instants: the loopback traffic above moved `lo`'s
+    // counters, so the second reading is not the first replayed twice.
     assert_ne!(
         live_samples(&bundle, READINGS[0]),
         live_samples(&bundle, READINGS[1]),
