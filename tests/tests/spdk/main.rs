@@ -15,6 +15,7 @@
 //! ([`dpu_tests::spdk::exclusive`]).
 
 mod attach;
+mod capture;
 mod iostat;
 mod multipath;
 mod qos;
