@@ -60,11 +60,21 @@ pub enum Field {
     /// The id a demo run is known by (dpu-demo: one table of fields for every library
     /// dpuctl fronts).
     RunId,
+    /// The far host a RoCE run's servers run on (an ssh destination).
+    Peer,
+    /// The share of the line rate a RoCE pair must reach.
+    LineRatePercent,
+    /// The line rate a RoCE pair is judged against, when given.
+    LineRateGbps,
+    /// The dpuctl program a fleet runs on each host.
+    Dpuctl,
+    /// How many hosts or targets are worked on at once.
+    Parallel,
 }
 
 impl Field {
     /// Every field, for a front end's test that it names each.
-    pub const ALL: [Field; 22] = [
+    pub const ALL: [Field; 27] = [
         Field::BlockSize,
         Field::Size,
         Field::IoDepth,
@@ -87,6 +97,11 @@ impl Field {
         Field::RunTimeout,
         Field::BasePort,
         Field::RunId,
+        Field::Peer,
+        Field::LineRatePercent,
+        Field::LineRateGbps,
+        Field::Dpuctl,
+        Field::Parallel,
     ];
 
     /// The field in words, as this library says it when nobody renders it otherwise.
@@ -114,6 +129,11 @@ impl Field {
             Field::RunTimeout => "run timeout",
             Field::BasePort => "base port",
             Field::RunId => "run id",
+            Field::Peer => "peer",
+            Field::LineRatePercent => "line rate percent",
+            Field::LineRateGbps => "line rate (Gb/s)",
+            Field::Dpuctl => "dpuctl program",
+            Field::Parallel => "parallel",
         }
     }
 }

@@ -32,6 +32,11 @@ pub(crate) fn flag(field: Field) -> &'static str {
         Field::RunTimeout => "--run-timeout",
         Field::BasePort => "--base-port",
         Field::RunId => "--run-id",
+        Field::Peer => "--peer",
+        Field::LineRatePercent => "--line-rate-percent",
+        Field::LineRateGbps => "--line-rate-gbps",
+        Field::Dpuctl => "--dpuctl",
+        Field::Parallel => "--parallel",
     }
 }
 

@@ -40,8 +40,8 @@ echo "DPUCTL-SERVER-END rc=$rc cutime=${14} cstime=${15} clk_tck=$(getconf CLK_T
 /// Why the peer could not be used; each names the peer and what ssh said.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
-    /// `--peer` is not a host name or address ssh would take as one.
-    #[error("--peer {0:?} is not a host: use HOST, USER@HOST or an IP address")]
+    /// The destination is not a host name or address ssh would take as one.
+    #[error("{0:?} is not a host: use HOST, USER@HOST or an IP address")]
     BadDestination(String),
     /// A word could not be quoted for the remote shell (a NUL byte).
     #[error("cannot pass {0:?} to the remote shell")]

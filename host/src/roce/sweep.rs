@@ -198,7 +198,15 @@ pub fn prepare(
         args.ssh.clone(),
         args.ssh_port,
         args.ssh_identity.clone(),
-    )?;
+    )
+    .map_err(|e| match e {
+        PeerError::BadDestination(_) => SweepError::from(
+            ParamError::new(Field::Peer)
+                .field(Field::Peer)
+                .text(format!(" {e}")),
+        ),
+        other => other.into(),
+    })?;
     let master = peer.start_master(Duration::from_secs(20));
     let local = endpoint::local(
         root,

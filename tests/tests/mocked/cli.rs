@@ -417,6 +417,21 @@ fn roce_perf_bad_parameters_are_named_by_their_flags() {
             "{args:?}: {stderr}"
         );
     }
+    // The peer is checked as an ssh destination before ssh runs.
+    let out = dpuctl(&[
+        "roce",
+        "perf",
+        "--peer",
+        "-oProxyCommand=x",
+        "--ssh",
+        "/nonexistent-ssh",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: --peer \"root@b;reboot\" is not a host"),
+        "{stderr}"
+    );
 }
 
 /// The demo's run id is checked before anything runs and named by the flag the user typed

@@ -71,8 +71,8 @@ impl PairPlan {
 /// Why no plan could be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    /// `--parallel 0`.
-    #[error("--parallel must be at least 1")]
+    /// No run at a time (parallel 0).
+    #[error("parallel must be at least 1")]
     NoParallelism,
     /// Two targets with one name: results would be ambiguous.
     #[error("target {0:?} is listed twice")]

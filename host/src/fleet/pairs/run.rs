@@ -17,6 +17,7 @@ use super::remote::{Cancel, Ended, RemoteOutput, SshHop};
 use super::remote_perf::{self, PerfCommand, RemoteRun};
 use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
 use crate::fleet::target::Target;
+use crate::param::{Field, ParamError};
 use crate::roce::peer::SshPeer;
 use crate::roce::perf::{PathVerdict, PerfTest};
 
@@ -56,19 +57,10 @@ pub struct PairsParams {
 /// A parameter or a target that cannot be used; nothing has run yet.
 #[derive(Debug, thiserror::Error)]
 pub enum PairsError {
-    /// `--tests` names something that is not an RDMA bandwidth test.
-    #[error(
-        "--tests: {0:?} is not an RDMA bandwidth test (send_bw, write_bw, read_bw): a pair is judged by its bandwidth over RDMA"
-    )]
-    BadTest(String),
-    /// A flag out of its range.
-    #[error("{flag}: {reason}")]
-    BadValue {
-        /// The flag.
-        flag: &'static str,
-        /// What is wrong.
-        reason: String,
-    },
+    /// A parameter out of its range, or a test that is not an RDMA bandwidth test, named
+    /// by its field.
+    #[error("{0}")]
+    Param(#[from] ParamError),
     /// A target's ssh destination could become an option or shell text.
     #[error("target {host}: ssh {ssh:?} is not a host: use HOST, USER@HOST or an IP address")]
     BadSsh {
@@ -121,7 +113,15 @@ pub fn parse_tests(names: &[String]) -> Result<Vec<PerfTest>, PairsError> {
     for name in names {
         let test = PerfTest::parse(name)
             .filter(|t| t.is_rdma() && t.is_bandwidth())
-            .ok_or_else(|| PairsError::BadTest(name.clone()))?;
+            .ok_or_else(|| {
+                bad(
+                    Field::Tests,
+                    format!(
+                        "{name:?} is not an RDMA bandwidth test (send_bw, write_bw, read_bw): a \
+                         pair is judged by its bandwidth over RDMA"
+                    ),
+                )
+            })?;
         if !tests.contains(&test) {
             tests.push(test);
         }
@@ -129,11 +129,12 @@ pub fn parse_tests(names: &[String]) -> Result<Vec<PerfTest>, PairsError> {
     Ok(tests)
 }
 
-fn bad(flag: &'static str, reason: impl Into<String>) -> PairsError {
-    PairsError::BadValue {
-        flag,
-        reason: reason.into(),
-    }
+/// `field: reason`, the field said as the caller names it.
+fn bad(field: Field, reason: impl Into<String>) -> PairsError {
+    ParamError::new(field)
+        .field(field)
+        .text(format!(": {}", reason.into()))
+        .into()
 }
 
 impl PairsParams {
@@ -145,26 +146,26 @@ impl PairsParams {
     /// Checks every value before anything runs.
     pub fn validate(&self) -> Result<(), PairsError> {
         if self.tests.is_empty() {
-            return Err(bad("--tests", "at least one test"));
+            return Err(bad(Field::Tests, "at least one test"));
         }
         if self.sizes.is_empty() || self.sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
-            return Err(bad("--sizes", "each size must be 1 byte .. 1 GiB"));
+            return Err(bad(Field::Sizes, "each size must be 1 byte .. 1 GiB"));
         }
         if self.iterations == 0 || self.iterations > 100_000_000 {
-            return Err(bad("--iterations", "must be 1 .. 100000000"));
+            return Err(bad(Field::Iterations, "must be 1 .. 100000000"));
         }
         if self.run_timeout_s == 0 || self.run_timeout_s > 86_400 {
-            return Err(bad("--run-timeout", "must be 1 .. 86400 seconds"));
+            return Err(bad(Field::RunTimeout, "must be 1 .. 86400 seconds"));
         }
         if !(self.line_rate_percent > 0.0 && self.line_rate_percent <= 100.0) {
             return Err(bad(
-                "--line-rate-percent",
+                Field::LineRatePercent,
                 "must be above 0 and at most 100",
             ));
         }
         if let Some(g) = self.line_rate_gbps {
             if !(g.is_finite() && g > 0.0) {
-                return Err(bad("--line-rate-gbps", "must be a positive number"));
+                return Err(bad(Field::LineRateGbps, "must be a positive number"));
             }
         }
         let last = u32::from(self.base_port)
@@ -172,7 +173,7 @@ impl PairsParams {
             + RETRY_PORT_OFFSET;
         if self.base_port < 1024 || last > u32::from(u16::MAX) {
             return Err(bad(
-                "--base-port",
+                Field::BasePort,
                 format!(
                     "the runs use ports {} .. {last}, which must lie within 1024 .. 65535",
                     self.base_port
@@ -181,12 +182,12 @@ impl PairsParams {
         }
         if self.dpuctl.is_empty() || self.dpuctl.starts_with('-') || self.dpuctl.contains('\0') {
             return Err(bad(
-                "--dpuctl",
+                Field::Dpuctl,
                 "a program name or path, not starting with '-'",
             ));
         }
         if self.parallel == 0 {
-            return Err(bad("--parallel", "must be at least 1"));
+            return Err(bad(Field::Parallel, "must be at least 1"));
         }
         Ok(())
     }
@@ -618,28 +619,36 @@ mod tests {
         for bad in ["tcp_bw", "write_lat", "rc_bw"] {
             let err = parse_tests(&names(&[bad])).expect_err(bad);
             assert!(
-                err.to_string().contains("not an RDMA bandwidth test"),
+                err.to_string()
+                    .starts_with(&format!("tests: {bad:?} is not an RDMA bandwidth test")),
                 "{err}"
             );
         }
     }
 
     #[test]
-    fn values_out_of_range_name_their_flag() {
+    fn values_out_of_range_name_their_field() {
         assert!(params().validate().is_ok());
         type Change = fn(&mut PairsParams);
-        let cases: [(Change, &str); 5] = [
-            (|p| p.line_rate_percent = 0.0, "--line-rate-percent"),
-            (|p| p.line_rate_percent = 101.0, "--line-rate-percent"),
-            (|p| p.line_rate_gbps = Some(f64::NAN), "--line-rate-gbps"),
-            (|p| p.base_port = 65100, "--base-port"),
-            (|p| p.dpuctl = "-oProxyCommand=x".into(), "--dpuctl"),
+        let cases: [(Change, Field); 7] = [
+            (|p| p.line_rate_percent = 0.0, Field::LineRatePercent),
+            (|p| p.line_rate_percent = 101.0, Field::LineRatePercent),
+            (|p| p.line_rate_gbps = Some(f64::NAN), Field::LineRateGbps),
+            (|p| p.base_port = 65100, Field::BasePort),
+            (|p| p.dpuctl = "-oProxyCommand=x".into(), Field::Dpuctl),
+            (|p| p.iterations = 0, Field::Iterations),
+            (|p| p.parallel = 0, Field::Parallel),
         ];
-        for (change, flag) in cases {
+        for (change, field) in cases {
             let mut p = params();
             change(&mut p);
-            let err = p.validate().expect_err(flag);
-            assert!(err.to_string().starts_with(flag), "{err}");
+            let err = p.validate().expect_err(field.words());
+            let PairsError::Param(param) = &err else {
+                panic!("{err:?}");
+            };
+            assert_eq!(param.about(), field, "{err}");
+            assert!(err.to_string().starts_with(field.words()), "{err}");
+            assert!(!err.to_string().contains("--"), "{err}");
         }
     }
 
