@@ -121,3 +121,73 @@ fn is_uuid(bytes: &[u8]) -> bool {
         _ => b.is_ascii_hexdigit(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+
+    const FILE: &str = "jsonrpc/spdk.sock.jsonl";
+
+    #[test]
+    fn uuids_are_mapped_consistently_and_the_nil_uuid_stays() {
+        let mut redactor = Redactor::default();
+        let uuid = "677c61d6-e9e5-46f8-94b3-13584b068b83";
+        let value = json!({"uuid": uuid, "hostnqn": format!("nqn.2014-08.org.nvmexpress:uuid:{uuid}"),
+            "nil": "00000000-0000-0000-0000-000000000000", "longer": format!("{uuid}0")});
+        let out = redactor.json(&value, FILE);
+        let placeholder = out["uuid"].as_str().expect("uuid");
+        assert_ne!(placeholder, uuid);
+        assert_eq!(placeholder.len(), uuid.len());
+        assert_eq!(
+            out["hostnqn"],
+            format!("nqn.2014-08.org.nvmexpress:uuid:{placeholder}")
+        );
+        assert_eq!(out["nil"], value["nil"]);
+        // Not a UUID on its own (a longer hex run): left as it is.
+        assert_eq!(out["longer"], value["longer"]);
+    }
+
+    #[test]
+    fn the_captured_host_name_is_replaced_as_a_word_only() {
+        let mut redactor = Redactor::default();
+        let file = redactor.file(Path::new("proc/sys/kernel/hostname"), b"myhost\n");
+        let placeholder = String::from_utf8(file).expect("text").trim().to_owned();
+        let value = json!([
+            "nqn.2014-08.com.example:myhost",
+            "myhost-2",
+            "localhost",
+            "MYHOST"
+        ]);
+        let out = redactor.json(&value, FILE);
+        assert_eq!(out[0], format!("nqn.2014-08.com.example:{placeholder}"));
+        assert_eq!(out[1], "myhost-2");
+        assert_eq!(out[2], "localhost");
+        assert_eq!(out[3], placeholder.as_str());
+    }
+
+    #[test]
+    fn serial_keys_addresses_and_nothing_else() {
+        let mut redactor = Redactor::default();
+        let text = redactor.file(Path::new("sys/x/addr"), b"192.0.2.10\n");
+        let address = String::from_utf8(text).expect("text").trim().to_owned();
+        let value = json!({"sn": "SN1", "serial_number": "SN1", "model_number": "SN1",
+            "traddr": "192.0.2.10", "trsvcid": "4420", "num_blocks": 8});
+        let out = redactor.json(&value, FILE);
+        assert_eq!(out["sn"], out["serial_number"]);
+        assert_ne!(out["sn"], "SN1");
+        assert_eq!(out["model_number"], "SN1");
+        assert_eq!(out["traddr"], address.as_str());
+        assert_eq!(out["trsvcid"], "4420");
+        assert_eq!(out["num_blocks"], 8);
+        let listed = redactor
+            .redactions()
+            .iter()
+            .find(|r| r.placeholder == address)
+            .expect("listed");
+        assert!(listed.files.iter().any(|f| f == FILE), "{listed:?}");
+    }
+}
