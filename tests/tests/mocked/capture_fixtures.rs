@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use dpu_probe::counters::Sampler;
 use dpu_probe::SysRoot;
-use dpu_tests::harness::dpuctl;
+use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
 use serde_json::Value;
 
 fn captures_dir() -> PathBuf {
@@ -207,5 +207,99 @@ fn the_runner_notices_an_altered_answer_file_or_expectation() {
     assert!(
         problems.len() == 1 && problems[0].contains("check under root/ differs from expected.json"),
         "{problems:?}"
+    );
+}
+
+/// `dpuctl dpu counters -s netdev -o json` from a `dpu-agent` started with `--sys-root
+/// root`: `source:object/counter<TAB>value` lines, sorted (the live-samples format).
+fn agent_netdev_samples(root: &Path) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = AgentProcess::start(&AgentOptions::new(dir.path(), root));
+    let endpoint = agent.endpoint();
+    let run = dpuctl(&[
+        "--agent", &endpoint, "-o", "json", "dpu", "counters", "-s", "netdev",
+    ]);
+    let answer: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "dpu counters printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&run.stderr)
+        )
+    });
+    let mut lines: Vec<String> = answer["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}/{}\t{}",
+                s["source"].as_str().unwrap_or_default(),
+                s["object"].as_str().unwrap_or_default(),
+                s["counter"].as_str().unwrap_or_default(),
+                // proto3 JSON leaves a zero u64 out.
+                s["value"].as_str().unwrap_or("0")
+            )
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The agent gets the replay through the probe too: under a capture's second reading its
+/// `Counters.Snapshot` of netdevs answers the live samples of that reading, over the
+/// recorded netlink; control: the same agent on a copy with one recorded stats byte
+/// flipped answers differently in exactly that sample.
+#[test]
+fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
+    let Some(bundle) = captures()
+        .into_iter()
+        .find(|b| b.join("readings/1/root.netlink").is_file())
+    else {
+        panic!("no capture with a netlink recording");
+    };
+    let reading = "readings/1/root";
+    let text = fs::read_to_string(bundle.join(format!("{reading}.live-samples"))).expect("live");
+    let live: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("netdev:"))
+        .map(str::to_owned)
+        .collect();
+    assert!(!live.is_empty(), "the capture has netdev samples");
+    assert_eq!(agent_netdev_samples(&bundle.join(reading)), live);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("altered");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&bundle)
+        .arg(&copy)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let file = copy.join(format!("{reading}.netlink"));
+    let recorded = fs::read_to_string(&file).expect("recording");
+    let mut in_stats = false;
+    let mut done = false;
+    let altered: Vec<String> = recorded
+        .lines()
+        .map(|line| {
+            if let Some(comment) = line.strip_prefix("# ") {
+                in_stats = comment.starts_with("RTM_GETSTATS");
+            }
+            if in_stats && !done && line.starts_with("answer ") {
+                done = true;
+                let at = "answer ".len() + 2 * 32;
+                let byte = u8::from_str_radix(&line[at..at + 2], 16).expect("hex");
+                return format!("{}{:02x}{}", &line[..at], byte ^ 0x01, &line[at + 2..]);
+            }
+            line.to_owned()
+        })
+        .collect();
+    assert!(done);
+    fs::write(&file, altered.join("\n") + "\n").expect("write");
+    let answered = agent_netdev_samples(&copy.join(reading));
+    let differing: Vec<_> = answered.iter().filter(|l| !live.contains(l)).collect();
+    assert!(
+        differing.len() == 1 && differing[0].contains("/rx_packets\t"),
+        "{differing:?}"
     );
 }
