@@ -283,8 +283,9 @@ pub(crate) struct CountersConfig {
     /// CPUs for the reading threads in cpulist form (`"0"`, `"0-1"`, `"0,3"`); empty:
     /// any CPU the agent may use.
     pub(crate) cpus: String,
-    /// `"normal"`, or `"high"`: `SCHED_FIFO` (else nice -20), refused at start when the
-    /// agent is not permitted either.
+    /// `"normal"` (nice -10 where the agent may, else normal priority, logged once), or
+    /// `"high"`: `SCHED_FIFO` (else nice -20), refused at start when the agent is not
+    /// permitted either.
     pub(crate) priority: String,
     /// Seconds a read window may last when a reading thread was preempted during it
     /// before the snapshot is read once more.

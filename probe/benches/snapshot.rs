@@ -11,8 +11,9 @@
 //!
 //! Each tree is measured idle and busy: busy is one thread per CPU spinning like an SPDK
 //! reactor or an OVS-DOCA PMD thread (a BlueField is never idle), with the shell baseline
-//! under the same load, and the sampler both with its default placement and with
-//! `[counters] priority = "high"` (`SCHED_FIFO`, where permitted). Each line also gives
+//! under the same load, and the sampler both with its default placement (reads at nice
+//! −10 where the process may) and with `[counters] priority = "high"` (`SCHED_FIFO`,
+//! where permitted). Each line also gives
 //! where the window went (the median read window of each source) and how many snapshots
 //! were preempted and read again. Each snapshot is handed back to its sampler once its
 //! figures are taken (`Sampler::recycle`), as the agent does after encoding one, so the

@@ -7,6 +7,7 @@
 //! dump for every link) and from `sys/class/net/*/statistics` when a `--sys-root` fixture
 //! or mounted image is inspected, where netlink cannot see anything.
 
+mod mild_nice;
 mod netdev_source;
 mod placement;
 mod read;
@@ -19,6 +20,7 @@ use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 pub use crate::counter_file::{kept_file_budget, kept_file_budget_for};
+pub use mild_nice::DEFAULT_READ_NICE;
 pub use netdev_source::NetdevSource;
 pub use placement::{CpuList, PlacementError, ReadPlacement, ReadPriority};
 pub use selector::{CounterSelector, SelectorError};
@@ -297,7 +299,10 @@ impl Sampler {
             unreachable!("the state is back after every snapshot")
         };
         if self.lead.placement().is_default() {
+            // The default's mild priority, on the caller's thread for this read only.
+            let raised = mild_nice::RaisedWhileHeld::raise();
             let snapshot = state.read(selectors);
+            drop(raised);
             self.state = Some(state);
             return snapshot;
         }

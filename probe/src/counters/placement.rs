@@ -19,7 +19,8 @@ use nix::unistd::Pid;
 /// The scheduling class of the reading threads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ReadPriority {
-    /// The default time-sharing class, like everything else.
+    /// The default time-sharing class, at nice −10 where the process may lower a nice
+    /// value ([`DEFAULT_READ_NICE`](super::DEFAULT_READ_NICE)), as it is otherwise.
     #[default]
     Normal,
     /// Not preempted by time-sharing tasks: `SCHED_FIFO` at the lowest real-time

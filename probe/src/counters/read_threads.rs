@@ -11,7 +11,7 @@ use std::sync::mpsc;
 
 use nix::sys::resource::{getrusage, UsageWho};
 
-use super::placement::ReadPlacement;
+use super::placement::{ReadPlacement, ReadPriority};
 
 /// A job for a reading thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -105,6 +105,9 @@ impl ReadThreads {
                     // Checked when the placement was configured; a CPU taken offline
                     // since is the remaining way here. Read unplaced rather than not at all.
                     tracing::warn!(error = %e, "counter-reading thread runs unplaced");
+                }
+                if placement.priority == ReadPriority::Normal {
+                    super::mild_nice::raise_for_good();
                 }
                 while let Ok(job) = queue.recv() {
                     // A job that panics drops its reply, so its waiter panics in turn;
