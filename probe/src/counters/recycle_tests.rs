@@ -213,3 +213,22 @@ fn a_snapshot_from_another_sampler_lends_its_buffers_not_its_values() {
         .iter()
         .all(|s| !s.key.object.contains("mlx5_7") && !s.key.object.contains("other")));
 }
+
+#[test]
+fn spares_never_pile_up_past_one_snapshots_worth() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    port(root, "mlx5_0", 1, 5);
+    let links = Links::default();
+    links.set(&[(1, "p0", 1), (2, "pf0vf0", 2)]);
+    let mut pair = Pair::new(root, &links);
+    let counted = pair.compare("first").samples.len();
+    // Snapshots handed back without one taken in between: as a caller whose samples
+    // come from readers that build no spares (sysfs netdevs, tc) does every time.
+    for _ in 0..3 {
+        let extra = pair.plain.snapshot(&selectors());
+        pair.recycling.recycle(extra);
+    }
+    assert_eq!(pair.spares(), counted, "one snapshot's worth, not four");
+    pair.compare("after the extra ones");
+}

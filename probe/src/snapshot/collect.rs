@@ -76,11 +76,15 @@ impl SpareStrings {
         }
     }
 
-    /// Keeps the object strings of `samples` for reuse (up to a bound) and empties it,
-    /// keeping its capacity.
+    /// Keeps the object strings of `samples` for reuse and empties it, keeping its
+    /// capacity. At most one snapshot's worth is kept (as many as `samples` holds, up to
+    /// [`MAX_SPARE_STRINGS`]): samples whose readers do not build in spares (sysfs
+    /// netdevs, tc, block) hand back strings that no snapshot takes, and without this
+    /// bound they would pile up to the maximum, held for nothing.
     pub(crate) fn take_back(&mut self, samples: &mut Vec<Sample>) {
+        let keep = samples.len().min(MAX_SPARE_STRINGS);
         for sample in samples.drain(..) {
-            if self.0.len() < MAX_SPARE_STRINGS {
+            if self.0.len() < keep {
                 self.0.push(sample.key.object);
             }
         }
