@@ -62,6 +62,22 @@ enum Command {
         #[arg(required = true, num_args = 1..)]
         fault: Vec<String>,
     },
+    /// Serve a SNAP/SPDK transcript that `dpuctl capture --snap-socket` recorded: the fake
+    /// SNAP answers each recorded request with its recorded answer and anything else with
+    /// a "not captured" error, until SIGINT or SIGTERM. Point `dpu-agent --snap-socket`
+    /// at SOCKET to see what the agent answers from the captured machine.
+    ReplaySnap {
+        /// The transcript, `BUNDLE/jsonrpc/NAME.jsonl`.
+        #[arg(long, value_name = "FILE")]
+        transcript: PathBuf,
+        /// Where to listen; must not exist.
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        /// Answer every request from this reading (1 or 2); by default the readings play
+        /// in order and the last repeats.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        reading: Option<u32>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -128,6 +144,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Up(args) if args.detach => detach(&dir),
         Command::Up(args) => up(&dir, &args),
         Command::Down => down(&dir),
+        Command::ReplaySnap {
+            transcript,
+            socket,
+            reading,
+        } => replay_snap(&transcript, &socket, reading),
         Command::Fault { node, fault } => {
             control::request(&dir, &node, &fault)?;
             say(&format!("{node}: {} applied", fault.join(" ")))?;
@@ -183,17 +204,7 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let started = Instant::now();
     let mut simulation = Simulation::start(&options)?;
-    for signal in [
-        nix::sys::signal::Signal::SIGINT,
-        nix::sys::signal::Signal::SIGTERM,
-    ] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
-        // no other handler for these signals is installed in this process.
-        unsafe {
-            nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::Handler(on_signal))
-        }
-        .context("cannot handle SIGINT/SIGTERM")?;
-    }
+    stop_on_signals()?;
     control::claim(dir)?;
     if let Some(off) = simulation.switch_off() {
         say(&format!("switch: disabled ({off})"))?;
@@ -244,6 +255,45 @@ fn up(dir: &Path, args: &UpArgs) -> anyhow::Result<ExitCode> {
     simulation.stop();
     control::release(dir);
     outcome?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Makes SIGINT and SIGTERM set [`STOP`].
+fn stop_on_signals() -> anyhow::Result<()> {
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
+        // no other handler for these signals is installed in this process.
+        unsafe {
+            nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::Handler(on_signal))
+        }
+        .context("cannot handle SIGINT/SIGTERM")?;
+    }
+    Ok(())
+}
+
+/// `replay-snap`: the fake SNAP serving `transcript` on `socket` until SIGINT or SIGTERM.
+fn replay_snap(transcript: &Path, socket: &Path, reading: Option<u32>) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(transcript)
+        .with_context(|| format!("cannot read the transcript {}", transcript.display()))?;
+    let replay = dpu_sim::fake_snap::Replay::from_jsonl(&text)
+        .with_context(|| format!("{} is not a transcript", transcript.display()))?;
+    let requests = replay.len();
+    let snap = dpu_sim::fake_snap::FakeSnap::start_replaying(socket, replay)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    snap.replay_reading(reading);
+    stop_on_signals()?;
+    say(&format!(
+        "replaying {requests} recorded requests of {} on {} ({}); SIGINT or SIGTERM stops it",
+        transcript.display(),
+        socket.display(),
+        reading.map_or("readings in order".to_owned(), |n| format!("reading {n}"))
+    ))?;
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

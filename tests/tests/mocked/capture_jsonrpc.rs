@@ -291,3 +291,45 @@ fn an_unreachable_snap_socket_fails_the_capture_and_writes_nothing() {
     assert!(stderr.contains("absent.sock"), "{stderr}");
     assert!(!out.exists(), "the failed capture left {}", out.display());
 }
+
+#[test]
+fn dpu_sim_replay_snap_serves_a_transcript_until_sigterm() {
+    let (dir, root) = fixture::bluefield3_host_tempdir();
+    let (snap, _) = fake_with_identifiers(dir.path());
+    let out = dir.path().join("bundle");
+    succeeded(&capture(&root, &out, snap.path(), &["--no-redact"]));
+    let live = call(snap.path(), "bdev_get_bdevs", json!({"name": "Rn1"}));
+    drop(snap);
+    let (entry, _, _) = transcript(&out);
+    let file = out.join(entry["transcript"].as_str().expect("path"));
+    let socket = dir.path().join("served.sock");
+
+    let mut child = std::process::Command::new(dpu_tests::harness::bin_dir().join("dpu-sim"))
+        .args(["replay-snap", "--reading", "1", "--transcript"])
+        .arg(&file)
+        .arg("--socket")
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run dpu-sim replay-snap");
+    // Its first line is printed once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("a line");
+    assert!(line.contains("replaying"), "{line}");
+    let served = call(&socket, "bdev_get_bdevs", json!({"name": "Rn1"}));
+    let other = call(&socket, "bdev_get_bdevs", json!({"name": "Rn9"}));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+    assert_eq!(served["result"], live["result"]);
+    assert_eq!(other["error"]["code"], NOT_CAPTURED_CODE, "{other}");
+    assert!(!socket.exists(), "the socket outlived dpu-sim");
+}
