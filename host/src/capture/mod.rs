@@ -113,7 +113,10 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let mut sampler = Sampler::with_netdev_source(root.clone(), NetdevSource::Sysfs);
     let first_snapshot = sampler.snapshot(&[]);
     let first = session.finish();
-    let mut snap = options.snap_socket.as_deref().map(jsonrpc::SnapCapture::new);
+    let mut snap = options
+        .snap_socket
+        .as_deref()
+        .map(jsonrpc::SnapCapture::new);
     if let Some(snap) = snap.as_mut() {
         snap.read(1)?;
     }

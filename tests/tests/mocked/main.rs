@@ -3,8 +3,8 @@
 
 mod bad_input;
 mod capture;
-mod capture_jsonrpc;
 mod capture_fixtures;
+mod capture_jsonrpc;
 mod capture_netlink;
 mod check;
 mod check_dpu_side;
