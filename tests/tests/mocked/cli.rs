@@ -417,21 +417,23 @@ fn roce_perf_bad_parameters_are_named_by_their_flags() {
             "{args:?}: {stderr}"
         );
     }
-    // The peer is checked as an ssh destination before ssh runs.
-    let out = dpuctl(&[
-        "roce",
-        "perf",
-        "--peer",
-        "-oProxyCommand=x",
-        "--ssh",
-        "/nonexistent-ssh",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("error: --peer \"root@b;reboot\" is not a host"),
-        "{stderr}"
-    );
+    // The peer is checked as an ssh destination before ssh runs: a shell word and an ssh
+    // option (given as `--peer=VALUE`, or clap would take it for a flag) are both refused.
+    for peer in ["root@b;reboot", "-oProxyCommand=x"] {
+        let out = dpuctl(&[
+            "roce",
+            "perf",
+            &format!("--peer={peer}"),
+            "--ssh",
+            "/nonexistent-ssh",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{peer}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: --peer \"{peer}\" is not a host")),
+            "{peer}: {stderr}"
+        );
+    }
 }
 
 /// The demo's run id is checked before anything runs and named by the flag the user typed
