@@ -11,8 +11,8 @@ use std::io;
 use std::path::Path;
 
 use netlink_packet_core::{
-    DecodeError, DefaultNla, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload,
-    NetlinkSerializable, NlasIterator, NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST,
+    DecodeError, DefaultNla, Emitable, NetlinkSerializable, NlasIterator, NLA_F_NESTED, NLM_F_ACK,
+    NLM_F_REQUEST,
 };
 
 use netlink_sys::protocols::NETLINK_ROUTE;
@@ -22,6 +22,7 @@ use super::config::IeeePfc;
 use super::error::DcbError;
 use super::handle::DcbNetlink;
 use super::request::validate_ifname;
+use crate::netlink::request_datagram;
 use crate::netlink::{open_in_netns, KernelSocket, NetlinkError, HEADER_LEN};
 
 impl DcbNetlink {
@@ -108,14 +109,7 @@ impl IeeePfcSetRequest {
 
     /// The whole datagram for sequence number `seq`, with an ack (`NLM_F_ACK`).
     pub(crate) fn encode(&self, seq: u32) -> Vec<u8> {
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK;
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(self.clone()));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        bytes
+        request_datagram(self.clone(), NLM_F_REQUEST | NLM_F_ACK, seq)
     }
 }
 

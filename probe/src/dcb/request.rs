@@ -3,13 +3,11 @@
 //! `DCB_ATTR_IFNAME`. Framed by netlink-packet-core (length, type, flags), like the
 //! RDMA requests; the interface name is validated before anything is built.
 
-use netlink_packet_core::{
-    DefaultNla, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_ACK, NLM_F_REQUEST,
-};
+use netlink_packet_core::{DefaultNla, Emitable, NetlinkSerializable, NLM_F_ACK, NLM_F_REQUEST};
 
 use super::abi;
 use super::error::DcbError;
+use crate::netlink::request_datagram;
 
 /// A `DCB_CMD_IEEE_GET` request for one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,14 +30,7 @@ impl IeeeGetRequest {
     /// (`NLM_F_ACK`), as iproute2's `dcb` sends it, so success ends with a message the
     /// reader waits for after the answer.
     pub(crate) fn encode(&self, seq: u32) -> Vec<u8> {
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK;
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(self.clone()));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        bytes
+        request_datagram(self.clone(), NLM_F_REQUEST | NLM_F_ACK, seq)
     }
 }
 

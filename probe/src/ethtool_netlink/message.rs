@@ -5,11 +5,11 @@
 //! their emitted bytes with `NLA_F_NESTED` set, as the ethtool family's policies require.
 
 use netlink_packet_core::{
-    DefaultNla, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST,
+    DefaultNla, Emitable, NetlinkSerializable, NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST,
 };
 
 use super::abi;
+use crate::netlink::request_datagram;
 
 /// Which ring of an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,14 +85,7 @@ impl GenlRequest {
     /// The whole datagram for sequence number `seq`, asking for an ack so that success
     /// ends with a message the reader waits for.
     pub(crate) fn encode(&self, seq: u32) -> Vec<u8> {
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK;
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(self.clone()));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        bytes
+        request_datagram(self.clone(), NLM_F_REQUEST | NLM_F_ACK, seq)
     }
 }
 

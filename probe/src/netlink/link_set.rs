@@ -7,13 +7,12 @@
 //! `ENODEV` for an unknown name, `EPERM` without CAP_NET_ADMIN) with the extended-ack
 //! sentence when there is one.
 
-use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST,
-};
+use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::protocols::NETLINK_ROUTE;
 
+use super::datagram::request_datagram;
 use super::dump::route_message;
 use super::error::NetlinkError;
 use super::exchange::KernelSocket;
@@ -30,16 +29,7 @@ pub fn set_link_mtu(interface: &str, mtu: u32) -> Result<(), NetlinkError> {
         .push(LinkAttribute::IfName(interface.to_owned()));
     message.attributes.push(LinkAttribute::Mtu(mtu));
     let request = RouteNetlinkMessage::SetLink(message);
-    let encode = |seq| {
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK;
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request.clone()));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        bytes
-    };
+    let encode = |seq| request_datagram(request.clone(), NLM_F_REQUEST | NLM_F_ACK, seq);
     let name = format!("RTM_SETLINK {interface} mtu {mtu}");
     socket.exchange(&name, encode, route_message).map(drop)
 }

@@ -19,6 +19,7 @@
 //! The [`RouteStats`] trait is what the snapshot engine and the agent depend on, so tests
 //! can substitute canned readings; [`RouteSocket`] is the real one.
 
+mod datagram;
 mod dump;
 mod error;
 mod exchange;
@@ -40,7 +41,9 @@ mod tc_decode;
 #[cfg(test)]
 mod wire_test;
 
-// The reply reader and header size, shared with the RDMA netlink client (`rdma_netlink`).
+// The request encoder, reply reader and header size, shared with the RDMA, DCB and ethtool
+// netlink clients.
+pub(crate) use datagram::request_datagram;
 #[cfg(test)]
 pub(crate) use dump::DumpCollector;
 pub(crate) use dump::{Decoder, HEADER_LEN};

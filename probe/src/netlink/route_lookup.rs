@@ -6,12 +6,11 @@
 
 use std::net::IpAddr;
 
-use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST,
-};
+use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
+use super::datagram::request_datagram;
 use super::dump::route_message;
 use super::error::NetlinkError;
 use super::socket::RouteSocket;
@@ -38,17 +37,11 @@ fn route_get_request(destination: IpAddr, seq: u32) -> Vec<u8> {
     message
         .attributes
         .push(RouteAttribute::Destination(RouteAddress::from(destination)));
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST | NLM_F_ACK;
-    header.sequence_number = seq;
-    let mut packet = NetlinkMessage::new(
-        header,
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::GetRoute(message)),
-    );
-    packet.finalize();
-    let mut bytes = vec![0; packet.buffer_len()];
-    packet.serialize(&mut bytes);
-    bytes
+    request_datagram(
+        RouteNetlinkMessage::GetRoute(message),
+        NLM_F_REQUEST | NLM_F_ACK,
+        seq,
+    )
 }
 
 /// The output interface of a resolved route (`RTA_OIF`), if the answer names one.
@@ -95,6 +88,7 @@ mod tests {
     use netlink_packet_core::NetlinkBuffer;
 
     use super::*;
+    use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 
     #[test]
     fn the_request_asks_for_one_host_route_to_the_address_with_an_ack() {

@@ -8,13 +8,12 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
-};
+use netlink_packet_core::{NLM_F_DUMP, NLM_F_REQUEST};
 use netlink_packet_route::link::LinkMessage;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::protocols::NETLINK_ROUTE;
 
+use super::datagram::request_datagram;
 use super::dump::{route_message, Decoder};
 use super::error::NetlinkError;
 use super::exchange::KernelSocket;
@@ -123,17 +122,7 @@ impl RouteSocket {
         message: &RouteNetlinkMessage,
         decode: Decoder<T>,
     ) -> Result<Vec<T>, NetlinkError> {
-        let encode = |seq| {
-            let mut header = NetlinkHeader::default();
-            header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-            header.sequence_number = seq;
-            let mut packet =
-                NetlinkMessage::new(header, NetlinkPayload::InnerMessage(message.clone()));
-            packet.finalize();
-            let mut bytes = vec![0; packet.buffer_len()];
-            packet.serialize(&mut bytes);
-            bytes
-        };
+        let encode = |seq| request_datagram(message.clone(), NLM_F_REQUEST | NLM_F_DUMP, seq);
         self.kernel.exchange(request, encode, decode)
     }
 

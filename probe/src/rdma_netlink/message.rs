@@ -4,11 +4,11 @@
 //! ([`NetlinkMessage`] computes the length and type), so only the attribute list is ours.
 
 use netlink_packet_core::{
-    DefaultNla, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    DefaultNla, Emitable, NetlinkSerializable, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
 
 use super::abi;
+use crate::netlink::request_datagram;
 
 /// A request: the operation, whether it is a dump, and its attributes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,14 +54,7 @@ impl RdmaMessage {
 
     /// The whole datagram for sequence number `seq` (port id 0: the kernel fills it in).
     pub(crate) fn encode(&self, seq: u32) -> Vec<u8> {
-        let mut header = NetlinkHeader::default();
-        header.flags = self.flags();
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(self.clone()));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        bytes
+        request_datagram(self.clone(), self.flags(), seq)
     }
 }
 
