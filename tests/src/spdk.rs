@@ -734,10 +734,47 @@ pub fn perf_read(port: u16, subnqn: &str, io_size: u64, count: u64) -> Result<Pe
     perf_read_within(port, subnqn, io_size, count, PERF_TIME_LIMIT_SECS)
 }
 
+/// How many times perf is started when it never connects (see [`perf_read_within`]).
+const PERF_CONNECT_ATTEMPTS: u32 = 3;
+
+/// What perf prints when no controller came up, so it issued no read at all (SPDK v24.01
+/// app/spdk_nvme_perf/perf.c, after `register_controllers`).
+const PERF_NOT_CONNECTED: &str = "No valid NVMe controllers";
+
 /// [`perf_read`] with perf's `-t` time limit set to `limit_secs`: for a read that is
 /// expected to fail (its path removed), so the failure costs seconds, not the default
 /// limit.
+///
+/// A perf that never connected (its controller failed to initialize: SPDK's synchronous
+/// probe gives the TCP handshake 2 s, `ICREQ_TIMEOUT_SYNC` in lib/nvme/nvme_tcp.c, which a
+/// CI machine running two benches' busy-polling targets beside it can miss) read nothing,
+/// so it is started again, up to [`PERF_CONNECT_ATTEMPTS`] times, each retry said on
+/// stderr. A read that fails once connected is never retried: that failure is what the
+/// multipath tests judge.
 pub fn perf_read_within(
+    port: u16,
+    subnqn: &str,
+    io_size: u64,
+    count: u64,
+    limit_secs: u64,
+) -> Result<PerfReport, String> {
+    let mut attempt = 1;
+    loop {
+        match perf_read_once(port, subnqn, io_size, count, limit_secs) {
+            Err(e) if e.contains(PERF_NOT_CONNECTED) && attempt < PERF_CONNECT_ATTEMPTS => {
+                eprintln!(
+                    "spdk_nvme_perf did not connect to 127.0.0.1:{port} (attempt {attempt} of \
+                     {PERF_CONNECT_ATTEMPTS}), starting it again:\n{e}"
+                );
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// One `spdk_nvme_perf` run of [`perf_read_within`].
+fn perf_read_once(
     port: u16,
     subnqn: &str,
     io_size: u64,
