@@ -10,8 +10,9 @@
 //!
 //! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
 //! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
-//! (host-cli/) maps its flags onto those parameters and renders the reports. The package has
-//! no clap, comfy-table or indicatif dependency, so the compiler holds that line.
+//! (host-cli/) maps its flags onto those parameters and renders the reports. Progress goes
+//! to an [`observe::Observer`] of the entry point's event type, which `dpuctl` draws. The
+//! package has no clap, comfy-table or indicatif dependency, so the compiler holds that line.
 
 pub mod accounting;
 pub mod agent;
@@ -22,6 +23,7 @@ pub mod check;
 pub mod experiment;
 pub mod facts;
 pub mod fleet;
+pub mod observe;
 pub mod param;
 pub mod prove;
 pub mod render;

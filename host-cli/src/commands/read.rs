@@ -4,7 +4,8 @@
 
 use std::io::IsTerminal as _;
 
-use dpu_host::storage_read::{self, ReadParams, ReadProgress};
+use dpu_host::observe::Observer;
+use dpu_host::storage_read::{self, ReadEvent, ReadParams};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::env::Env;
@@ -43,7 +44,26 @@ struct Bar {
     bar: Option<ProgressBar>,
 }
 
-impl ReadProgress for Bar {
+impl Observer<ReadEvent> for Bar {
+    fn event(&mut self, event: &ReadEvent) {
+        match *event {
+            ReadEvent::Started { total } => self.start(total),
+            ReadEvent::Advanced { bytes_done } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_position(bytes_done);
+                }
+            }
+            ReadEvent::Finished => {
+                if let Some(bar) = self.bar.take() {
+                    bar.finish_and_clear();
+                }
+            }
+        }
+    }
+}
+
+impl Bar {
+    /// Draws the bar (a spinner for a read by time) when a person is watching.
     fn start(&mut self, total: Option<u64>) {
         if !self.shown {
             return;
@@ -62,17 +82,5 @@ impl ReadProgress for Bar {
         };
         bar.set_draw_target(ProgressDrawTarget::stderr());
         self.bar = Some(bar);
-    }
-
-    fn advance(&mut self, bytes_done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(bytes_done);
-        }
-    }
-
-    fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
     }
 }

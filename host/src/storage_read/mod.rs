@@ -15,6 +15,7 @@ use engine::Limit;
 pub use error::{LoopError, ReadError};
 use report::Results;
 
+use crate::observe::Observer;
 use crate::param::{Field, ParamError};
 
 /// `dpuctl storage read` as parameters.
@@ -106,19 +107,32 @@ pub fn read_with(
     })
 }
 
-/// How far a read has come, for a progress display: bytes read so far, and the total when
-/// the read is for a number of bytes (None when it is for a time).
-pub trait ReadProgress {
-    /// Called when the read starts.
-    fn start(&mut self, total: Option<u64>);
-    /// Called as completions arrive.
-    fn advance(&mut self, bytes_done: u64);
-    /// Called once the loop has ended, successfully or not.
-    fn finish(&mut self);
+/// How far a read has come, for a progress display: what [`run`] tells its
+/// [`Observer`], in this order: `Started` once, `Advanced` as completions arrive, `Finished`
+/// once the loop has ended, successfully or not. A read refused before it starts (bad
+/// parameters, a path that cannot be read) tells nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEvent {
+    /// The read starts: the bytes it will read when it is for a number of bytes, None when
+    /// it is for a time.
+    Started {
+        /// Bytes the read will have read at the end, when that is known.
+        total: Option<u64>,
+    },
+    /// More completions arrived.
+    Advanced {
+        /// Bytes read so far.
+        bytes_done: u64,
+    },
+    /// The read loop has ended (its result is [`run`]'s).
+    Finished,
 }
 
 /// Runs `dpuctl storage read`: the read and its fio-shaped results.
-pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> Result<Results, ReadError> {
+pub fn run(
+    args: &ReadParams,
+    progress: &mut dyn Observer<ReadEvent>,
+) -> Result<Results, ReadError> {
     let path = &args.path;
     let shown = path.display().to_string();
     let bs = args.bs;
@@ -138,15 +152,15 @@ pub fn run(args: &ReadParams, progress: &mut dyn ReadProgress) -> Result<Results
         (None, Some(secs)) => (Limit::Time(Duration::from_secs_f64(secs)), None),
         (None, None) => (Limit::Bytes(file_size), Some(file_size / bs * bs)),
     };
-    progress.start(total);
+    progress.event(&ReadEvent::Started { total });
     let extent = engine::Extent {
         size: file_size,
         start: 0,
     };
     let measured = engine::read_loop(&file, extent, bs, args.iodepth, align, limit, |n| {
-        progress.advance(n);
+        progress.event(&ReadEvent::Advanced { bytes_done: n });
     });
-    progress.finish();
+    progress.event(&ReadEvent::Finished);
     let measured = measured.map_err(|source| ReadError::Read {
         path: path.clone(),
         source,
