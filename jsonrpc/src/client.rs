@@ -193,7 +193,7 @@ impl Client {
         deadline: Duration,
     ) -> Result<(Value, u64), Error> {
         if let Some(recorder) = &self.inner.recorder {
-            recorder.admit(method)?;
+            recorder.admit(method, params.as_ref().unwrap_or(&Value::Null))?;
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(self.inner.options.version, method, params.as_ref(), id)?;

@@ -108,6 +108,16 @@ pub enum Error {
         /// The refused method.
         method: String,
     },
+    /// A recording client in capture mode refused to send a call its params check found
+    /// not read-only ([`Recorder::checking_params`](crate::Recorder::checking_params));
+    /// nothing was sent.
+    #[error("{method} refused in capture mode, it is not read-only: {reason}; not sent")]
+    NotReadOnly {
+        /// The refused method.
+        method: String,
+        /// Why, in the check's words (e.g. the first operation that is not a `select`).
+        reason: String,
+    },
     /// One incoming message exceeded the configured maximum; the connection was dropped
     /// rather than buffering without bound.
     #[error("JSON-RPC message exceeds the {limit}-byte frame limit")]

@@ -57,6 +57,7 @@ pub struct Recorder {
 #[derive(Debug, Default)]
 struct RecorderState {
     allowed: Option<BTreeSet<String>>,
+    check: Option<ParamsCheck>,
     reading: u32,
     exchanges: Vec<Exchange>,
     refused: Vec<String>,
@@ -76,6 +77,19 @@ impl Recorder {
         recorder
     }
 
+    /// Capture mode for peers whose methods are not read-only by name alone (an OVSDB
+    /// `transact` may select or insert): `check` is asked with the method and the params
+    /// about to be sent, after the allow-list, and an `Err(reason)` refuses the call with
+    /// [`Error::NotReadOnly`] before anything is sent. The rule is the caller's: this crate
+    /// knows no method.
+    pub fn checking_params(
+        self,
+        check: impl Fn(&str, &Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.lock().check = Some(ParamsCheck(Arc::new(check)));
+        self
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RecorderState> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -90,23 +104,37 @@ impl Recorder {
         self.lock().exchanges.clone()
     }
 
-    /// The methods refused so far for not being on the allow-list, in order.
+    /// The calls refused so far, in order: the method when it was not on the allow-list,
+    /// `method: reason` when the params check refused it.
     pub fn refused(&self) -> Vec<String> {
         self.lock().refused.clone()
     }
 
-    /// `Err(NotAllowed)` when `method` may not be sent (capture mode, not on the list).
-    pub(crate) fn admit(&self, method: &str) -> Result<(), Error> {
+    /// `Err(NotAllowed)` when `method` may not be sent (capture mode, not on the list),
+    /// `Err(NotReadOnly)` when the params check refuses `params` (`Null`: none sent).
+    pub(crate) fn admit(&self, method: &str, params: &Value) -> Result<(), Error> {
         let mut state = self.lock();
-        match &state.allowed {
-            Some(allowed) if !allowed.contains(method) => {
-                state.refused.push(method.to_owned());
-                Err(Error::NotAllowed {
-                    method: method.to_owned(),
-                })
-            }
-            _ => Ok(()),
+        if state
+            .allowed
+            .as_ref()
+            .is_some_and(|allowed| !allowed.contains(method))
+        {
+            state.refused.push(method.to_owned());
+            return Err(Error::NotAllowed {
+                method: method.to_owned(),
+            });
         }
+        let verdict = state
+            .check
+            .as_ref()
+            .map_or(Ok(()), |c| (c.0)(method, params));
+        verdict.map_err(|reason| {
+            state.refused.push(format!("{method}: {reason}"));
+            Error::NotReadOnly {
+                method: method.to_owned(),
+                reason,
+            }
+        })
     }
 
     /// Records one call: the encoded request and what came of it.
@@ -143,6 +171,18 @@ impl Recorder {
             request,
             response,
         });
+    }
+}
+
+/// The caller's read-only rule on params ([`Recorder::checking_params`]).
+#[derive(Clone)]
+struct ParamsCheck(Arc<CheckFn>);
+
+type CheckFn = dyn Fn(&str, &Value) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for ParamsCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ParamsCheck(..)")
     }
 }
 

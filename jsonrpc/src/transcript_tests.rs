@@ -130,3 +130,54 @@ async fn a_client_without_a_recorder_sends_any_method() {
     assert_eq!(got, json!("m0"));
     join(server).await;
 }
+
+#[tokio::test]
+async fn a_params_check_refuses_one_call_of_a_method_and_sends_the_other() {
+    // The same method twice: the check refuses the params it is told to (nothing of that
+    // call reaches the peer) and lets the other through, so the refusal is the check's.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = sock(&dir);
+    let listener = UnixListener::bind(&path).expect("bind");
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        let only = peer.recv().await;
+        assert_eq!(only["params"], json!(["read"]), "{only}");
+        peer.send(&json!({"id":id_of(&only),"result":"ok","error":null}))
+            .await;
+        let mut rest = [0_u8; 64];
+        let n = tokio::time::timeout(LONG, peer.stream.read(&mut rest))
+            .await
+            .expect("client hangs up in time")
+            .expect("read");
+        assert_eq!(n, 0, "something more was sent: {:?}", &rest[..n]);
+    });
+    let recorder = crate::Recorder::allowing(&["op"]).checking_params(|_, params| {
+        if params == &json!(["write"]) {
+            Err("a write".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+    let client = Client::recording(&path, ClientOptions::v1(), recorder.clone());
+    let refused = client
+        .request("op")
+        .params(json!(["write"]))
+        .execute_value()
+        .await
+        .expect_err("refused by the check");
+    assert!(
+        matches!(&refused, Error::NotReadOnly { method, reason } if method == "op" && reason == "a write"),
+        "{refused}"
+    );
+    let got = client
+        .request("op")
+        .params(json!(["read"]))
+        .execute_value()
+        .await
+        .expect("allowed");
+    assert_eq!(got, json!("ok"));
+    drop(client);
+    join(server).await;
+    assert_eq!(recorder.refused(), ["op: a write"]);
+    assert_eq!(recorder.exchanges().len(), 1);
+}

@@ -9,8 +9,10 @@
 //! [`ovsdb`] manages bridges, ports and `other_config` through ovsdb-server (and keeps a
 //! monitor-fed cache); [`unixctl`] runs ovs-vswitchd control commands (`version`,
 //! `dpif/show`, `dpctl/dump-flows`, `dpctl/show`); both speak JSON-RPC 1.0 through
-//! `dpu-jsonrpc`. [`datapath`] reads `dpctl/show`'s lookup counters (upcalls).
+//! `dpu-jsonrpc`. [`datapath`] reads `dpctl/show`'s lookup counters (upcalls). [`capture`]
+//! records the agent's one-shot reads for a capture bundle, read-only.
 
+pub mod capture;
 pub mod datapath;
 pub mod flow;
 pub mod ovsdb;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dpu_jsonrpc::{Client, ClientOptions};
+use dpu_jsonrpc::{Client, ClientOptions, Recorder};
 use serde_json::{json, Value};
 
 use super::database::DATABASE;
@@ -51,13 +51,36 @@ impl Ovsdb {
 
     /// A handle with explicit options; the JSON-RPC version is forced to 1.0.
     pub fn with_options(address: &str, options: OvsdbOptions) -> Result<Self, Error> {
+        Self::build(address, options, None)
+    }
+
+    /// A handle whose every call is recorded into `recorder` (and refused before it is
+    /// sent when the recorder's capture rules say so: see `dpu_ovs::capture`), so a
+    /// capture's transcript is what these readers asked.
+    pub fn recording(
+        address: &str,
+        options: OvsdbOptions,
+        recorder: Recorder,
+    ) -> Result<Self, Error> {
+        Self::build(address, options, Some(recorder))
+    }
+
+    fn build(
+        address: &str,
+        options: OvsdbOptions,
+        recorder: Option<Recorder>,
+    ) -> Result<Self, Error> {
         let path = socket_path(address)?;
         let rpc = ClientOptions {
             version: dpu_jsonrpc::Version::V1,
             ..options.rpc
         };
+        let client = match recorder {
+            Some(recorder) => Client::recording(path, rpc, recorder),
+            None => Client::new(path, rpc),
+        };
         Ok(Self {
-            client: Client::new(path, rpc),
+            client,
             apply_timeout: options.apply_timeout,
         })
     }

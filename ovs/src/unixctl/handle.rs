@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use dpu_jsonrpc::{Client, ClientOptions, Version};
+use dpu_jsonrpc::{Client, ClientOptions, Recorder, Version};
 use serde_json::Value;
 
 use super::error::Error;
@@ -23,6 +23,8 @@ pub struct Unixctl {
     options: ClientOptions,
     /// The client for the socket last resolved; replaced when the pid changes.
     client: Arc<Mutex<Option<Client>>>,
+    /// Where every command is recorded, when recording ([`Unixctl::recording`]).
+    recorder: Option<Recorder>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,7 +58,17 @@ impl Unixctl {
             target,
             options: ClientOptions::v1(),
             client: Arc::new(Mutex::new(None)),
+            recorder: None,
         }
+    }
+
+    /// Records every command from now on into `recorder` (and refuses, before sending,
+    /// what the recorder's capture rules refuse: see `dpu_ovs::capture`), so a capture's
+    /// transcript is what these readers asked.
+    pub fn recording(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self.client = Arc::new(Mutex::new(None));
+        self
     }
 
     /// Replaces the transport options (deadlines, frame limit); the version stays 1.0.
@@ -112,7 +124,10 @@ impl Unixctl {
         if let Some(client) = slot.as_ref().filter(|c| c.path() == path) {
             return Ok(client.clone());
         }
-        let client = Client::new(path, self.options.clone());
+        let client = match &self.recorder {
+            Some(recorder) => Client::recording(path, self.options.clone(), recorder.clone()),
+            None => Client::new(path, self.options.clone()),
+        };
         *slot = Some(client.clone());
         Ok(client)
     }
