@@ -25,6 +25,14 @@ pub(crate) struct CaptureArgs {
     /// it no JSON-RPC is asked. Only read-only methods can be sent.
     #[arg(long, value_name = "PATH")]
     pub(crate) snap_socket: Option<PathBuf>,
+    /// OVS's run directory (as the agent's `--ovs-rundir`; Debian's is
+    /// /var/run/openvswitch): the agent's read-only OVS reads (the OVSDB bridge, port and
+    /// interface listing, flow dumps, dpif/show) of ovsdb-server (db.sock) and ovs-vswitchd
+    /// (its control socket, found through ovs-vswitchd.pid) are recorded in both readings
+    /// as jsonrpc/ovsdb-server.jsonl and jsonrpc/ovs-vswitchd.jsonl. Only reads can be
+    /// sent: an OVSDB transaction with anything but `select` is refused unsent.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) ovs_rundir: Option<PathBuf>,
     /// Time between the two counter readings, e.g. 2s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_interval)]
     pub(crate) interval: Duration,

@@ -16,6 +16,7 @@ pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
         redact: !args.no_redact,
         interval: args.interval,
         snap_socket: args.snap_socket.clone(),
+        ovs_rundir: args.ovs_rundir.clone(),
     };
     let summary = capture(&options).context("capture failed")?;
     let manifest = &summary.manifest;

@@ -37,6 +37,17 @@ pub enum CaptureError {
         #[source]
         source: Box<dpu_nvmeof::snap::SnapError>,
     },
+    /// `--ovs-rundir`'s daemons could not be read at all (a socket missing, refused, no
+    /// answer in time; or a read refused as not read-only); a command a daemon refuses is
+    /// recorded, not this.
+    #[error("cannot capture OVS in {}", rundir.display())]
+    Ovs {
+        /// The run directory given.
+        rundir: PathBuf,
+        /// The read that could not be made.
+        #[source]
+        source: Box<dpu_ovs::capture::ReadError>,
+    },
     /// Writing the bundle failed.
     #[error("cannot write {path}")]
     Write {

@@ -142,43 +142,58 @@ impl SnapCapture {
             .socket
             .file_name()
             .map_or_else(|| "socket".to_owned(), |n| n.to_string_lossy().into_owned());
-        let relative = format!("{TRANSCRIPT_DIR}/{name}.jsonl");
-        let mut exchanges = self.recorder.exchanges();
-        if let Some(redactor) = redactor {
-            for exchange in &mut exchanges {
-                redact_exchange(redactor, exchange, &relative);
-            }
-        }
-        let dir = out.join(TRANSCRIPT_DIR);
-        fs::create_dir_all(&dir).map_err(|source| CaptureError::Write {
-            path: dir.clone(),
-            source,
-        })?;
-        let path = out.join(&relative);
-        fs::write(&path, dpu_jsonrpc::to_jsonl(&exchanges))
-            .map_err(|source| CaptureError::Write { path, source })?;
-        Ok(TranscriptEntry {
-            socket: self.socket.display().to_string(),
-            transcript: relative,
-            dialect: self.dialect.map(dialect_name),
-            exchanges: exchanges.len(),
-            errors: exchanges
-                .iter()
-                .filter(|e| e.is_error())
-                .map(|e| {
-                    format!(
-                        "reading {}: {} {}: {}",
-                        e.reading,
-                        e.method,
-                        e.params(),
-                        e.response["error"]
-                    )
-                })
-                .collect(),
-            undecoded: self.undecoded,
-            refused: self.recorder.refused(),
-        })
+        let mut entry = write_transcript(out, &name, &self.socket, &self.recorder, redactor)?;
+        entry.dialect = self.dialect.map(dialect_name);
+        entry.undecoded = self.undecoded;
+        Ok(entry)
     }
+}
+
+/// Writes what `recorder` holds as `jsonrpc/<name>.jsonl` under `out` (redacted when
+/// `redactor` is given) and says what it holds; `socket` is the peer it was asked of.
+pub(super) fn write_transcript(
+    out: &Path,
+    name: &str,
+    socket: &Path,
+    recorder: &Recorder,
+    redactor: Option<&mut Redactor>,
+) -> Result<TranscriptEntry, CaptureError> {
+    let relative = format!("{TRANSCRIPT_DIR}/{name}.jsonl");
+    let mut exchanges = recorder.exchanges();
+    if let Some(redactor) = redactor {
+        for exchange in &mut exchanges {
+            redact_exchange(redactor, exchange, &relative);
+        }
+    }
+    let dir = out.join(TRANSCRIPT_DIR);
+    fs::create_dir_all(&dir).map_err(|source| CaptureError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    let path = out.join(&relative);
+    fs::write(&path, dpu_jsonrpc::to_jsonl(&exchanges))
+        .map_err(|source| CaptureError::Write { path, source })?;
+    Ok(TranscriptEntry {
+        socket: socket.display().to_string(),
+        transcript: relative,
+        dialect: None,
+        exchanges: exchanges.len(),
+        errors: exchanges
+            .iter()
+            .filter(|e| e.is_error())
+            .map(|e| {
+                format!(
+                    "reading {}: {} {}: {}",
+                    e.reading,
+                    e.method,
+                    e.params(),
+                    e.response["error"]
+                )
+            })
+            .collect(),
+        undecoded: Vec::new(),
+        refused: recorder.refused(),
+    })
 }
 
 /// The request's params and the answer with every identifier replaced; the method and

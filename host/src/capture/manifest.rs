@@ -19,7 +19,7 @@ pub const FORMAT: &str = "dpu-capture/2";
 /// knows what it cannot settle.
 pub const NOT_CAPTURED: [&str; 5] = [
     "netlink answers in other network namespaces (samplers opened with a netns): only the capturing process's own namespace is recorded",
-    "OVS JSON-RPC answers: not recorded; SNAP/SPDK ones only with --snap-socket (`jsonrpc`)",
+    "JSON-RPC answers: SNAP/SPDK ones only with --snap-socket, OVS's one-shot reads only with --ovs-rundir (`jsonrpc`); OVSDB monitor updates (a stream, not request/answer) are never recorded",
     "firmware tool (mlxconfig/mstconfig) output: run during the capture, not recorded",
     "the DPU side (dpu-agent's own reads on the Arm): not recorded by a host capture",
     "error numbers of unreadable files: listed under `unreadable`; the replayed tree lacks the file (ENOENT)",
@@ -50,7 +50,8 @@ pub struct Manifest {
     pub redactions: Vec<Redaction>,
     /// [`NOT_CAPTURED`].
     pub not_captured: Vec<&'static str>,
-    /// The SNAP/SPDK JSON-RPC transcripts (`--snap-socket`); absent when none was asked.
+    /// The JSON-RPC transcripts: SNAP/SPDK (`--snap-socket`), ovsdb-server and
+    /// ovs-vswitchd (`--ovs-rundir`); absent when none was asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jsonrpc: Vec<TranscriptEntry>,
 }

@@ -13,6 +13,8 @@
 //!   (`netlink.rs`);
 //! - `jsonrpc/<socket-name>.jsonl`: with `--snap-socket`, the SNAP/SPDK transcript of both
 //!   readings ([`jsonrpc`]);
+//! - `jsonrpc/ovsdb-server.jsonl`, `jsonrpc/ovs-vswitchd.jsonl`: with `--ovs-rundir`, the
+//!   OVS transcripts of both readings ([`ovs`]);
 //! - `manifest.json`: see [`manifest::Manifest`].
 //!
 //! The recording goes through the probe's own readers ([`dpu_probe::capture`]), not a copy
@@ -22,6 +24,7 @@ mod error;
 pub mod jsonrpc;
 pub mod manifest;
 mod netlink;
+pub mod ovs;
 pub mod redact;
 mod tree;
 
@@ -55,6 +58,10 @@ pub struct CaptureOptions {
     /// SNAP's (or SPDK's) JSON-RPC socket to record the read-only answers of, in both
     /// readings (`None`: no JSON-RPC is asked).
     pub snap_socket: Option<PathBuf>,
+    /// OVS's run directory (`db.sock`, `ovs-vswitchd.pid` and its control socket) to
+    /// record the agent's read-only OVS reads of, in both readings (`None`: OVS is not
+    /// asked).
+    pub ovs_rundir: Option<PathBuf>,
 }
 
 /// What a finished capture wrote.
@@ -120,6 +127,10 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     if let Some(snap) = snap.as_mut() {
         snap.read(1)?;
     }
+    let mut ovs = options.ovs_rundir.as_deref().map(ovs::OvsCapture::new);
+    if let Some(ovs) = ovs.as_mut() {
+        ovs.read(1)?;
+    }
     tracing::debug!(
         paths = first.nodes.len(),
         samples = first_snapshot.samples.len(),
@@ -137,6 +148,9 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let second = session.finish();
     if let Some(snap) = snap.as_mut() {
         snap.read(2)?;
+    }
+    if let Some(ovs) = ovs.as_mut() {
+        ovs.read(2)?;
     }
     tracing::debug!(
         paths = second.nodes.len(),
@@ -182,10 +196,13 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     } else {
         [None, None]
     };
-    let transcripts = match snap {
+    let mut transcripts = match snap {
         Some(snap) => vec![snap.write(&options.out, redactor.as_mut())?],
         None => Vec::new(),
     };
+    if let Some(ovs) = ovs {
+        transcripts.extend(ovs.write(&options.out, redactor.as_mut())?);
+    }
 
     let mut commands: Vec<String> = FIRST_PASS.iter().map(|c| (*c).to_owned()).collect();
     commands.push(format!(

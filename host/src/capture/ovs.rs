@@ -1,0 +1,133 @@
+//! The OVS part of a capture (`dpuctl capture --ovs-rundir DIR`): the agent's one-shot
+//! reads of ovsdb-server (`DIR/db.sock`) and ovs-vswitchd (its control socket, found
+//! through `DIR/ovs-vswitchd.pid` as the agent finds it), made by
+//! [`dpu_ovs::capture::read_all`] through the agent's own readers, each daemon's
+//! [`Recorder`] in capture mode (read-only: see [`dpu_ovs::capture`]), once per reading.
+//! Written as `jsonrpc/ovsdb-server.jsonl` and `jsonrpc/ovs-vswitchd.jsonl`, one
+//! [`dpu_jsonrpc::Exchange`] per line, the format of the SNAP/SPDK transcript
+//! (docs/hardware.md, "JSON-RPC transcripts"), redacted with the capture's mapping.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dpu_jsonrpc::{ClientOptions, Recorder};
+use dpu_ovs::capture::{ovsdb_recorder, read_all, vswitchd_recorder, ReadError};
+use dpu_ovs::ovsdb::{Ovsdb, OvsdbOptions};
+use dpu_ovs::unixctl::Unixctl;
+
+use super::error::CaptureError;
+use super::jsonrpc::{write_transcript, TranscriptEntry};
+use super::redact::Redactor;
+
+/// The transcript of ovsdb-server's answers, under `jsonrpc/`.
+pub const OVSDB_TRANSCRIPT: &str = "ovsdb-server";
+/// The transcript of ovs-vswitchd's control-socket answers, under `jsonrpc/`.
+pub const VSWITCHD_TRANSCRIPT: &str = "ovs-vswitchd";
+
+/// The deadline of one call: a daemon that does not answer a listing in this long fails
+/// the capture rather than hanging it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The recording of one OVS run directory across both readings.
+#[derive(Debug)]
+pub(super) struct OvsCapture {
+    rundir: PathBuf,
+    ovsdb: Recorder,
+    vswitchd: Recorder,
+}
+
+impl OvsCapture {
+    /// A capture of the daemons in `rundir`; nothing is asked until [`read`](Self::read).
+    pub(super) fn new(rundir: &Path) -> Self {
+        Self {
+            rundir: rundir.to_owned(),
+            ovsdb: ovsdb_recorder(),
+            vswitchd: vswitchd_recorder(),
+        }
+    }
+
+    /// Reading `reading` (1 or 2), on a thread and runtime of its own so the caller need
+    /// not be async; fresh clients each time, their connections living on that runtime.
+    pub(super) fn read(&mut self, reading: u32) -> Result<(), CaptureError> {
+        self.ovsdb.set_reading(reading);
+        self.vswitchd.set_reading(reading);
+        let rpc = ClientOptions {
+            call_timeout: CALL_TIMEOUT,
+            ..ClientOptions::v1()
+        };
+        let socket = dpu_ovs::default_ovsdb_socket(&self.rundir);
+        let options = OvsdbOptions {
+            rpc: rpc.clone(),
+            ..OvsdbOptions::default()
+        };
+        let address = format!("unix:{}", socket.display());
+        let ovsdb = Ovsdb::recording(&address, options, self.ovsdb.clone()).map_err(|e| {
+            CaptureError::Ovs {
+                rundir: self.rundir.clone(),
+                source: Box::new(ReadError::Ovsdb(Box::new(e))),
+            }
+        })?;
+        let vswitchd = Unixctl::vswitchd(&self.rundir)
+            .with_options(rpc)
+            .recording(self.vswitchd.clone());
+        let outcome = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|source| CaptureError::Write {
+                            path: self.rundir.clone(),
+                            source,
+                        })?;
+                    runtime
+                        .block_on(read_all(&ovsdb, &vswitchd))
+                        .map_err(|e| CaptureError::Ovs {
+                            rundir: self.rundir.clone(),
+                            source: Box::new(e),
+                        })
+                })
+                .join()
+        });
+        let found = match outcome {
+            Ok(result) => result?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        tracing::debug!(
+            reading,
+            datapaths = found.datapaths.len(),
+            flow_dumps = found.flow_dumps.len(),
+            failed = found.failed.len(),
+            "OVS reading recorded"
+        );
+        Ok(())
+    }
+
+    /// Writes both transcripts under `out` (redacted when `redactor` is given) and says
+    /// what each holds.
+    pub(super) fn write(
+        self,
+        out: &Path,
+        mut redactor: Option<&mut Redactor>,
+    ) -> Result<Vec<TranscriptEntry>, CaptureError> {
+        let socket = dpu_ovs::default_ovsdb_socket(&self.rundir);
+        let db = write_transcript(
+            out,
+            OVSDB_TRANSCRIPT,
+            &socket,
+            &self.ovsdb,
+            redactor.as_deref_mut(),
+        )?;
+        let ctl_socket = Unixctl::vswitchd(&self.rundir)
+            .socket_path()
+            .unwrap_or_else(|_| self.rundir.join("ovs-vswitchd.PID.ctl"));
+        let ctl = write_transcript(
+            out,
+            VSWITCHD_TRANSCRIPT,
+            &ctl_socket,
+            &self.vswitchd,
+            redactor,
+        )?;
+        Ok(vec![db, ctl])
+    }
+}
