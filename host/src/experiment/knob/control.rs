@@ -89,6 +89,22 @@ pub enum KnobError {
     },
 }
 
+impl KnobError {
+    /// A [`KnobError::Driver`] for `knob`: what the ring and PFC knobs say when the probe's
+    /// ethtool or DCB netlink client fails, whichever error type it returned.
+    pub(super) fn driver(
+        knob: String,
+        action: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Driver {
+            knob,
+            action,
+            source: Box::new(source),
+        }
+    }
+}
+
 /// Reads a small kernel file, trimmed, with whitespace runs made single spaces (so
 /// `4096\t131072\t6291456` compares equal to `4096 131072 6291456`).
 pub(super) fn read_trimmed(knob: &str, path: &Path) -> Result<String, KnobError> {

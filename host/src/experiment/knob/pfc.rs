@@ -24,25 +24,14 @@ impl PfcKnob {
         }
     }
 
-    fn driver_error(
-        &self,
-        action: String,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> KnobError {
-        KnobError::Driver {
-            knob: self.describe(),
-            action,
-            source: Box::new(source),
-        }
-    }
-
     /// The socket and the port's PFC object as the driver reports it now.
     fn current(&self) -> Result<(DcbNetlink, IeeePfc), KnobError> {
         let read = "read the IEEE PFC object".to_owned();
-        let mut socket = DcbNetlink::open().map_err(|e| self.driver_error(read.clone(), e))?;
+        let mut socket =
+            DcbNetlink::open().map_err(|e| KnobError::driver(self.describe(), read.clone(), e))?;
         let config = socket
             .ieee_config(&self.interface)
-            .map_err(|e| self.driver_error(read.clone(), e))?;
+            .map_err(|e| KnobError::driver(self.describe(), read.clone(), e))?;
         let pfc = config.pfc.ok_or_else(|| KnobError::Unsupported {
             knob: self.describe(),
             why: format!(
@@ -88,9 +77,9 @@ impl MachineKnob for PfcKnob {
             pfc_en: wanted.0,
             ..pfc
         };
-        socket
-            .set_ieee_pfc(&self.interface, &change)
-            .map_err(|e| self.driver_error(format!("set it to {}", wanted.text()), e))?;
+        socket.set_ieee_pfc(&self.interface, &change).map_err(|e| {
+            KnobError::driver(self.describe(), format!("set it to {}", wanted.text()), e)
+        })?;
         check_read_back(&knob, &wanted.text(), self.read_current()?)
     }
 }

@@ -28,27 +28,16 @@ impl RingKnob {
         }
     }
 
-    fn driver_error(
-        &self,
-        action: String,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> KnobError {
-        KnobError::Driver {
-            knob: self.describe(),
-            action,
-            source: Box::new(source),
-        }
-    }
-
     /// The ring sizes as the driver reports them now.
     fn sizes(&self, socket: &mut EthtoolNetlink) -> Result<RingSizes, KnobError> {
         socket
             .rings(&self.interface)
-            .map_err(|e| self.driver_error("read the ring sizes".to_owned(), e))
+            .map_err(|e| KnobError::driver(self.describe(), "read the ring sizes".to_owned(), e))
     }
 
     fn open(&self) -> Result<EthtoolNetlink, KnobError> {
-        EthtoolNetlink::open().map_err(|e| self.driver_error("open ethtool netlink".to_owned(), e))
+        EthtoolNetlink::open()
+            .map_err(|e| KnobError::driver(self.describe(), "open ethtool netlink".to_owned(), e))
     }
 
     /// This ring's (size, maximum) in `sizes`; `None` where the driver reports no such ring.
@@ -106,7 +95,7 @@ impl MachineKnob for RingKnob {
         }
         socket
             .set_ring(&self.interface, self.ring, size)
-            .map_err(|e| self.driver_error(format!("set it to {size}"), e))?;
+            .map_err(|e| KnobError::driver(self.describe(), format!("set it to {size}"), e))?;
         let found = match self.of(&self.sizes(&mut socket)?) {
             (Some(found), _) => found.to_string(),
             (None, _) => "nothing".to_owned(),
