@@ -6,19 +6,10 @@
 use super::abi;
 use super::decode::dcb_config_from_message;
 use super::request::{validate_ifname, IeeeGetRequest};
+use super::test_bytes::{ieee_pfc, nla};
 use super::{DcbApp, DcbError};
 
 const NLA_F_NESTED: u16 = 0x8000;
-
-fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
-    let len = 4 + value.len();
-    let mut out = Vec::new();
-    out.extend_from_slice(&(len as u16).to_ne_bytes());
-    out.extend_from_slice(&kind.to_ne_bytes());
-    out.extend_from_slice(value);
-    out.resize((len + 3) & !3, 0);
-    out
-}
 
 fn nest(kind: u16, children: &[Vec<u8>]) -> Vec<u8> {
     nla(kind | NLA_F_NESTED, &children.concat())
@@ -38,17 +29,7 @@ fn ets_bytes() -> Vec<u8> {
 
 /// `struct ieee_pfc`: PFC on priority 3, delay 0x1234, 7 requests and 9 indications on 3.
 fn pfc_bytes() -> Vec<u8> {
-    let mut pfc = vec![8u8, 0b0000_1000, 0, 0];
-    pfc.extend(0x1234u16.to_ne_bytes());
-    pfc.extend([0, 0]);
-    for i in 0..8u64 {
-        pfc.extend((if i == 3 { 7u64 } else { 0 }).to_ne_bytes());
-    }
-    for i in 0..8u64 {
-        pfc.extend((if i == 3 { 9u64 } else { 0 }).to_ne_bytes());
-    }
-    assert_eq!(pfc.len(), 136);
-    pfc
+    ieee_pfc(0b0000_1000, 0x1234, 3, 7, 9)
 }
 
 fn app(selector: u8, priority: u8, protocol: u16) -> Vec<u8> {

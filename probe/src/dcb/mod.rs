@@ -24,6 +24,8 @@ mod pfc_set;
 mod pfc_set_tests;
 mod request;
 mod roce_tos;
+#[cfg(test)]
+mod test_bytes;
 
 pub use config::{
     tsa_name, DcbApp, DcbConfig, IeeeEts, IeeePfc, APP_SEL_DSCP, TSA_CB_SHAPER, TSA_ETS,

@@ -6,17 +6,8 @@
 use super::config::IeeePfc;
 use super::decode::dcb_config_from_message;
 use super::pfc_set::{ieee_pfc_bytes, ieee_set_status, status_errno, IeeePfcSetRequest};
+use super::test_bytes::{ieee_pfc, nla};
 use super::DcbError;
-
-fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
-    let len = 4 + value.len();
-    let mut out = Vec::new();
-    out.extend_from_slice(&(len as u16).to_ne_bytes());
-    out.extend_from_slice(&kind.to_ne_bytes());
-    out.extend_from_slice(value);
-    out.resize((len + 3) & !3, 0);
-    out
-}
 
 fn message(kind: u16, flags: u16, seq: u32, cmd: u8, attributes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -44,19 +35,9 @@ fn pfc() -> IeeePfc {
     pfc
 }
 
-/// `struct ieee_pfc` written field by field from the header: u8 pfc_cap, pfc_en, mbc,
-/// a pad byte, u16 delay, two pad bytes, u64 requests[8], u64 indications[8].
+/// What [`pfc`] is as the kernel lays it out.
 fn pfc_by_hand() -> Vec<u8> {
-    let mut bytes = vec![8u8, 0b0001_1000, 0, 0];
-    bytes.extend(0x0102u16.to_ne_bytes());
-    bytes.extend([0, 0]);
-    for i in 0..8u64 {
-        bytes.extend((if i == 3 { 11u64 } else { 0 }).to_ne_bytes());
-    }
-    for i in 0..8u64 {
-        bytes.extend((if i == 3 { 13u64 } else { 0 }).to_ne_bytes());
-    }
-    bytes
+    ieee_pfc(0b0001_1000, 0x0102, 3, 11, 13)
 }
 
 #[test]
