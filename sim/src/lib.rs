@@ -3,7 +3,8 @@
 //!
 //! Only the machine beneath the agent is simulated: its sys tree ([`fixture`]), SNAP's
 //! JSON-RPC socket ([`fake_snap`], held to SPDK v24.01's observable behaviour by the spdk
-//! tier), counters that move ([`traffic`]), faults on demand ([`fault`]) and, for proofs, a
+//! tier; a captured OVS replayed by [`fake_ovs`]), counters that move ([`traffic`]), faults
+//! on demand ([`fault`]) and, for proofs, a
 //! host with a real disk whose reads the volume counts ([`host_disk`]). Where the machine
 //! can run them, each node's switch is real Open vSwitch: private daemons in a network
 //! namespace of their own ([`ovs_daemons`]). The code under test is always the real agent
@@ -14,6 +15,7 @@
 //! directory it is given but the loop device a host disk attaches (and detaches) and the
 //! network namespace each node's OVS runs in (created and deleted with it).
 
+pub mod fake_ovs;
 pub mod fake_snap;
 pub mod fault;
 pub mod fixture;

@@ -78,6 +78,27 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         reading: Option<u32>,
     },
+    /// Serves a captured OVS (`dpuctl capture --ovs-rundir`'s two transcripts) in RUNDIR as
+    /// ovsdb-server and ovs-vswitchd would: `db.sock`, `ovs-vswitchd.pid` and the control
+    /// socket it names. Recorded requests get their recorded answers, anything else a
+    /// "not captured" error, until SIGINT or SIGTERM. Point `dpu-agent --ovs-rundir` at
+    /// RUNDIR to see what the agent's Switch service answers from the captured machine.
+    ReplayOvs {
+        /// ovsdb-server's transcript, `BUNDLE/jsonrpc/ovsdb-server.jsonl`.
+        #[arg(long, value_name = "FILE")]
+        ovsdb_transcript: PathBuf,
+        /// ovs-vswitchd's transcript, `BUNDLE/jsonrpc/ovs-vswitchd.jsonl`.
+        #[arg(long, value_name = "FILE")]
+        vswitchd_transcript: PathBuf,
+        /// The run directory to serve in: must exist and hold no `db.sock` or
+        /// `ovs-vswitchd.pid` (a real OVS's is refused).
+        #[arg(long, value_name = "DIR")]
+        rundir: PathBuf,
+        /// Answer every request from this reading (1 or 2); by default the readings play
+        /// in order and the last repeats.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        reading: Option<u32>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,6 +170,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             socket,
             reading,
         } => replay_snap(&transcript, &socket, reading),
+        Command::ReplayOvs {
+            ovsdb_transcript,
+            vswitchd_transcript,
+            rundir,
+            reading,
+        } => replay_ovs(&ovsdb_transcript, &vswitchd_transcript, &rundir, reading),
         Command::Fault { node, fault } => {
             control::request(&dir, &node, &fault)?;
             say(&format!("{node}: {} applied", fault.join(" ")))?;
@@ -289,6 +316,44 @@ fn replay_snap(transcript: &Path, socket: &Path, reading: Option<u32>) -> anyhow
         "replaying {requests} recorded requests of {} on {} ({}); SIGINT or SIGTERM stops it",
         transcript.display(),
         socket.display(),
+        reading.map_or("readings in order".to_owned(), |n| format!("reading {n}"))
+    ))?;
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A transcript file, parsed for replay.
+fn read_transcript(path: &Path) -> anyhow::Result<dpu_sim::fake_snap::Replay> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the transcript {}", path.display()))?;
+    dpu_sim::fake_snap::Replay::from_jsonl(&text)
+        .with_context(|| format!("{} is not a transcript", path.display()))
+}
+
+/// `replay-ovs`: both OVS transcripts served in `rundir` until SIGINT or SIGTERM.
+fn replay_ovs(
+    ovsdb: &Path,
+    vswitchd: &Path,
+    rundir: &Path,
+    reading: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    let (db_replay, ctl_replay) = (read_transcript(ovsdb)?, read_transcript(vswitchd)?);
+    let requests = db_replay.len() + ctl_replay.len();
+    let ovs = dpu_sim::fake_ovs::FakeOvs::start_replaying(rundir, db_replay, ctl_replay)
+        .with_context(|| {
+            format!(
+                "cannot serve OVS in {} (it must exist and hold no db.sock, \
+                 ovs-vswitchd.pid or control socket)",
+                rundir.display()
+            )
+        })?;
+    ovs.replay_reading(reading);
+    stop_on_signals()?;
+    say(&format!(
+        "replaying {requests} recorded OVS requests in {} ({}); SIGINT or SIGTERM stops it",
+        rundir.display(),
         reading.map_or("readings in order".to_owned(), |n| format!("reading {n}"))
     ))?;
     while !STOP.load(Ordering::SeqCst) {
