@@ -109,7 +109,9 @@ async fn cancel_on_ctrl_c(cancel: Cancel) {
     }
 }
 
-fn progress(event: PairsEvent<'_>) {
+/// Tells a person each port read, round and run of the pairs as it happens (an
+/// [`dpu_host::observe::Observer`] of [`PairsEvent`]s through the closure impl).
+fn progress(event: &PairsEvent<'_>) {
     match event {
         PairsEvent::Probed { host, port } => match port {
             Ok(p) => output::diag(&format!(

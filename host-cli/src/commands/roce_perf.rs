@@ -33,30 +33,34 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
         base_port: args.base_port,
         run_timeout: args.run_timeout,
     };
-    let report = sweep(&env.session.sys_root(), &params, &mut |event| match event {
-        SweepEvent::Resolved {
-            local,
-            peer_address,
-            remote,
-        } => output::diag(&format!(
-            "local {local}; peer {} at {peer_address}: {remote}",
-            args.peer
-        )),
-        SweepEvent::RunStarted {
-            index,
-            total,
-            test,
-            size,
-        } => output::diag_part(&format!("[{index}/{total}] {} {size} B ... ", test.name())),
-        SweepEvent::RunDone(run) => output::diag(&match &run.error {
-            Some(e) => format!("FAILED: {e}"),
-            None => format!(
-                "{:.1} s, counters: {}",
-                run.seconds,
-                path_word(run.rdma.path)
-            ),
-        }),
-    })?;
+    let report = sweep(
+        &env.session.sys_root(),
+        &params,
+        &mut |event: &SweepEvent<'_>| match event {
+            SweepEvent::Resolved {
+                local,
+                peer_address,
+                remote,
+            } => output::diag(&format!(
+                "local {local}; peer {} at {peer_address}: {remote}",
+                args.peer
+            )),
+            SweepEvent::RunStarted {
+                index,
+                total,
+                test,
+                size,
+            } => output::diag_part(&format!("[{index}/{total}] {} {size} B ... ", test.name())),
+            SweepEvent::RunDone(run) => output::diag(&match &run.error {
+                Some(e) => format!("FAILED: {e}"),
+                None => format!(
+                    "{:.1} s, counters: {}",
+                    run.seconds,
+                    path_word(run.rdma.path)
+                ),
+            }),
+        },
+    )?;
     if let Some(path) = &args.report {
         std::fs::write(path, dpu_host::roce::perf_html::render(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;

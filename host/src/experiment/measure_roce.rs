@@ -15,6 +15,7 @@ use dpu_probe::SysRoot;
 use super::cancel::Cancel;
 use super::measure::{Measure, MeasureError, Refusal};
 use super::metric::Metric;
+use crate::observe::Ignore;
 use crate::roce::perf::{run_one, PathVerdict, PerfRun, PerfTest};
 use crate::roce::sweep::{check, prepare, PerfParams, Prepared, SweepError};
 
@@ -99,7 +100,7 @@ impl RocePerfMeasure {
             MeasureError::Setup(format!("roce-perf: {}", dpu_probe::error_chain(&e)))
         };
         let tests = check(&params).map_err(|e| setup(e.into()))?;
-        let prepared = prepare(&context.root, &params, tests, &mut |_| {}).map_err(setup)?;
+        let prepared = prepare(&context.root, &params, tests, &mut Ignore).map_err(setup)?;
         Ok(Self {
             root: context.root.clone(),
             prepared,

@@ -1,6 +1,7 @@
 //! `dpuctl roce perf` as a library call: parameters checked up front, both endpoints
 //! resolved, every run made in order with its counter evidence ([`super::perf`]), and the
-//! sweep's report. Progress is told to the caller as [`SweepEvent`]s; nothing prints.
+//! sweep's report. Progress is told to the caller's [`Observer`] as [`SweepEvent`]s; nothing
+//! prints.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use super::perf::{
     run_one, sweep_verdict, Background, PerfPlan, PerfReport, PerfRun, PerfTest, IDLE_WINDOW,
 };
 use super::rdma_evidence::read_port;
+use crate::observe::Observer;
 use crate::param::{Field, ParamError};
 
 /// `dpuctl roce perf` as parameters (the flags of the same names).
@@ -186,12 +188,12 @@ pub struct Prepared {
 }
 
 /// Resolves both endpoints of `tests` (checked by [`check`]) and measures the local port's
-/// background over [`IDLE_WINDOW`], telling `on_event` the endpoints.
+/// background over [`IDLE_WINDOW`], telling `observer` the endpoints.
 pub fn prepare(
     root: &SysRoot,
     args: &PerfParams,
     tests: Vec<PerfTest>,
-    on_event: &mut dyn FnMut(SweepEvent<'_>),
+    observer: &mut dyn for<'a> Observer<SweepEvent<'a>>,
 ) -> Result<Prepared, SweepError> {
     let mut peer = SshPeer::new(
         &args.peer,
@@ -239,7 +241,7 @@ pub fn prepare(
         &format!("peer {}", args.peer),
     )
     .map_err(SweepError::PeerEndpoint)?;
-    on_event(SweepEvent::Resolved {
+    observer.event(&SweepEvent::Resolved {
         local: &local,
         peer_address,
         remote: &remote,
@@ -268,11 +270,11 @@ pub fn prepare(
 }
 
 /// Runs the sweep: checks the parameters ([`check`]), resolves both endpoints
-/// ([`prepare`]), then makes every run in order, telling `on_event` as it goes.
+/// ([`prepare`]), then makes every run in order, telling `observer` as it goes.
 pub fn sweep(
     root: &SysRoot,
     args: &PerfParams,
-    on_event: &mut dyn FnMut(SweepEvent<'_>),
+    observer: &mut dyn for<'a> Observer<SweepEvent<'a>>,
 ) -> Result<PerfReport, SweepError> {
     let tests = check(args)?;
     let sizes_of = |t: &PerfTest| {
@@ -297,7 +299,7 @@ pub fn sweep(
         peer,
         plan,
         _master,
-    } = prepare(root, args, tests, on_event)?;
+    } = prepare(root, args, tests, observer)?;
     let mut runs = Vec::new();
     for test in &plan.tests {
         for &size in sizes_of(test) {
@@ -305,14 +307,14 @@ pub fn sweep(
             let port = plan
                 .base_port
                 .saturating_add(u16::try_from(n).unwrap_or(u16::MAX));
-            on_event(SweepEvent::RunStarted {
+            observer.event(&SweepEvent::RunStarted {
                 index: n + 1,
                 total: runs_total,
                 test: *test,
                 size,
             });
             let run = run_one(root, &peer, &plan, *test, size, port);
-            on_event(SweepEvent::RunDone(&run));
+            observer.event(&SweepEvent::RunDone(&run));
             runs.push(run);
         }
     }
@@ -330,6 +332,7 @@ pub fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::Ignore;
 
     fn params() -> PerfParams {
         PerfParams {
@@ -412,7 +415,7 @@ mod tests {
         let root = SysRoot::new("/nonexistent-sys-root");
         let mut p = params();
         p.base_port = 65_530;
-        let err = sweep(&root, &p, &mut |_| {}).expect_err("ports past 65535");
+        let err = sweep(&root, &p, &mut Ignore).expect_err("ports past 65535");
         let SweepError::Param(param) = &err else {
             panic!("{err:?}");
         };
@@ -424,7 +427,7 @@ mod tests {
         // Control: in range, the sweep gets as far as the peer's name and the local
         // endpoint (none under an empty sys root), so the port check alone refused above.
         p.base_port = 18_515;
-        let err = sweep(&root, &p, &mut |_| {}).expect_err("no RDMA device");
+        let err = sweep(&root, &p, &mut Ignore).expect_err("no RDMA device");
         assert!(matches!(err, SweepError::LocalEndpoint(_)), "{err:?}");
     }
 }

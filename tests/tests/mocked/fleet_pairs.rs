@@ -335,6 +335,23 @@ fn one_slow_link_is_blamed_on_the_link_and_not_on_its_hosts() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert_complete(&fleet, &report);
     assert_eq!(report["verdict"], "FAIL", "{report:#}");
+    // The run's progress (its observer's events, drawn by dpuctl on stderr): each host's
+    // port as read, the first round, and every run as it ends.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for host in ["gpu-01", "gpu-02", "gpu-03", "gpu-04"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("{host}: ")) && l.contains(", line rate ")),
+            "no port line for {host}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("\nround 1/"), "{stderr}");
+    let done = stderr
+        .lines()
+        .filter(|l| l.contains(" ib_write_bw "))
+        .count();
+    assert_eq!(done, runs(&report).len(), "one line per run: {stderr}");
     for run in between(&report, "gpu-01", "gpu-02") {
         assert_eq!(run["verdict"], "FAIL", "{run:#}");
         assert_eq!(

@@ -557,6 +557,18 @@ fn still_counters_during_a_tcp_run_make_roce_perf_ok() {
     assert_one_tcp_run(&perf, &report);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert_eq!(report["verdict"], "ok", "{report:#}");
+    // The sweep's progress (its observer's events, drawn by dpuctl on stderr even with
+    // `-o json`): the endpoints, then the run as it starts and as it ends, in that order.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let at = |text: &str| {
+        stderr
+            .find(text)
+            .unwrap_or_else(|| panic!("no {text:?} on stderr: {stderr}"))
+    };
+    let resolved = at("; peer target at 127.0.0.1: ");
+    let started = at(&format!("[1/1] tcp_bw {SIZE} B ... "));
+    let done = at(", counters: ");
+    assert!(resolved < started && started < done, "{stderr}");
     let rdma = &report["runs"][0]["rdma"];
     assert_eq!(rdma["path"], "not-rdma", "{rdma:#}");
     assert_eq!(rdma["packets_delta"], 0, "{rdma:#}");

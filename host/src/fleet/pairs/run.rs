@@ -1,8 +1,9 @@
 //! Running the plan: each host's port read once over ssh, then round by round every run of
 //! the round at once, each as `dpuctl roce perf` on its client host over ssh
 //! ([`super::remote_perf`]), judged ([`super::judge`]) and concluded
-//! ([`super::report`]). Progress goes to the caller as [`PairsEvent`]s; [`Cancel`] stops
-//! the remote commands and every run not started, and the report keeps what finished.
+//! ([`super::report`]). Progress goes to the caller's [`Observer`] as [`PairsEvent`]s;
+//! [`Cancel`] stops the remote commands and every run not started, and the report keeps
+//! what finished.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -17,6 +18,7 @@ use super::remote::{Cancel, Ended, RemoteOutput, SshHop};
 use super::remote_perf::{self, PerfCommand, RemoteRun};
 use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
 use crate::fleet::target::Target;
+use crate::observe::Observer;
 use crate::param::{Field, ParamError};
 use crate::roce::peer::SshPeer;
 use crate::roce::perf::{PathVerdict, PerfTest};
@@ -260,7 +262,7 @@ fn probe_all(
     hosts: &[&Target],
     params: &PairsParams,
     cancel: &Cancel,
-    on_event: &mut dyn FnMut(PairsEvent<'_>),
+    observer: &mut dyn for<'a> Observer<PairsEvent<'a>>,
 ) -> BTreeMap<String, Result<HostPort, String>> {
     let mut ports = BTreeMap::new();
     for chunk in hosts.chunks(params.parallel) {
@@ -274,7 +276,7 @@ fn probe_all(
             }
             drop(tx);
             for (name, port) in rx {
-                on_event(PairsEvent::Probed {
+                observer.event(&PairsEvent::Probed {
                     host: &name,
                     port: port.as_ref().map_err(String::as_str),
                 });
@@ -502,19 +504,20 @@ fn run_one(
     }
 }
 
-/// Runs `plan` over `targets` (the same list the plan was made from).
+/// Runs `plan` over `targets` (the same list the plan was made from), telling `observer`
+/// each port read, each round started and each run ended.
 pub fn run_pairs(
     targets: &[Target],
     plan: &PairPlan,
     params: &PairsParams,
     cancel: &Cancel,
-    on_event: &mut dyn FnMut(PairsEvent<'_>),
+    observer: &mut dyn for<'a> Observer<PairsEvent<'a>>,
 ) -> Result<PairsReport, PairsError> {
     params.validate()?;
     check_targets(targets, plan)?;
     let hosts = planned(targets, plan);
     let by_name: BTreeMap<&str, &Target> = hosts.iter().map(|t| (t.name.as_str(), *t)).collect();
-    let ports = probe_all(&hosts, params, cancel, on_event);
+    let ports = probe_all(&hosts, params, cancel, observer);
     let mut runs = Vec::new();
     let mut not_run = Vec::new();
     for (i, round) in plan.rounds.iter().enumerate() {
@@ -522,7 +525,7 @@ pub fn run_pairs(
             not_run.extend(round.iter().cloned());
             continue;
         }
-        on_event(PairsEvent::RoundStarted {
+        observer.event(&PairsEvent::RoundStarted {
             round: i + 1,
             rounds: plan.rounds.len(),
             runs: round,
@@ -542,7 +545,7 @@ pub fn run_pairs(
                 match rows {
                     Some(rows) => {
                         for row in &rows {
-                            on_event(PairsEvent::RunDone(row));
+                            observer.event(&PairsEvent::RunDone(row));
                         }
                         done.push((index, rows));
                     }
