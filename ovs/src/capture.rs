@@ -10,7 +10,7 @@
 //! updates stream after the reply, which a request→answer transcript cannot hold; the
 //! agent's one-shot listings read the same rows through a `select` transaction.
 
-use dpu_jsonrpc::Recorder;
+pub use dpu_jsonrpc::{to_jsonl, Exchange, Recorder};
 use serde_json::Value;
 
 use crate::flow::DumpType;
@@ -192,7 +192,9 @@ fn keep_db<T>(
 ) -> Result<Option<T>, ReadError> {
     match result {
         Ok(value) => Ok(Some(value)),
-        Err(e) if e.is_transient() || refused_by_capture_db(&e) => Err(ReadError::Ovsdb(Box::new(e))),
+        Err(e) if e.is_transient() || refused_by_capture_db(&e) => {
+            Err(ReadError::Ovsdb(Box::new(e)))
+        }
         Err(e) => {
             failed.push(format!("{what}: {e}"));
             Ok(None)

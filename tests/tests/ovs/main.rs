@@ -10,6 +10,7 @@
 
 mod agent;
 mod bridges;
+mod capture;
 mod config;
 mod metrics;
 mod monitor;
