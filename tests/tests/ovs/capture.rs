@@ -26,9 +26,9 @@ use serde_json::Value;
 use crate::{client, daemons};
 
 /// A bridge `brc` with internal ports tp1, tp2 (each in a namespace of its own with an
-/// address) and tp3, a ping from tp1 to tp2 so the datapath holds flows, and flows kept
+/// IPv4 address and no IPv6) and tp3, a ping from tp1 to tp2 so the datapath holds flows, and flows kept
 /// idle for a minute so the capture still finds them.
-async fn bridge_with_flows(daemons: &OvsDaemons) -> (Vec<Netns>, String) {
+pub(crate) async fn bridge_with_flows(daemons: &OvsDaemons) -> (Vec<Netns>, String) {
     let ovs = client(daemons, Duration::from_secs(20));
     ovs.other_config()
         .set("max-idle", "60000")
@@ -52,6 +52,12 @@ async fn bridge_with_flows(daemons: &OvsDaemons) -> (Vec<Netns>, String) {
     }
     for (port, addr) in [("tp1", "10.201.0.1/24"), ("tp2", "10.201.0.2/24")] {
         let ns = Netns::create(port).expect("netns");
+        // No IPv6: its listener reports and solicitations would add flows and count
+        // packets between one read and the next.
+        for key in ["all", "default"] {
+            let setting = format!("net.ipv6.conf.{key}.disable_ipv6=1");
+            ns.exec("sysctl", &["-qw", &setting]).expect("IPv6 off");
+        }
         daemons
             .netns()
             .ip(&["link", "set", port, "netns", ns.name()])

@@ -11,6 +11,7 @@
 mod agent;
 mod bridges;
 mod capture;
+mod capture_agent;
 mod config;
 mod metrics;
 mod monitor;

@@ -1,0 +1,136 @@
+//! The real `dpu-agent` pointed at a replayed OVS capture (`dpuctl capture --ovs-rundir`,
+//! served by [`FakeOvs`] in a run directory of its own) answers `switch bridges` and
+//! `switch flows` as the agent on the live daemons did. Control: a read the capture did
+//! not record (`switch flows --type partially-offloaded`) fails naming what was not captured.
+
+use std::fs;
+use std::process::Output;
+
+use dpu_sim::fake_ovs::FakeOvs;
+use dpu_sim::fake_snap::Replay;
+use dpu_tests::fixture;
+use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
+use dpu_tests::ovs::OvsDaemons;
+use serde_json::Value;
+
+use crate::capture::bridge_with_flows;
+use crate::daemons;
+
+/// `dpuctl --agent ENDPOINT ARGS`.
+fn ctl(agent: &AgentProcess, args: &[&str]) -> Output {
+    let endpoint = agent.endpoint();
+    let mut all = vec!["--agent", endpoint.as_str()];
+    all.extend_from_slice(args);
+    dpuctl(&all)
+}
+
+/// `dpuctl -o json ARGS` on `agent`, which must succeed, parsed.
+fn json(agent: &AgentProcess, args: &[&str]) -> Value {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    let out = ctl(agent, &all);
+    assert!(
+        out.status.success(),
+        "dpuctl {all:?}: {}\nagent log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        agent.log()
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The agent's answers that come from OVS: the bridge listing and the flows, each flow's
+/// `used` (a time relative to the dump) removed.
+fn answers(agent: &AgentProcess) -> (Value, Value) {
+    let bridges = json(agent, &["switch", "bridges"]);
+    let mut flows = json(agent, &["switch", "flows"]);
+    strip_used(&mut flows);
+    (bridges, flows)
+}
+
+fn strip_used(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members.retain(|key, _| !key.to_ascii_lowercase().starts_with("used"));
+            members.values_mut().for_each(strip_used);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_used),
+        _ => {}
+    }
+}
+
+/// An agent on the OVS at `db_address`/`rundir` with a fixture sys tree, in a temp dir
+/// returned with it.
+fn agent_on(db_address: &str, rundir: &std::path::Path) -> (AgentProcess, tempfile::TempDir) {
+    let (dir, root) = fixture::bluefield3_tempdir();
+    let options = AgentOptions::new(dir.path(), &root).with_ovs(db_address, rundir);
+    (AgentProcess::start(&options), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_on_a_replayed_capture_answers_what_it_answered_live() {
+    let daemons: OvsDaemons = daemons!();
+    let (_hosts, _) = bridge_with_flows(&daemons).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (live_agent, _live_dir) = agent_on(&daemons.db_address(), daemons.rundir());
+    let live = answers(&live_agent);
+    assert!(
+        live.1.to_string().contains("tp1"),
+        "live flows through tp1: {}",
+        live.1
+    );
+
+    let (_fixture, root) = fixture::bluefield3_host_tempdir();
+    let out = dir.path().join("bundle");
+    let (root_arg, out_arg, rundir_arg) = (
+        root.display().to_string(),
+        out.display().to_string(),
+        daemons.rundir().display().to_string(),
+    );
+    let run = dpuctl(&[
+        "--sys-root",
+        &root_arg,
+        "capture",
+        "--out",
+        &out_arg,
+        "--ovs-rundir",
+        &rundir_arg,
+        "--interval",
+        "200ms",
+        "--no-redact",
+    ]);
+    assert!(
+        run.status.success(),
+        "capture: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let transcript = |name: &str| {
+        let text = fs::read_to_string(out.join("jsonrpc").join(name)).expect("transcript");
+        Replay::from_jsonl(&text).expect("parses")
+    };
+    let rundir = dir.path().join("replayed-run");
+    fs::create_dir_all(&rundir).expect("rundir");
+    let fake = FakeOvs::start_replaying(
+        &rundir,
+        transcript("ovsdb-server.jsonl"),
+        transcript("ovs-vswitchd.jsonl"),
+    )
+    .expect("replay");
+    fake.replay_reading(Some(1));
+    let db_address = format!("unix:{}", fake.ovsdb_socket().display());
+    let (replay_agent, _replay_dir) = agent_on(&db_address, &rundir);
+    let replayed = answers(&replay_agent);
+    assert_eq!(replayed.0, live.0, "switch bridges");
+    assert_eq!(replayed.1, live.1, "switch flows");
+
+    // Control: a dump type the capture did not ask for is not made up.
+    let out = ctl(
+        &replay_agent,
+        &["switch", "flows", "--type", "partially-offloaded"],
+    );
+    assert!(!out.status.success(), "answered a dump never captured");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not captured: dpctl/dump-flows"),
+        "{stderr}"
+    );
+}
