@@ -2,6 +2,8 @@
 //! served by [`FakeOvs`] in a run directory of its own) answers `switch bridges` and
 //! `switch flows` as the agent on the live daemons did. Control: a read the capture did
 //! not record (`switch flows --type partially-offloaded`) fails naming what was not captured.
+//! `dpu-sim replay-ovs` serves the same bundle until SIGTERM and leaves its run directory
+//! empty.
 
 use std::fs;
 use std::process::Output;
@@ -133,4 +135,87 @@ async fn the_agent_on_a_replayed_capture_answers_what_it_answered_live() {
         stderr.contains("not captured: dpctl/dump-flows"),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpu_sim_replay_ovs_serves_a_capture_until_sigterm() {
+    let daemons: OvsDaemons = daemons!();
+    let (_hosts, _) = bridge_with_flows(&daemons).await;
+    let address = daemons.db_address();
+    let live = dpu_ovs::ovsdb::Ovsdb::new(&address)
+        .expect("address")
+        .snapshot()
+        .await
+        .expect("live snapshot");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_fixture, root) = fixture::bluefield3_host_tempdir();
+    let out = dir.path().join("bundle");
+    let (root_arg, out_arg, rundir_arg) = (
+        root.display().to_string(),
+        out.display().to_string(),
+        daemons.rundir().display().to_string(),
+    );
+    let run = dpuctl(&[
+        "--sys-root",
+        &root_arg,
+        "capture",
+        "--out",
+        &out_arg,
+        "--ovs-rundir",
+        &rundir_arg,
+        "--interval",
+        "200ms",
+        "--no-redact",
+    ]);
+    assert!(
+        run.status.success(),
+        "capture: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rundir = dir.path().join("served-run");
+    fs::create_dir_all(&rundir).expect("rundir");
+
+    let mut child = std::process::Command::new(dpu_tests::harness::bin_dir().join("dpu-sim"))
+        .args(["replay-ovs", "--reading", "1", "--ovsdb-transcript"])
+        .arg(out.join("jsonrpc/ovsdb-server.jsonl"))
+        .arg("--vswitchd-transcript")
+        .arg(out.join("jsonrpc/ovs-vswitchd.jsonl"))
+        .arg("--rundir")
+        .arg(&rundir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run dpu-sim replay-ovs");
+    // Its first line is printed once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("a line");
+    assert!(line.contains("replaying"), "{line}");
+    let served_db =
+        dpu_ovs::ovsdb::Ovsdb::new(&format!("unix:{}", rundir.join("db.sock").display()))
+            .expect("address");
+    let served = served_db.snapshot().await;
+    let echo = served_db.echo().await;
+    let version = dpu_ovs::unixctl::Unixctl::vswitchd(&rundir).version().await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+    assert_eq!(served.expect("served snapshot"), live);
+    let live_version = dpu_ovs::unixctl::Unixctl::vswitchd(daemons.rundir())
+        .version()
+        .await;
+    assert_eq!(
+        version.expect("served version"),
+        live_version.expect("live version")
+    );
+    let err = echo.expect_err("echo was never captured");
+    assert!(format!("{err:?}").contains("not captured: echo"), "{err:?}");
+    let left: Vec<_> = fs::read_dir(&rundir).expect("rundir").collect();
+    assert!(left.is_empty(), "dpu-sim left {left:?}");
 }
