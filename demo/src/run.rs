@@ -8,11 +8,12 @@ use super::k8s_objects::all_objects;
 use super::local_exec::{self, LocalServer, RunDir};
 use super::plan::{ExecutorKind, Plan};
 use super::run_id::RunId;
-use super::step_report::{Outcome as StepOutcome, StepObserver, StepReport};
+use super::step_report::{Outcome as StepOutcome, SharedObserver, StepEvent, StepReport};
 use super::steps::{
     accounting, merge_step, review_step, serving_checks, step, storage_and_communication, Cx,
 };
 use super::yaml::to_yaml;
+use dpu_host::observe::Observer;
 use dpu_host::param::{Field, ParamError};
 use dpu_host::roce::nccl_corroborate::snapshot;
 use dpu_host::session::Session;
@@ -39,11 +40,12 @@ fn load(args: &TrainingStorage) -> Result<Plan, DemoError> {
     Ok(plan)
 }
 
-/// The entry point: loads the plan, then lists it (`dry_run`) or runs every step.
+/// The entry point: loads the plan, then lists it (`dry_run`) or runs every step, telling
+/// `observer` as each starts and ends.
 pub async fn training_storage(
     session: &Session,
     args: &TrainingStorage,
-    observer: &dyn StepObserver,
+    observer: &mut (dyn for<'e> Observer<StepEvent<'e>> + Send),
 ) -> Result<TrainingStorageResult, DemoError> {
     let plan = load(args)?;
     let run_id = match &args.run_id {
@@ -68,9 +70,10 @@ pub async fn training_storage(
             to_yaml(&all_objects(&plan, &run_id))
         )));
     }
+    let observer = SharedObserver::new(observer);
     let cx = Cx {
         session,
-        observer,
+        observer: &observer,
         args,
     };
     let report = match plan.executor.kind {

@@ -2,7 +2,10 @@
 //! why, how long it took, and the numbers behind the verdict. Shared by both executors so
 //! the review reads the same whichever ran.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
+
+use dpu_host::observe::Observer;
 
 use serde::Serialize;
 
@@ -89,28 +92,67 @@ impl Outcome {
     }
 }
 
-/// Who is told as steps start and end: `dpuctl` draws a spinner and a verdict line on
-/// stderr; tests and embedders may watch or stay quiet. The library itself never prints.
-pub trait StepObserver: Send + Sync {
+/// What a run tells its observer as steps start and end (`dpuctl` draws a spinner and a
+/// verdict line on stderr; tests and embedders may watch or [`Ignore`] it). The library
+/// itself never prints.
+///
+/// [`Ignore`]: dpu_host::observe::Ignore
+#[derive(Debug, Clone, Copy)]
+pub enum StepEvent<'a> {
     /// Step `index` of `total` (1-based) has started.
-    fn started(&self, index: usize, total: usize, title: &str);
+    Started {
+        /// 1-based.
+        index: usize,
+        /// Steps in the run.
+        total: usize,
+        /// What the step is for.
+        title: &'a str,
+    },
     /// Step `index` of `total` has ended with `report`.
-    fn finished(&self, index: usize, total: usize, report: &StepReport);
+    Finished {
+        /// 1-based.
+        index: usize,
+        /// Steps in the run.
+        total: usize,
+        /// How it ended.
+        report: &'a StepReport,
+    },
 }
 
-/// An observer that ignores everything.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Quiet;
+/// The run's observer as its steps share it: every step of a run holds the same one
+/// (the context is `Copy` and lives across awaits), so the `&mut` observer the caller
+/// lent is behind a lock, taken only to tell one event. `Send` so a run stays a `Send`
+/// future.
+pub struct SharedObserver<'o> {
+    observer: Mutex<&'o mut (dyn for<'e> Observer<StepEvent<'e>> + Send)>,
+}
 
-impl StepObserver for Quiet {
-    fn started(&self, _index: usize, _total: usize, _title: &str) {}
-    fn finished(&self, _index: usize, _total: usize, _report: &StepReport) {}
+impl<'o> SharedObserver<'o> {
+    /// Shares `observer` between the steps of one run.
+    pub fn new(observer: &'o mut (dyn for<'e> Observer<StepEvent<'e>> + Send)) -> Self {
+        Self {
+            observer: Mutex::new(observer),
+        }
+    }
+
+    /// Tells `event`. An observer that panicked on an earlier event is still told: the
+    /// lock only keeps events apart, it guards no state of the run.
+    fn tell(&self, event: &StepEvent<'_>) {
+        let mut observer = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
+        observer.event(event);
+    }
+}
+
+impl std::fmt::Debug for SharedObserver<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedObserver").finish_non_exhaustive()
+    }
 }
 
 /// One running step: tells the observer it started, times it, and turns its outcome into
 /// the step's report.
 pub struct Progress<'a> {
-    observer: &'a dyn StepObserver,
+    observer: &'a SharedObserver<'a>,
     started: Instant,
     index: usize,
     total: usize,
@@ -126,8 +168,17 @@ impl std::fmt::Debug for Progress<'_> {
 
 impl<'a> Progress<'a> {
     /// Starts step `index` of `total`.
-    pub fn start(observer: &'a dyn StepObserver, index: usize, total: usize, title: &str) -> Self {
-        observer.started(index, total, title);
+    pub fn start(
+        observer: &'a SharedObserver<'a>,
+        index: usize,
+        total: usize,
+        title: &str,
+    ) -> Self {
+        observer.tell(&StepEvent::Started {
+            index,
+            total,
+            title,
+        });
         Self {
             observer,
             started: Instant::now(),
@@ -152,7 +203,82 @@ impl<'a> Progress<'a> {
             seconds,
             details: outcome.details,
         };
-        self.observer.finished(self.index, self.total, &report);
+        self.observer.tell(&StepEvent::Finished {
+            index: self.index,
+            total: self.total,
+            report: &report,
+        });
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a recording observer kept of one event.
+    fn seen(event: &StepEvent<'_>) -> String {
+        match event {
+            StepEvent::Started {
+                index,
+                total,
+                title,
+            } => format!("started {index}/{total} {title}"),
+            StepEvent::Finished {
+                index,
+                total,
+                report,
+            } => format!(
+                "finished {index}/{total} {} {:?} {}",
+                report.name, report.status, report.reason
+            ),
+        }
+    }
+
+    #[test]
+    fn a_step_tells_its_start_then_its_report_as_returned() {
+        let mut events = Vec::new();
+        let mut record = |event: &StepEvent<'_>| events.push(seen(event));
+        // The steps of a run share one observer for the whole run.
+        let (passed, failed) = {
+            let shared = SharedObserver::new(&mut record);
+            let passed = Progress::start(&shared, 2, 7, "storage through the DPU").finish(
+                "storage",
+                "storage through the DPU",
+                Outcome {
+                    headline: "read 1 file".to_owned(),
+                    ..Outcome::default()
+                },
+            );
+            let failed = Progress::start(&shared, 3, 7, "communication").finish(
+                "communication",
+                "communication",
+                Outcome::default().fail("no NET/IB"),
+            );
+            (passed, failed)
+        };
+        assert_eq!(passed.status, StepStatus::Passed);
+        assert_eq!(failed.status, StepStatus::Failed);
+        assert_eq!(
+            events,
+            [
+                "started 2/7 storage through the DPU",
+                "finished 2/7 storage Passed read 1 file",
+                "started 3/7 communication",
+                "finished 3/7 communication Failed no NET/IB",
+            ]
+        );
+    }
+
+    /// Built, not run: a run stays a `Send` future while its steps share the observer (why
+    /// the observer the caller lends is `+ Send`); without that bound this does not build.
+    #[allow(dead_code)]
+    fn a_run_is_a_send_future(
+        session: &dpu_host::session::Session,
+        args: &crate::run::TrainingStorage,
+        observer: &mut (dyn for<'e> Observer<StepEvent<'e>> + Send),
+    ) {
+        fn send<T: Send>(_: T) {}
+        send(crate::run::training_storage(session, args, observer));
     }
 }

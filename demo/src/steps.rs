@@ -8,7 +8,7 @@ use super::params::TrainingStorage;
 use super::plan::Plan;
 use super::report::AccountLine;
 use super::serving::{self, ServingCheck, ServingReport};
-use super::step_report::{Outcome as StepOutcome, Progress, StepObserver, StepReport};
+use super::step_report::{Outcome as StepOutcome, Progress, SharedObserver, StepReport};
 use super::storage_step::{self, volume_reading, StorageAccount};
 use dpu_host::accounting::deltas::{sum, Movement};
 use dpu_host::roce::rdma_evidence::{movement, PortReading};
@@ -23,7 +23,7 @@ pub struct Cx<'a> {
     /// The session (sys root, timeout, TLS files).
     pub session: &'a Session,
     /// Told as steps start and end.
-    pub observer: &'a dyn StepObserver,
+    pub observer: &'a SharedObserver<'a>,
     /// The run's parameters.
     pub args: &'a TrainingStorage,
 }
@@ -36,9 +36,9 @@ impl std::fmt::Debug for Cx<'_> {
     }
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
     /// Starts step number `steps.len() + 1`.
-    pub fn progress(&self, steps: &[StepReport], title: &str) -> Progress<'_> {
+    pub fn progress(&self, steps: &[StepReport], title: &str) -> Progress<'a> {
         Progress::start(self.observer, steps.len() + 1, STEPS, title)
     }
 }

@@ -4,14 +4,14 @@
 //! passed but a counter of the run's accounting reset, vanished or appeared (unknown, not
 //! zero).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use dpu_demo::run::{
     training_storage, DemoError, DemoReport, DemoVerdict, TrainingStorage, TrainingStorageResult,
 };
 use dpu_demo::serving::{check_serving_command, CheckServing, ServingReport};
-use dpu_demo::step_report::{StepObserver, StepReport, StepStatus};
+use dpu_demo::step_report::{StepEvent, StepReport, StepStatus};
+use dpu_host::observe::Observer;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::env::Env;
@@ -36,8 +36,8 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
         run_id: args.run_id.clone(),
         ingress_ca: env.cli.ca.clone(),
     };
-    let spinner = Spinner::default();
-    let report = match training_storage(&env.session, &params, &spinner).await {
+    let mut spinner = Spinner::default();
+    let report = match training_storage(&env.session, &params, &mut spinner).await {
         Ok(TrainingStorageResult::DryRun(text)) => {
             output::line(&text)?;
             return Ok(Outcome::Success);
@@ -96,11 +96,28 @@ async fn check_serving(env: &Env<'_>, args: &CheckServingArgs) -> anyhow::Result
 /// its verdict and time.
 #[derive(Debug, Default)]
 struct Spinner {
-    bar: Mutex<Option<ProgressBar>>,
+    bar: Option<ProgressBar>,
 }
 
-impl StepObserver for Spinner {
-    fn started(&self, index: usize, total: usize, title: &str) {
+impl Observer<StepEvent<'_>> for Spinner {
+    fn event(&mut self, event: &StepEvent<'_>) {
+        match *event {
+            StepEvent::Started {
+                index,
+                total,
+                title,
+            } => self.started(index, total, title),
+            StepEvent::Finished {
+                index,
+                total,
+                report,
+            } => self.finished(index, total, report),
+        }
+    }
+}
+
+impl Spinner {
+    fn started(&mut self, index: usize, total: usize, title: &str) {
         let bar = ProgressBar::new_spinner();
         if let Ok(style) = ProgressStyle::with_template("{spinner} [{prefix}] {msg} {elapsed}") {
             bar.set_style(style);
@@ -108,13 +125,11 @@ impl StepObserver for Spinner {
         bar.set_prefix(format!("{index}/{total}"));
         bar.set_message(title.to_owned());
         bar.enable_steady_tick(Duration::from_millis(200));
-        if let Ok(mut slot) = self.bar.lock() {
-            *slot = Some(bar);
-        }
+        self.bar = Some(bar);
     }
 
-    fn finished(&self, index: usize, total: usize, report: &StepReport) {
-        if let Some(bar) = self.bar.lock().ok().and_then(|mut slot| slot.take()) {
+    fn finished(&mut self, index: usize, total: usize, report: &StepReport) {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
         output::diag(&format!(

@@ -350,6 +350,19 @@ fn counters_that_keep_growing_give_the_demo_its_exact_packet_count() {
     let report = json(&out);
     assert_every_step_passed(&report);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    // The steps' progress (the run's observer's events, drawn by dpuctl on stderr even
+    // with `-o json`): one verdict line per step as it ends, in the report's order.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let steps = report["steps"].as_array().expect("steps");
+    let mut from = 0;
+    for (i, step) in steps.iter().enumerate() {
+        let title = step["title"].as_str().expect("title");
+        let line = format!("[{}/{}] {title}: PASSED in ", i + 1, steps.len());
+        let at = stderr[from..]
+            .find(&line)
+            .unwrap_or_else(|| panic!("no {line:?} after byte {from} of stderr: {stderr}"));
+        from += at + line.len();
+    }
     let line = rdma_line(&report);
     assert_eq!(
         line["value"],
