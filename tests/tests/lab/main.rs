@@ -9,7 +9,9 @@
 //! `not_in_hw`) joined to their tc filters, detaching removes the disk, `roce perf`
 //! tells perftest's RDMA runs from qperf's TCP runs by the RDMA port counters, and an A/B/A
 //! MTU experiment over soft-RoCE counts only counter-corroborated trials and puts p0 back,
-//! and an A/B/A ring experiment sets p0's RX ring through ethtool netlink and puts it back.
+//! an A/B/A ring experiment sets p0's RX ring through ethtool netlink and puts it back, and
+//! `dpuctl capture` bundles of both sides replay the live `check` and counter samples (the
+//! DPU side's RDMA nldev statistics included).
 //!
 //! `runnable_docs` runs the docs' ```` ```sh lab ```` examples as written (`tests/README.md`).
 //!
@@ -19,6 +21,7 @@
 //! and fleet-pairs checks run in one test, and the runnable docs last, on the same boot
 //! (their `dpuctl lab up` finds it up, their `dpuctl lab down` ends it).
 
+mod capture_replay;
 mod experiment_mtu;
 mod experiment_ring;
 mod fleet_pairs;
@@ -798,6 +801,9 @@ fn storage_and_switch_through_the_agent_on_real_kernel_paths() {
 
     // The fleet's pairs between the same two hosts, on the same boot.
     fleet_pairs::roce_pairs_between_the_lab_hosts(&lab);
+
+    // Captures of both sides of the bluefield VM replay the live answers (issue 38).
+    capture_replay::captures_in_the_bluefield_vm_replay_the_live_answers(&lab);
 
     // Last: the docs' lab examples as written, which end by taking the lab down.
     runnable_docs::every_lab_example_in_the_docs_runs_as_written(&lab);
