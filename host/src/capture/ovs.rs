@@ -131,3 +131,44 @@ impl OvsCapture {
         Ok(vec![db, ctl])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::{capture, CaptureError, CaptureOptions};
+
+    #[test]
+    fn a_run_directory_without_ovs_fails_the_capture_naming_it_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (root, rundir, out) = (
+            dir.path().join("root"),
+            dir.path().join("no-ovs-here"),
+            dir.path().join("bundle"),
+        );
+        std::fs::create_dir_all(&root).expect("root");
+        std::fs::create_dir_all(&rundir).expect("rundir");
+        let options = CaptureOptions {
+            sys_root: root,
+            out: out.clone(),
+            redact: true,
+            interval: Duration::from_millis(10),
+            snap_socket: None,
+            ovs_rundir: Some(rundir.clone()),
+        };
+        let err = capture(&options).expect_err("no ovsdb-server to read");
+        assert!(
+            matches!(&err, CaptureError::Ovs { rundir: r, .. } if *r == rundir),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("no-ovs-here"), "{err}");
+        assert!(!out.exists(), "the failed capture left {}", out.display());
+        // Control: the same capture without --ovs-rundir succeeds.
+        let options = CaptureOptions {
+            ovs_rundir: None,
+            ..options
+        };
+        capture(&options).expect("a capture asking no OVS");
+        assert!(out.join("manifest.json").is_file());
+    }
+}
