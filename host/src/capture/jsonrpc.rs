@@ -198,7 +198,7 @@ pub(super) fn write_transcript(
 
 /// The request's params and the answer with every identifier replaced; the method and
 /// the JSON-RPC envelope stay.
-fn redact_exchange(redactor: &mut Redactor, exchange: &mut Exchange, file: &str) {
+pub(super) fn redact_exchange(redactor: &mut Redactor, exchange: &mut Exchange, file: &str) {
     if let Some(params) = exchange.request.get_mut("params") {
         *params = redactor.json(params, file);
     }

@@ -172,3 +172,81 @@ mod tests {
         assert!(out.join("manifest.json").is_file());
     }
 }
+
+#[cfg(test)]
+mod redaction_tests {
+    use std::path::Path;
+
+    use dpu_jsonrpc::Exchange;
+    use serde_json::json;
+
+    use super::super::jsonrpc::redact_exchange;
+    use super::super::redact::Redactor;
+
+    #[test]
+    fn a_flow_dump_and_an_ovsdb_row_get_the_placeholders_of_the_sysfs_files() {
+        let mut redactor = Redactor::default();
+        let mac = "aa:c6:9b:8f:08:03";
+        let placeholder = |r: &mut Redactor, path: &str, text: &str| {
+            let out = r.file(Path::new(path), format!("{text}\n").as_bytes());
+            String::from_utf8(out).expect("text").trim().to_owned()
+        };
+        let mac_placeholder = placeholder(&mut redactor, "sys/class/net/tp1/address", mac);
+        let ip_placeholder = placeholder(&mut redactor, "sys/x/ip", "10.201.0.1");
+        assert_ne!(mac_placeholder, mac);
+        let flow = format!(
+            "ufid:7de4967b-3515-4c7e-890c-d95231720265, in_port(tp1),eth(src={mac},dst=72:ee:61:53:51:dd),\
+             eth_type(0x0800),ipv4(src=10.201.0.1/0.0.0.0,dst=10.201.0.2/0.0.0.0), packets:1, bytes:98, used:0.5s, actions:tp2"
+        );
+        let mut exchange = Exchange {
+            reading: 1,
+            method: "dpctl/dump-flows".to_owned(),
+            request: json!({"id": 3, "method": "dpctl/dump-flows", "params": ["-m", "--names", "netdev@ovs-netdev"]}),
+            response: json!({"id": 3, "result": flow, "error": null}),
+        };
+        redact_exchange(&mut redactor, &mut exchange, "jsonrpc/ovs-vswitchd.jsonl");
+        let text = exchange.response["result"].as_str().expect("text");
+        assert!(
+            !text.contains(mac) && !text.contains("10.201.0.1/"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("eth(src={mac_placeholder},")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("ipv4(src={ip_placeholder}/0.0.0.0")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("7de4967b-3515"),
+            "the ufid is a UUID: {text}"
+        );
+        // What is not an identifier stays, so the dump still parses the same.
+        for kept in [
+            "in_port(tp1)",
+            "eth_type(0x0800)",
+            "packets:1, bytes:98",
+            "actions:tp2",
+        ] {
+            assert!(text.contains(kept), "{kept}: {text}");
+        }
+        assert_eq!(
+            exchange.params(),
+            &json!(["-m", "--names", "netdev@ovs-netdev"])
+        );
+
+        let mut row = Exchange {
+            reading: 1,
+            method: "transact".to_owned(),
+            request: json!({"id": 4, "method": "transact", "params": ["Open_vSwitch"]}),
+            response: json!({"id": 4, "result": [{"rows": [{"name": "tp1", "mac_in_use": mac}]}], "error": null}),
+        };
+        redact_exchange(&mut redactor, &mut row, "jsonrpc/ovsdb-server.jsonl");
+        assert_eq!(
+            row.response["result"][0]["rows"][0]["mac_in_use"],
+            mac_placeholder.as_str()
+        );
+        assert_eq!(row.response["result"][0]["rows"][0]["name"], "tp1");
+    }
+}
