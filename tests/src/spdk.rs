@@ -748,7 +748,7 @@ const PERF_NOT_CONNECTED: &str = "No valid NVMe controllers";
 /// A perf that never connected (its controller failed to initialize: SPDK's synchronous
 /// probe gives the TCP handshake 2 s, `ICREQ_TIMEOUT_SYNC` in lib/nvme/nvme_tcp.c, which a
 /// CI machine running two benches' busy-polling targets beside it can miss) read nothing,
-/// so it is started again, up to [`PERF_CONNECT_ATTEMPTS`] times, each retry said on
+/// so it is started again, up to three times in all, each retry said on
 /// stderr. A read that fails once connected is never retried: that failure is what the
 /// multipath tests judge.
 pub fn perf_read_within(
