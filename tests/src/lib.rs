@@ -6,6 +6,7 @@
 //! from the shipped `dpu-sim` crate). Must not be a dependency of any shipped crate.
 
 pub mod arm;
+pub mod capture;
 pub mod command;
 pub mod docs;
 pub mod fleet;

@@ -35,6 +35,7 @@ use std::process::{Command, Stdio};
 
 use dpu_probe::counters::{NetdevSource, Sampler};
 use dpu_probe::SysRoot;
+use dpu_tests::capture::{counter_answer_lines, live_sample_lines, sample_lines};
 use serde_json::Value;
 
 use crate::{shown, Lab};
@@ -187,17 +188,7 @@ fn replayed_check_equals_live(side: &Path, ns: &str) -> usize {
     after.len()
 }
 
-/// What the live sampler answered at a reading (`KEY<TAB>VALUE` lines, sorted).
-fn live_samples(bundle: &Path, reading: &str) -> Vec<String> {
-    let text = fs::read_to_string(bundle.join(format!("{reading}.live-samples")))
-        .expect("the reading's live samples");
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("dpu-samples/1"));
-    lines.map(str::to_owned).collect()
-}
-
-/// The reading replayed here through the root's own sampler, as `KEY<TAB>VALUE` lines
-/// (written here, not by the capture's code, so a change there cannot hide itself).
+/// The reading replayed here through the root's own sampler, as [`sample_lines`].
 fn replayed_samples(bundle: &Path, reading: &str) -> Vec<String> {
     let root = SysRoot::new(bundle.join(reading));
     assert_eq!(
@@ -211,13 +202,7 @@ fn replayed_samples(bundle: &Path, reading: &str) -> Vec<String> {
         "{reading}: {:?}",
         snapshot.errors
     );
-    let mut lines: Vec<String> = snapshot
-        .samples
-        .iter()
-        .map(|s| format!("{}\t{}", s.key, s.value))
-        .collect();
-    lines.sort();
-    lines
+    sample_lines(&snapshot)
 }
 
 /// Lines in one list and not the other, each side.
@@ -232,7 +217,7 @@ fn replayed_samples_equal_live(bundle: &Path, label: &str) -> usize {
     READINGS
         .iter()
         .map(|reading| {
-            let live = live_samples(bundle, reading);
+            let live = live_sample_lines(&bundle.join(reading));
             assert!(!live.is_empty(), "{label} {reading}: no live sample");
             let replayed = replayed_samples(bundle, reading);
             assert_eq!(
@@ -262,7 +247,7 @@ fn the_recording_holds_rdma_netlink(bundle: &Path) -> Vec<String> {
             recording.lines().any(|l| l.starts_with("request 20 ")),
             "{reading}: no NETLINK_RDMA request recorded"
         );
-        last = live_samples(bundle, reading)
+        last = live_sample_lines(&bundle.join(reading))
             .into_iter()
             .filter(|l| l.contains(&format!(":{RXE_PORT}/")))
             .collect();
@@ -290,22 +275,7 @@ fn agent_rdma_samples(side: &Path) -> Vec<String> {
         "the replaying agent did not read rxe0 over RDMA netlink:\n{log}"
     );
     let answer = read_json(&side.join("agent-counters.json"));
-    let mut lines: Vec<String> = answer["samples"]
-        .as_array()
-        .expect("samples")
-        .iter()
-        .map(|s| {
-            format!(
-                "{}:{}/{}\t{}",
-                s["source"].as_str().unwrap_or_default(),
-                s["object"].as_str().unwrap_or_default(),
-                s["counter"].as_str().unwrap_or_default(),
-                s["value"].as_str().unwrap_or("0")
-            )
-        })
-        .collect();
-    lines.sort();
-    lines
+    counter_answer_lines(&answer)
 }
 
 /// A copy of `bundle` whose reading 1 recording has the low byte of `rcvd_pkts`'s value,
@@ -456,7 +426,7 @@ pub(crate) fn captures_in_the_bluefield_vm_replay_the_live_answers(lab: &Lab) {
         let reading = READINGS[1];
         let changed = differing(
             &replayed_samples(&altered, reading),
-            &live_samples(&altered, reading),
+            &live_sample_lines(&altered.join(reading)),
         );
         assert_eq!(changed.len(), 2, "the old and the new value: {changed:?}");
         assert!(

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use dpu_probe::counters::Sampler;
 use dpu_probe::SysRoot;
+use dpu_tests::capture::{
+    counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines, sample_lines,
+};
 use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
 use serde_json::Value;
 
@@ -59,13 +62,7 @@ fn replayed_samples(root: &Path) -> Vec<String> {
         root.display(),
         snapshot.errors
     );
-    let mut lines: Vec<String> = snapshot
-        .samples
-        .iter()
-        .map(|s| format!("{}\t{}", s.key, s.value))
-        .collect();
-    lines.sort();
-    lines
+    sample_lines(&snapshot)
 }
 
 /// What went wrong with one capture, or nothing.
@@ -167,27 +164,7 @@ fn the_runner_notices_an_altered_answer_file_or_expectation() {
 
     // One byte of the first stats answer's rtnl_link_stats64 (rx_packets).
     let netlink = copy("netlink");
-    let file = netlink.join("readings/1/root.netlink");
-    let text = fs::read_to_string(&file).expect("recording");
-    let mut in_stats = false;
-    let mut done = false;
-    let altered: Vec<String> = text
-        .lines()
-        .map(|line| {
-            if let Some(comment) = line.strip_prefix("# ") {
-                in_stats = comment.starts_with("RTM_GETSTATS");
-            }
-            if in_stats && !done && line.starts_with("answer ") {
-                done = true;
-                let at = "answer ".len() + 2 * 32;
-                let byte = u8::from_str_radix(&line[at..at + 2], 16).expect("hex");
-                return format!("{}{:02x}{}", &line[..at], byte ^ 0x01, &line[at + 2..]);
-            }
-            line.to_owned()
-        })
-        .collect();
-    assert!(done, "a stats answer to alter");
-    fs::write(&file, altered.join("\n") + "\n").expect("write");
+    flip_first_stats_answer_byte(&netlink.join("readings/1/root.netlink"));
     let problems = verify(&netlink);
     assert!(
         problems.len() == 1
@@ -225,23 +202,7 @@ fn agent_netdev_samples(root: &Path) -> Vec<String> {
             String::from_utf8_lossy(&run.stderr)
         )
     });
-    let mut lines: Vec<String> = answer["samples"]
-        .as_array()
-        .expect("samples")
-        .iter()
-        .map(|s| {
-            format!(
-                "{}:{}/{}\t{}",
-                s["source"].as_str().unwrap_or_default(),
-                s["object"].as_str().unwrap_or_default(),
-                s["counter"].as_str().unwrap_or_default(),
-                // proto3 JSON leaves a zero u64 out.
-                s["value"].as_str().unwrap_or("0")
-            )
-        })
-        .collect();
-    lines.sort();
-    lines
+    counter_answer_lines(&answer)
 }
 
 /// The agent gets the replay through the probe too: under a capture's second reading its
@@ -257,11 +218,9 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
         panic!("no capture with a netlink recording");
     };
     let reading = "readings/1/root";
-    let text = fs::read_to_string(bundle.join(format!("{reading}.live-samples"))).expect("live");
-    let live: Vec<String> = text
-        .lines()
+    let live: Vec<String> = live_sample_lines(&bundle.join(reading))
+        .into_iter()
         .filter(|l| l.starts_with("netdev:"))
-        .map(str::to_owned)
         .collect();
     assert!(!live.is_empty(), "the capture has netdev samples");
     assert_eq!(agent_netdev_samples(&bundle.join(reading)), live);
@@ -275,27 +234,7 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
         .status()
         .expect("cp");
     assert!(status.success());
-    let file = copy.join(format!("{reading}.netlink"));
-    let recorded = fs::read_to_string(&file).expect("recording");
-    let mut in_stats = false;
-    let mut done = false;
-    let altered: Vec<String> = recorded
-        .lines()
-        .map(|line| {
-            if let Some(comment) = line.strip_prefix("# ") {
-                in_stats = comment.starts_with("RTM_GETSTATS");
-            }
-            if in_stats && !done && line.starts_with("answer ") {
-                done = true;
-                let at = "answer ".len() + 2 * 32;
-                let byte = u8::from_str_radix(&line[at..at + 2], 16).expect("hex");
-                return format!("{}{:02x}{}", &line[..at], byte ^ 0x01, &line[at + 2..]);
-            }
-            line.to_owned()
-        })
-        .collect();
-    assert!(done);
-    fs::write(&file, altered.join("\n") + "\n").expect("write");
+    flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
     let answered = agent_netdev_samples(&copy.join(reading));
     let differing: Vec<_> = answered.iter().filter(|l| !live.contains(l)).collect();
     assert!(

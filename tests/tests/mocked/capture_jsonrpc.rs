@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
+use dpu_tests::capture::first_line;
 use dpu_tests::fake_snap::{FakeSnap, Replay, NOT_CAPTURED_CODE};
 use dpu_tests::fixture;
 use dpu_tests::harness::dpuctl;
@@ -312,13 +313,7 @@ fn dpu_sim_replay_snap_serves_a_transcript_until_sigterm() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("run dpu-sim replay-snap");
-    // Its first line is printed once it listens.
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("a line");
+    let line = first_line(&mut child);
     assert!(line.contains("replaying"), "{line}");
     let served = call(&socket, "bdev_get_bdevs", json!({"name": "Rn1"}));
     let other = call(&socket, "bdev_get_bdevs", json!({"name": "Rn9"}));

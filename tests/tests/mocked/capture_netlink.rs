@@ -12,6 +12,7 @@ use dpu_probe::counters::{NetdevSource, Sampler};
 use dpu_probe::netlink::RouteSocket;
 use dpu_probe::snapshot::Snapshot;
 use dpu_probe::SysRoot;
+use dpu_tests::capture::{flip_first_stats_answer_byte, live_sample_lines, sample_lines};
 use dpu_tests::harness::dpuctl;
 use dpu_tests::skip;
 
@@ -29,27 +30,6 @@ fn capture(out: &Path, args: &[&str]) {
         "capture failed: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-}
-
-/// A snapshot's samples as the capture writes them (`KEY<TAB>VALUE`, sorted): written
-/// here again, not through the capture's code, so a change there cannot hide itself.
-fn sample_lines(snapshot: &Snapshot) -> Vec<String> {
-    let mut lines: Vec<String> = snapshot
-        .samples
-        .iter()
-        .map(|s| format!("{}\t{}", s.key, s.value))
-        .collect();
-    lines.sort();
-    lines
-}
-
-/// What the live sampler answered at a reading.
-fn live_samples(bundle: &Path, reading: &str) -> Vec<String> {
-    let text = fs::read_to_string(bundle.join(format!("{reading}.live-samples")))
-        .expect("the reading's live samples");
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("dpu-samples/1"));
-    lines.map(str::to_owned).collect()
 }
 
 /// The root's own sampler (what the agent builds for a `--sys-root`) replaying a reading.
@@ -135,7 +115,7 @@ fn a_capture_of_this_kernel_replays_the_live_netlink_answers_of_each_reading() {
             "{reading}: {exchanges:?}"
         );
 
-        let live = live_samples(&bundle, reading);
+        let live = live_sample_lines(&bundle.join(reading));
         let replayed = replay(&bundle, reading);
         assert!(
             replayed.errors.is_empty(),
@@ -155,24 +135,10 @@ fn a_capture_of_this_kernel_replays_the_live_netlink_answers_of_each_reading() {
     // The two readings are two instants: the loopback traffic above moved `lo`'s
     // counters, so the second reading is not the first replayed twice.
     assert_ne!(
-        live_samples(&bundle, READINGS[0]),
-        live_samples(&bundle, READINGS[1]),
+        live_sample_lines(&bundle.join(READINGS[0])),
+        live_sample_lines(&bundle.join(READINGS[1])),
         "no counter moved between the readings"
     );
-}
-
-/// The `answer` lines of the exchange named `name` in a recording file.
-fn answer_lines<'a>(text: &'a str, name: &str) -> Vec<(usize, &'a str)> {
-    let mut inside = false;
-    let mut found = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if let Some(comment) = line.strip_prefix("# ") {
-            inside = comment.starts_with(name);
-        } else if inside && line.starts_with("answer ") {
-            found.push((index, line));
-        }
-    }
-    found
 }
 
 #[test]
@@ -184,38 +150,17 @@ fn an_altered_recorded_answer_changes_the_replay_and_a_missing_one_is_an_error()
     let bundle = dir.path().join("bundle");
     capture(&bundle, &["--no-redact"]);
     let reading = READINGS[1];
-    let live = live_samples(&bundle, reading);
+    let live = live_sample_lines(&bundle.join(reading));
     let file: PathBuf = bundle.join(format!("{reading}.netlink"));
     let text = fs::read_to_string(&file).expect("recording");
 
     // Control first: untouched, the replay equals the live answers.
     assert_eq!(sample_lines(&replay(&bundle, reading)), live);
 
-    // rx_packets of the first link in the stats dump: header (16), if_stats_msg (12),
-    // the IFLA_STATS_LINK_64 attribute header (4), then rtnl_link_stats64's first u64.
+    // rx_packets of the first link in the stats dump, one bit changed.
     let altered = dir.path().join("altered");
     copy_tree(&bundle, &altered);
-    let answers = answer_lines(&text, "RTM_GETSTATS");
-    assert!(
-        answers.len() >= 2,
-        "a stats answer and NLMSG_DONE: {answers:?}"
-    );
-    let (line_index, line) = answers[0];
-    let hex_at = "answer ".len() + 2 * 32;
-    let byte = u8::from_str_radix(&line[hex_at..hex_at + 2], 16).expect("hex");
-    let changed = format!(
-        "{}{:02x}{}",
-        &line[..hex_at],
-        byte.wrapping_add(1),
-        &line[hex_at + 2..]
-    );
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    lines[line_index] = changed;
-    fs::write(
-        altered.join(format!("{reading}.netlink")),
-        lines.join("\n") + "\n",
-    )
-    .expect("write");
+    flip_first_stats_answer_byte(&altered.join(format!("{reading}.netlink")));
     let replayed = sample_lines(&replay(&altered, reading));
     let differing: Vec<_> = replayed.iter().filter(|l| !live.contains(l)).collect();
     assert_eq!(
@@ -337,7 +282,7 @@ fn redaction_leaves_no_mac_in_the_netlink_files_and_maps_it_like_sysfs() {
     for reading in READINGS {
         assert_eq!(
             sample_lines(&replay(&redacted, reading)),
-            live_samples(&redacted, reading),
+            live_sample_lines(&redacted.join(reading)),
             "{reading}"
         );
     }

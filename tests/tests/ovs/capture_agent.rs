@@ -6,10 +6,12 @@
 //! empty.
 
 use std::fs;
+use std::path::Path;
 use std::process::Output;
 
 use dpu_sim::fake_ovs::FakeOvs;
 use dpu_sim::fake_snap::Replay;
+use dpu_tests::capture::first_line;
 use dpu_tests::fixture;
 use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
 use dpu_tests::ovs::OvsDaemons;
@@ -62,31 +64,20 @@ fn strip_used(value: &mut Value) {
 
 /// An agent on the OVS at `db_address`/`rundir` with a fixture sys tree, in a temp dir
 /// returned with it.
-fn agent_on(db_address: &str, rundir: &std::path::Path) -> (AgentProcess, tempfile::TempDir) {
+fn agent_on(db_address: &str, rundir: &Path) -> (AgentProcess, tempfile::TempDir) {
     let (dir, root) = fixture::bluefield3_tempdir();
     let options = AgentOptions::new(dir.path(), &root).with_ovs(db_address, rundir);
     (AgentProcess::start(&options), dir)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_on_a_replayed_capture_answers_what_it_answered_live() {
-    let daemons: OvsDaemons = daemons!();
-    let (_hosts, _) = bridge_with_flows(&daemons).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (live_agent, _live_dir) = agent_on(&daemons.db_address(), daemons.rundir());
-    let live = answers(&live_agent);
-    assert!(
-        live.1.to_string().contains("tp1"),
-        "live flows through tp1: {}",
-        live.1
-    );
-
+/// `dpuctl capture --ovs-rundir RUNDIR --no-redact` of the daemons into `out` (a fixture
+/// BlueField-3 host tree as the sysfs side), two readings 200 ms apart.
+fn capture_ovs(rundir: &Path, out: &Path) {
     let (_fixture, root) = fixture::bluefield3_host_tempdir();
-    let out = dir.path().join("bundle");
     let (root_arg, out_arg, rundir_arg) = (
         root.display().to_string(),
         out.display().to_string(),
-        daemons.rundir().display().to_string(),
+        rundir.display().to_string(),
     );
     let run = dpuctl(&[
         "--sys-root",
@@ -105,6 +96,23 @@ async fn the_agent_on_a_replayed_capture_answers_what_it_answered_live() {
         "capture: {}",
         String::from_utf8_lossy(&run.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_on_a_replayed_capture_answers_what_it_answered_live() {
+    let daemons: OvsDaemons = daemons!();
+    let (_hosts, _) = bridge_with_flows(&daemons).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (live_agent, _live_dir) = agent_on(&daemons.db_address(), daemons.rundir());
+    let live = answers(&live_agent);
+    assert!(
+        live.1.to_string().contains("tp1"),
+        "live flows through tp1: {}",
+        live.1
+    );
+
+    let out = dir.path().join("bundle");
+    capture_ovs(daemons.rundir(), &out);
     let transcript = |name: &str| {
         let text = fs::read_to_string(out.join("jsonrpc").join(name)).expect("transcript");
         Replay::from_jsonl(&text).expect("parses")
@@ -148,30 +156,8 @@ async fn dpu_sim_replay_ovs_serves_a_capture_until_sigterm() {
         .await
         .expect("live snapshot");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_fixture, root) = fixture::bluefield3_host_tempdir();
     let out = dir.path().join("bundle");
-    let (root_arg, out_arg, rundir_arg) = (
-        root.display().to_string(),
-        out.display().to_string(),
-        daemons.rundir().display().to_string(),
-    );
-    let run = dpuctl(&[
-        "--sys-root",
-        &root_arg,
-        "capture",
-        "--out",
-        &out_arg,
-        "--ovs-rundir",
-        &rundir_arg,
-        "--interval",
-        "200ms",
-        "--no-redact",
-    ]);
-    assert!(
-        run.status.success(),
-        "capture: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    capture_ovs(daemons.rundir(), &out);
     let rundir = dir.path().join("served-run");
     fs::create_dir_all(&rundir).expect("rundir");
 
@@ -185,13 +171,7 @@ async fn dpu_sim_replay_ovs_serves_a_capture_until_sigterm() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("run dpu-sim replay-ovs");
-    // Its first line is printed once it listens.
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("a line");
+    let line = first_line(&mut child);
     assert!(line.contains("replaying"), "{line}");
     let served_db =
         dpu_ovs::ovsdb::Ovsdb::new(&format!("unix:{}", rundir.join("db.sock").display()))
