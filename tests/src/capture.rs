@@ -1,6 +1,6 @@
 //! What the capture tests of every tier (mocked, ovs, spdk, lab) read from a `dpuctl
 //! capture` bundle and compare: a snapshot's samples as lines, a reading's live samples, an
-//! agent's counter answer as the same lines, a recorded netlink answer altered by one byte,
+//! agent's counter answer as the same lines, `check`'s results under a root, a recorded netlink answer altered by one byte,
 //! and the first line of a replay server.
 //!
 //! Why here, once: each tier had its own copy of these readers. They are written apart from
@@ -15,6 +15,8 @@ use std::process::Child;
 
 use dpu_probe::snapshot::Snapshot;
 use serde_json::Value;
+
+use crate::harness::dpuctl;
 
 /// The first line of a reading's live-samples file.
 pub const SAMPLES_FORMAT: &str = "dpu-samples/1";
@@ -71,6 +73,23 @@ pub fn counter_answer_lines(answer: &Value) -> Vec<String> {
         .collect();
     lines.sort();
     lines
+}
+
+/// The results of `dpuctl -o json --sys-root ROOT check --no-agent`, each as printed: what
+/// a capture's replayed root must answer as its source did.
+pub fn check_results(root: &Path) -> Vec<Value> {
+    let shown = root.display().to_string();
+    let run = dpuctl(&["-o", "json", "--sys-root", &shown, "check", "--no-agent"]);
+    let results: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check under {shown} printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&run.stderr)
+        )
+    });
+    match results {
+        Value::Array(results) => results,
+        other => panic!("check under {shown} printed no array of results: {other}"),
+    }
 }
 
 /// Rewrites the netlink recording `file` (dpu-netlink/1) with one bit changed: the low

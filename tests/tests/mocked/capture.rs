@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use dpu_probe::counters::{NetdevSource, Sampler};
 use dpu_probe::pci::PciFilter;
 use dpu_probe::{netdev, pci, rdma, system, SysRoot};
+use dpu_tests::capture::check_results;
 use dpu_tests::fixture;
 use dpu_tests::harness::dpuctl;
 use serde_json::Value;
@@ -34,16 +35,7 @@ fn capture(root: Option<&Path>, out: &Path, args: &[&str]) {
 /// detail with the root's path taken out (the fw.* results name it).
 fn check_answers(root: &Path) -> Vec<Value> {
     let shown = root.display().to_string();
-    let run = dpuctl(&["-o", "json", "--sys-root", &shown, "check", "--no-agent"]);
-    let results: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
-        panic!(
-            "check under {shown} printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&run.stderr)
-        )
-    });
-    results
-        .as_array()
-        .expect("an array of results")
+    check_results(root)
         .iter()
         .map(|r| {
             let detail = r["detail"].as_str().unwrap_or_default().replace(&shown, "ROOT");

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use dpu_probe::counters::Sampler;
 use dpu_probe::SysRoot;
 use dpu_tests::capture::{
-    counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines, sample_lines,
+    check_results, counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines,
+    sample_lines,
 };
 use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
 use serde_json::Value;
@@ -36,17 +37,7 @@ fn captures() -> Vec<PathBuf> {
 
 /// `check --no-agent -o json` under `root`: id, status and facts of each result.
 fn check(root: &Path) -> Vec<Value> {
-    let shown = root.display().to_string();
-    let run = dpuctl(&["-o", "json", "--sys-root", &shown, "check", "--no-agent"]);
-    let results: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
-        panic!(
-            "check under {shown} printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&run.stderr)
-        )
-    });
-    results
-        .as_array()
-        .expect("an array of results")
+    check_results(root)
         .iter()
         .map(|r| serde_json::json!({"id": r["id"], "status": r["status"], "facts": r["facts"]}))
         .collect()
