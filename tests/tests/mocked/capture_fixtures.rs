@@ -16,7 +16,8 @@ use dpu_tests::capture::{
     check_results, counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines,
     sample_lines,
 };
-use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
+use dpu_tests::harness::{dpuctl, free_tcp_port, AgentOptions, AgentProcess};
+use dpu_tests::prometheus::get_metrics;
 use serde_json::Value;
 
 fn captures_dir() -> PathBuf {
@@ -228,6 +229,82 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
     flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
     let answered = agent_netdev_samples(&copy.join(reading));
     let differing: Vec<_> = answered.iter().filter(|l| !live.contains(l)).collect();
+    assert!(
+        differing.len() == 1 && differing[0].contains("/rx_packets\t"),
+        "{differing:?}"
+    );
+}
+
+/// The `dpu_netdev_*` series of a `dpu-agent --sys-root root`'s `/metrics` (its per-priority
+/// and offload families aside) as live-samples lines: `dpu_netdev_rx_bytes_total{netdev="eth0",…} 5`
+/// is `netdev:netdevs/eth0/rx_bytes<TAB>5`, sorted.
+fn agent_netdev_series(root: &Path) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_tcp_port();
+    let mut options = AgentOptions::new(dir.path(), root);
+    options.config_toml = format!(
+        "[security]\ninsecure_listen = true\n[metrics]\nlisten = \"tcp:127.0.0.1:{port}\"\n"
+    );
+    let _agent = AgentProcess::start(&options);
+    let scraped = get_metrics(&format!("127.0.0.1:{port}"), None).expect("scrape");
+    assert_eq!(scraped.status, 200, "{}", scraped.body);
+    let mut lines: Vec<String> = scraped
+        .body
+        .lines()
+        .filter(|l| l.starts_with("dpu_netdev_"))
+        .filter(|l| !l.starts_with("dpu_netdev_prio_") && !l.starts_with("dpu_netdev_offload_"))
+        .map(|l| {
+            let (name, rest) = l
+                .split_once('{')
+                .unwrap_or_else(|| panic!("no labels: {l}"));
+            let counter = name
+                .trim_start_matches("dpu_netdev_")
+                .trim_end_matches("_total");
+            let netdev = rest
+                .split_once("netdev=\"")
+                .and_then(|(_, after)| after.split_once('"'))
+                .map(|(netdev, _)| netdev)
+                .unwrap_or_else(|| panic!("no netdev label: {l}"));
+            let value = l.rsplit(' ').next().unwrap_or_default();
+            format!("netdev:netdevs/{netdev}/{counter}\t{value}")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// `/metrics` under a capture's reading carries that reading's live netdev samples: every
+/// one of them as its `dpu_netdev_*` series with the same value, and no other; control:
+/// the copy with one recorded stats byte flipped changes exactly that link's
+/// `rx_packets` series.
+#[test]
+fn the_agents_metrics_under_a_capture_carry_the_live_netdev_samples() {
+    let Some(bundle) = captures()
+        .into_iter()
+        .find(|b| b.join("readings/1/root.netlink").is_file())
+    else {
+        panic!("no capture with a netlink recording");
+    };
+    let reading = "readings/1/root";
+    let live: Vec<String> = live_sample_lines(&bundle.join(reading))
+        .into_iter()
+        .filter(|l| l.starts_with("netdev:"))
+        .collect();
+    assert!(!live.is_empty(), "the capture has netdev samples");
+    assert_eq!(agent_netdev_series(&bundle.join(reading)), live);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("altered");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&bundle)
+        .arg(&copy)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
+    let scraped = agent_netdev_series(&copy.join(reading));
+    let differing: Vec<_> = scraped.iter().filter(|l| !live.contains(l)).collect();
     assert!(
         differing.len() == 1 && differing[0].contains("/rx_packets\t"),
         "{differing:?}"
