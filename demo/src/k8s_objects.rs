@@ -368,5 +368,4 @@ pub fn vllm_ingress(plan: &Plan, run: &RunId) -> Option<Value> {
 }
 
 #[cfg(test)]
-#[path = "k8s_objects_tests.rs"]
 mod tests;

@@ -474,5 +474,4 @@ pub async fn check_serving_command(args: &CheckServing) -> Result<ServingReport,
 }
 
 #[cfg(test)]
-#[path = "serving_tests.rs"]
 mod tests;

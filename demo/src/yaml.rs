@@ -185,5 +185,4 @@ fn pad(out: &mut String, indent: usize) {
 }
 
 #[cfg(test)]
-#[path = "yaml_tests.rs"]
 pub mod tests;

@@ -443,5 +443,4 @@ fn connected(generation: u64) -> crate::ConnectionStatus {
     }
 }
 
-#[path = "transcript_tests.rs"]
 mod transcript;

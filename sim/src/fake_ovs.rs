@@ -214,5 +214,4 @@ fn answer(request: &Value, replay: &Shared) -> Option<Value> {
 }
 
 #[cfg(test)]
-#[path = "fake_ovs_tests.rs"]
 mod tests;

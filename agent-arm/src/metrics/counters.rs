@@ -234,5 +234,4 @@ impl Collector for HealthCollector {
 }
 
 #[cfg(test)]
-#[path = "counters_tests.rs"]
 mod tests;

@@ -449,7 +449,6 @@ fn add_priorities(
 }
 
 #[cfg(test)]
-#[path = "scrape_recycle_tests.rs"]
 mod recycle_tests;
 
 #[cfg(test)]

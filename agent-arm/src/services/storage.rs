@@ -27,7 +27,6 @@ use crate::storage::uplink::{self, RouteLookup};
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
-#[path = "storage_virtio_blk.rs"]
 mod virtio_blk;
 
 /// How long a listing waits for the backend's view of what exists before it answers with

@@ -358,5 +358,4 @@ pub(crate) fn tc_ports(flows: &[v1::Flow]) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "switch_convert_tests.rs"]
 mod tests;

@@ -269,5 +269,4 @@ pub(crate) fn view(
 }
 
 #[cfg(test)]
-#[path = "virtio_blk_tests.rs"]
 mod tests;

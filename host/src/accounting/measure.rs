@@ -335,5 +335,4 @@ pub(crate) mod fixture {
 }
 
 #[cfg(test)]
-#[path = "measure_tests.rs"]
 mod tests;

@@ -190,5 +190,4 @@ pub fn in_order(per_trial: Vec<Vec<Line>>, gaps: &[Vec<Line>]) -> Vec<Line> {
 }
 
 #[cfg(test)]
-#[path = "trials_tests.rs"]
 mod tests;

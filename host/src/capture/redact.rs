@@ -299,5 +299,4 @@ fn is_token_char(c: char) -> bool {
 mod json;
 
 #[cfg(test)]
-#[path = "redact_tests.rs"]
 mod tests;

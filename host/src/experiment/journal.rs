@@ -360,5 +360,4 @@ fn process_start(pid: u32) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[path = "journal_tests.rs"]
 mod tests;

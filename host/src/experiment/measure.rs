@@ -237,5 +237,4 @@ impl Measure for StorageMeasure {
 }
 
 #[cfg(test)]
-#[path = "measure_tests.rs"]
 mod tests;

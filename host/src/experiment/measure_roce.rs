@@ -220,5 +220,4 @@ pub fn judge(run: &PerfRun) -> Result<Metric, MeasureError> {
 }
 
 #[cfg(test)]
-#[path = "measure_roce_tests.rs"]
 mod tests;

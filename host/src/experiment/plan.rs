@@ -306,9 +306,7 @@ pub enum SysctlValue {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "plan_knob_tests.rs"]
 mod knob_tests;

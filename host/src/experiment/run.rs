@@ -416,5 +416,4 @@ pub fn settings(plan_file: &Path, journal: &Path) -> RunSettings {
 }
 
 #[cfg(test)]
-#[path = "run_tests.rs"]
 mod tests;

@@ -424,5 +424,4 @@ fn join_doubts(doubts: &[Doubt]) -> String {
 }
 
 #[cfg(test)]
-#[path = "stats_tests.rs"]
 mod tests;

@@ -234,5 +234,4 @@ pub fn compared(facts: &DpuFacts) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
-#[path = "dpu_checks_tests.rs"]
 mod tests;

@@ -179,5 +179,4 @@ impl FleetExperimentReport {
 }
 
 #[cfg(test)]
-#[path = "experiment_tests.rs"]
 mod tests;

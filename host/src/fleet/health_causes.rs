@@ -121,5 +121,4 @@ fn with_consequences(causes: &[&HealthRow], consequences: &[&HealthRow]) -> Stri
 }
 
 #[cfg(test)]
-#[path = "health_causes_tests.rs"]
 mod tests;

@@ -528,5 +528,4 @@ pub fn check_label(text: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "inventory_tests.rs"]
 mod tests;

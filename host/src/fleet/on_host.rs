@@ -225,5 +225,4 @@ pub fn judge_proof(proof: &str, output: &RemoteOutput, limit: Duration) -> NodeO
 }
 
 #[cfg(test)]
-#[path = "on_host_tests.rs"]
 mod tests;

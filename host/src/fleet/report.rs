@@ -335,5 +335,4 @@ fn drift(nodes: &[NodeReport]) -> Vec<Drift> {
 }
 
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod tests;

@@ -295,5 +295,4 @@ fn millis(d: Duration) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "runner_tests.rs"]
 mod tests;

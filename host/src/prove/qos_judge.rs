@@ -387,5 +387,4 @@ impl RuleMinimum for Expectation {
 }
 
 #[cfg(test)]
-#[path = "qos_tests.rs"]
 mod tests;

@@ -918,5 +918,4 @@ pub async fn prove_storage(
 }
 
 #[cfg(test)]
-#[path = "storage_tests.rs"]
 mod tests;

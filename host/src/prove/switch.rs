@@ -855,5 +855,4 @@ mod tests {
 }
 
 #[cfg(test)]
-#[path = "switch_tests.rs"]
 mod judge_tests;

@@ -266,5 +266,4 @@ fn row(index: usize, line: &str, layout: &Layout) -> Result<NcclRow, ParseError>
 }
 
 #[cfg(test)]
-#[path = "nccl_tests.rs"]
 pub(crate) mod tests;

@@ -99,5 +99,4 @@ pub fn page(runs: &[NamedRun<'_>]) -> Result<String, PlotError> {
 }
 
 #[cfg(test)]
-#[path = "nccl_plot_tests.rs"]
 mod tests;

@@ -78,5 +78,4 @@ pub fn size_plots(report: &PerfReport) -> Result<(String, String), PlotError> {
 }
 
 #[cfg(test)]
-#[path = "perf_plot_tests.rs"]
 mod tests;

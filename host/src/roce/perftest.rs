@@ -313,5 +313,4 @@ fn read_header_line(line: &str, header: &mut PerftestHeader) {
 }
 
 #[cfg(test)]
-#[path = "perftest_tests.rs"]
 mod tests;

@@ -177,5 +177,4 @@ pub fn run(
 }
 
 #[cfg(test)]
-#[path = "mod_tests.rs"]
 mod tests;

@@ -334,5 +334,4 @@ impl NvmeEmulation {
 }
 
 #[cfg(test)]
-#[path = "virtio_blk_tests.rs"]
 mod tests;

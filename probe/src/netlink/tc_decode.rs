@@ -206,5 +206,4 @@ fn read_u64(nla: &impl Nla) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[path = "tc_decode_tests.rs"]
 mod tests;

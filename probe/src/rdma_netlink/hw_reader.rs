@@ -383,5 +383,4 @@ fn describe(reason: &Fallback) -> String {
 }
 
 #[cfg(test)]
-#[path = "hw_reader_tests.rs"]
 mod tests;

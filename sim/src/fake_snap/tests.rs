@@ -1306,8 +1306,6 @@ fn restart_loses_state_but_keeps_configuration_and_faults_fire() {
     assert!(started.elapsed() >= Duration::from_millis(200));
 }
 
-#[path = "tests_virtio_blk.rs"]
 mod virtio_blk;
 
-#[path = "tests_replay.rs"]
 mod replay;

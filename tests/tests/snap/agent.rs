@@ -1186,5 +1186,4 @@ async fn the_emulation_functions_are_listed_with_the_controller_on_each() {
     assert_eq!(pf0["backendController"].as_str(), ctrl.as_deref(), "{pf0}");
 }
 
-#[path = "virtio_blk.rs"]
 mod virtio_blk;

@@ -474,7 +474,6 @@ fn in_hw_flows_whose_packets_went_through_software_are_not_hardware() {
         .any(|(name, _)| *name == at_level("hardware")));
 }
 
-#[path = "switch_trials_tests.rs"]
 mod trials;
 
 /// Upcall accounting (issue 31): the flows counted the packets, but the kernel datapath

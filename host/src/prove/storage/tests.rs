@@ -779,5 +779,4 @@ fn host_rdma_ports_are_sorted_by_whose_they_are() {
     assert_eq!(sorted.unreadable, None);
 }
 
-#[path = "storage_trials_tests.rs"]
 mod trials;
