@@ -197,12 +197,11 @@ fn agent_netdev_samples(root: &Path) -> Vec<String> {
     counter_answer_lines(&answer)
 }
 
-/// The agent gets the replay through the probe too: under a capture's second reading its
-/// `Counters.Snapshot` of netdevs answers the live samples of that reading, over the
-/// recorded netlink; control: the same agent on a copy with one recorded stats byte
-/// flipped answers differently in exactly that sample.
-#[test]
-fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
+/// What an agent under a capture's second reading answers, through `answer` (its
+/// `Counters.Snapshot` or its `/metrics`, as live-samples lines), equals that reading's live
+/// netdev samples; control: the same agent on a copy with one recorded stats byte flipped
+/// differs in exactly that link's `rx_packets`.
+fn an_agent_under_a_capture_answers_the_live_netdev_samples(answer: fn(&Path) -> Vec<String>) {
     let Some(bundle) = captures()
         .into_iter()
         .find(|b| b.join("readings/1/root.netlink").is_file())
@@ -215,7 +214,7 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
         .filter(|l| l.starts_with("netdev:"))
         .collect();
     assert!(!live.is_empty(), "the capture has netdev samples");
-    assert_eq!(agent_netdev_samples(&bundle.join(reading)), live);
+    assert_eq!(answer(&bundle.join(reading)), live);
 
     let dir = tempfile::tempdir().expect("tempdir");
     let copy = dir.path().join("altered");
@@ -227,12 +226,20 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
         .expect("cp");
     assert!(status.success());
     flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
-    let answered = agent_netdev_samples(&copy.join(reading));
+    let answered = answer(&copy.join(reading));
     let differing: Vec<_> = answered.iter().filter(|l| !live.contains(l)).collect();
     assert!(
         differing.len() == 1 && differing[0].contains("/rx_packets\t"),
         "{differing:?}"
     );
+}
+
+/// The agent gets the replay through the probe too: under a capture's second reading its
+/// `Counters.Snapshot` of netdevs answers the live samples of that reading, over the
+/// recorded netlink; control: the flipped byte.
+#[test]
+fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
+    an_agent_under_a_capture_answers_the_live_netdev_samples(agent_netdev_samples);
 }
 
 /// The `dpu_netdev_*` series of a `dpu-agent --sys-root root`'s `/metrics` (its per-priority
@@ -279,34 +286,5 @@ fn agent_netdev_series(root: &Path) -> Vec<String> {
 /// `rx_packets` series.
 #[test]
 fn the_agents_metrics_under_a_capture_carry_the_live_netdev_samples() {
-    let Some(bundle) = captures()
-        .into_iter()
-        .find(|b| b.join("readings/1/root.netlink").is_file())
-    else {
-        panic!("no capture with a netlink recording");
-    };
-    let reading = "readings/1/root";
-    let live: Vec<String> = live_sample_lines(&bundle.join(reading))
-        .into_iter()
-        .filter(|l| l.starts_with("netdev:"))
-        .collect();
-    assert!(!live.is_empty(), "the capture has netdev samples");
-    assert_eq!(agent_netdev_series(&bundle.join(reading)), live);
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let copy = dir.path().join("altered");
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&bundle)
-        .arg(&copy)
-        .status()
-        .expect("cp");
-    assert!(status.success());
-    flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
-    let scraped = agent_netdev_series(&copy.join(reading));
-    let differing: Vec<_> = scraped.iter().filter(|l| !live.contains(l)).collect();
-    assert!(
-        differing.len() == 1 && differing[0].contains("/rx_packets\t"),
-        "{differing:?}"
-    );
+    an_agent_under_a_capture_answers_the_live_netdev_samples(agent_netdev_series);
 }
