@@ -1,7 +1,7 @@
 //! What the capture tests of every tier (mocked, ovs, spdk, lab) read from a `dpuctl
 //! capture` bundle and compare: a snapshot's samples as lines, a reading's live samples, an
-//! agent's counter answer as the same lines, `check`'s results under a root, a recorded netlink answer altered by one byte,
-//! and the first line of a replay server.
+//! agent's counter answer as the same lines, `check`'s results under a root, a recorded
+//! netlink answer altered by one byte, and the first line of a replay server.
 //!
 //! Why here, once: each tier had its own copy of these readers. They are written apart from
 //! the capture's own code (`dpu_host::capture`), so a change to the bundle's format there
@@ -35,7 +35,7 @@ pub fn sample_lines(snapshot: &Snapshot) -> Vec<String> {
 
 /// The file beside a reading's root that has `suffix` appended to the root's name
 /// (`readings/1/root` → `readings/1/root.live-samples`, `….netlink`).
-pub fn beside(root: &Path, suffix: &str) -> PathBuf {
+fn beside(root: &Path, suffix: &str) -> PathBuf {
     let mut name = OsString::from(root.as_os_str());
     name.push(suffix);
     PathBuf::from(name)

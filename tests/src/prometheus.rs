@@ -417,6 +417,45 @@ pub fn series_keys(text: &str) -> Result<std::collections::BTreeSet<String>, Str
     Ok(keys)
 }
 
+/// One sample line of an exposition text, its value kept as printed (a counter past 2^53
+/// stays exact, unlike a query answer's float).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExposedSample {
+    /// The metric name (`dpu_netdev_rx_bytes_total`).
+    pub name: String,
+    /// The labels, values unescaped, sorted by name.
+    pub labels: BTreeMap<String, String>,
+    /// The value as printed.
+    pub value: String,
+}
+
+/// The samples of an exposition text (either format), comments left out: for comparing
+/// series values with what another interface answered.
+pub fn exposed_samples(text: &str) -> Result<Vec<ExposedSample>, String> {
+    text.lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let (name, labels) = parse_series(line).map_err(|e| format!("{e}: {line:?}"))?;
+            // After the labels (the last `}`: only quoted label values may hold one, and
+            // nothing after the block does) or the name, the value then an optional
+            // timestamp.
+            let after = match line.rfind('}') {
+                Some(close) => &line[close + 1..],
+                None => &line[name.len()..],
+            };
+            let value = after
+                .split_whitespace()
+                .next()
+                .ok_or_else(|| format!("no value: {line:?}"))?;
+            Ok(ExposedSample {
+                name,
+                labels,
+                value: value.to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// Splits a sample line into its name and its labels (values unescaped), sorted.
 fn parse_series(line: &str) -> Result<(String, BTreeMap<String, String>), String> {
     let name_end = line.find(['{', ' ']).ok_or("no value")?;
@@ -463,6 +502,24 @@ fn parse_series(line: &str) -> Result<(String, BTreeMap<String, String>), String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exposed_samples_keep_names_labels_and_values_as_printed() {
+        let text = "# TYPE a counter\na_total{b=\"x\\\"y\",a=\"1\"} 9007199254740993\nc 1\n# EOF\n";
+        let found = exposed_samples(text).expect("parse");
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].name, "a_total");
+        assert_eq!(found[0].labels["b"], "x\"y");
+        assert_eq!(found[0].value, "9007199254740993");
+        assert_eq!(
+            (found[1].name.as_str(), found[1].value.as_str()),
+            ("c", "1")
+        );
+        assert!(
+            exposed_samples("d{e=\"1\"}\n").is_err(),
+            "a line without a value"
+        );
+    }
 
     #[test]
     fn series_keys_sort_labels_and_unescape_values() {

@@ -17,7 +17,7 @@ use dpu_tests::capture::{
     sample_lines,
 };
 use dpu_tests::harness::{dpuctl, free_tcp_port, AgentOptions, AgentProcess};
-use dpu_tests::prometheus::get_metrics;
+use dpu_tests::prometheus::{exposed_samples, get_metrics};
 use serde_json::Value;
 
 fn captures_dir() -> PathBuf {
@@ -243,8 +243,8 @@ fn the_agent_under_a_capture_answers_the_live_netdev_samples() {
 }
 
 /// The `dpu_netdev_*` series of a `dpu-agent --sys-root root`'s `/metrics` (its per-priority
-/// and offload families aside) as live-samples lines: `dpu_netdev_rx_bytes_total{netdev="eth0",…} 5`
-/// is `netdev:netdevs/eth0/rx_bytes<TAB>5`, sorted.
+/// and offload families aside) as live-samples lines, sorted:
+/// `dpu_netdev_rx_bytes_total{netdev="eth0",…} 5` is `netdev:netdevs/eth0/rx_bytes<TAB>5`.
 fn agent_netdev_series(root: &Path) -> Vec<String> {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_tcp_port();
@@ -255,25 +255,24 @@ fn agent_netdev_series(root: &Path) -> Vec<String> {
     let _agent = AgentProcess::start(&options);
     let scraped = get_metrics(&format!("127.0.0.1:{port}"), None).expect("scrape");
     assert_eq!(scraped.status, 200, "{}", scraped.body);
-    let mut lines: Vec<String> = scraped
-        .body
-        .lines()
-        .filter(|l| l.starts_with("dpu_netdev_"))
-        .filter(|l| !l.starts_with("dpu_netdev_prio_") && !l.starts_with("dpu_netdev_offload_"))
-        .map(|l| {
-            let (name, rest) = l
-                .split_once('{')
-                .unwrap_or_else(|| panic!("no labels: {l}"));
-            let counter = name
+    let mut lines: Vec<String> = exposed_samples(&scraped.body)
+        .expect("an exposition")
+        .into_iter()
+        .filter(|s| {
+            s.name.starts_with("dpu_netdev_")
+                && !s.name.starts_with("dpu_netdev_prio_")
+                && !s.name.starts_with("dpu_netdev_offload_")
+        })
+        .map(|s| {
+            let counter = s
+                .name
                 .trim_start_matches("dpu_netdev_")
                 .trim_end_matches("_total");
-            let netdev = rest
-                .split_once("netdev=\"")
-                .and_then(|(_, after)| after.split_once('"'))
-                .map(|(netdev, _)| netdev)
-                .unwrap_or_else(|| panic!("no netdev label: {l}"));
-            let value = l.rsplit(' ').next().unwrap_or_default();
-            format!("netdev:netdevs/{netdev}/{counter}\t{value}")
+            let netdev = s
+                .labels
+                .get("netdev")
+                .unwrap_or_else(|| panic!("no netdev label on {}", s.name));
+            format!("netdev:netdevs/{netdev}/{counter}\t{}", s.value)
         })
         .collect();
     lines.sort();
