@@ -138,18 +138,23 @@ fn counter_values_are_grouped_in_tables_and_plain_in_json() {
 
 /// Runs dpuctl with its stdout pipe closed before it writes a byte; returns its exit
 /// status and stderr. A run that does not end within 30 s is killed and fails the test.
+///
+/// The pipe's read end is closed before dpuctl starts, not after: closed after the spawn,
+/// a loaded machine could let dpuctl write its few lines into the pipe's buffer and exit 0
+/// before this thread closed it (seen once in CI, `dpu info` exiting 0).
 fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
     use std::io::Read as _;
     use std::process::{Command, Stdio};
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
     let mut child = Command::new(dpu_tests::harness::bin_dir().join("dpuctl"))
         .args(args)
         .env_remove("DPUCTL_AGENT")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn dpuctl");
-    drop(child.stdout.take());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
