@@ -250,11 +250,12 @@ impl Scraper {
         }
     }
 
-    /// Whether a reading asks for tc filters: configured, and on the live system (tc
-    /// statistics come from netlink only, so under a fixture root there is nothing to
-    /// read and no `tc` source to report).
+    /// Whether a reading asks for tc filters: configured, and on a root that answers
+    /// netlink (the live system, or a capture's reading with its recording: tc statistics
+    /// come from netlink only, so under a plain fixture tree there is nothing to read and
+    /// no `tc` source to report).
     fn reads_tc(&self) -> bool {
-        self.config.tc && self.ctx.root.path() == std::path::Path::new("/")
+        self.config.tc && dpu_probe::netlink::answers_netlink(&self.ctx.root)
     }
 
     /// Every RDMA port, netdev and NVMe namespace (and the tc filters of every
@@ -270,7 +271,7 @@ impl Scraper {
                 "the previous reading is still running (it outlived read_timeout)".to_owned(),
             );
         };
-        // tc statistics come from netlink only: a fixture root has no filters to ask.
+        // tc statistics come from netlink only: a plain fixture tree has no filters to ask.
         let (slot, tc) = (Arc::clone(&self.sampler), self.reads_tc());
         let task = tokio::task::spawn_blocking(move || {
             let sampler = &mut readers.sampler;
@@ -351,7 +352,7 @@ impl Scraper {
         };
         let listed = tokio::time::timeout(
             deadline,
-            crate::services::switch_flows::list_flows(clients, &query),
+            crate::services::switch_flows::list_flows(clients, &self.ctx.tc_netlink, &query),
         )
         .await;
         Some(match listed {

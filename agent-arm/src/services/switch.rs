@@ -311,7 +311,9 @@ impl Switch for SwitchService {
             datapath: &req.datapath,
             covering,
         };
-        Ok(Response::new(flows::list_flows(self.ovs()?, &query).await?))
+        Ok(Response::new(
+            flows::list_flows(self.ovs()?, &self.ctx.tc_netlink, &query).await?,
+        ))
     }
 
     async fn list_tc_filters(
@@ -321,7 +323,7 @@ impl Switch for SwitchService {
         let netdev = request.into_inner().netdev;
         check_ifname("netdev", &netdev).map_err(invalid_field("netdev"))?;
         // tc lives in the kernel: this call needs netlink only, not OVS.
-        let filters = flows::list_tc_filters(&netdev).await?;
+        let filters = flows::list_tc_filters(&self.ctx.tc_netlink, &netdev).await?;
         Ok(Response::new(v1::ListTcFiltersResponse { filters }))
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use dpu_ovs::flow::{parse_dump, DumpType, Ipv4Packet};
-use dpu_probe::netlink::{RouteSocket, RouteStats, TcParent};
+use dpu_probe::netlink::{NetlinkAccess, RouteSocket, RouteStats, TcParent};
 use dpu_proto::v1;
 use tonic::Status;
 
@@ -30,10 +30,11 @@ pub(crate) struct FlowQuery<'a> {
     pub(crate) covering: Option<Ipv4Packet>,
 }
 
-/// The flows of one datapath with their tc filters joined and their traffic placed by
-/// level: what `Switch.ListFlows` answers and `/metrics` sums.
+/// The flows of one datapath with their tc filters (read through `tc`) joined and their
+/// traffic placed by level: what `Switch.ListFlows` answers and `/metrics` sums.
 pub(crate) async fn list_flows(
     ovs: &OvsClients,
+    tc: &NetlinkAccess,
     query: &FlowQuery<'_>,
 ) -> Result<v1::ListFlowsResponse, Status> {
     let Some(datapath) = choose_datapath(ovs, query.datapath).await? else {
@@ -63,7 +64,7 @@ pub(crate) async fn list_flows(
     }
     let ports = tc_ports(&flows);
     if !ports.is_empty() {
-        let filters = read_tc_filters(ports, false).await?;
+        let filters = read_tc_filters(tc, ports, false).await?;
         join_tc_filters(&mut flows, filters);
     }
     place_by_level(&mut flows);
@@ -96,9 +97,13 @@ async fn dump_flows(
         .map_err(|e| from_unixctl(&e))
 }
 
-/// The ingress tc filters of one netdev in the agent's network namespace.
-pub(crate) async fn list_tc_filters(netdev: &str) -> Result<Vec<v1::TcFilter>, Status> {
-    read_tc_filters(vec![netdev.to_owned()], true).await
+/// The ingress tc filters of one netdev in the agent's network namespace (or in the
+/// capture `tc` replays).
+pub(crate) async fn list_tc_filters(
+    tc: &NetlinkAccess,
+    netdev: &str,
+) -> Result<Vec<v1::TcFilter>, Status> {
+    read_tc_filters(tc, vec![netdev.to_owned()], true).await
 }
 
 /// `dpctl/dump-flows` needs a datapath when there are several; the request's, checked
@@ -133,15 +138,17 @@ async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<Str
     }
 }
 
-/// Reads the ingress filters of `netdevs` on the blocking pool (netlink is synchronous).
-/// A netdev that does not exist is `NOT_FOUND` when `required`, else skipped: a flow's
-/// in_port may be a port that is not a netdev of this namespace.
+/// Reads the ingress filters of `netdevs` through `tc` on the blocking pool (netlink is
+/// synchronous). A netdev that does not exist is `NOT_FOUND` when `required`, else
+/// skipped: a flow's in_port may be a port that is not a netdev of this namespace.
 async fn read_tc_filters(
+    tc: &NetlinkAccess,
     netdevs: Vec<String>,
     required: bool,
 ) -> Result<Vec<v1::TcFilter>, Status> {
+    let tc = tc.clone();
     tokio::task::spawn_blocking(move || {
-        let mut socket = RouteSocket::open().map_err(|e| from_netlink(&e))?;
+        let mut socket = RouteSocket::open_via(&tc).map_err(|e| from_netlink(&e))?;
         let links = socket.links().map_err(|e| from_netlink(&e))?;
         let mut filters = Vec::new();
         for netdev in &netdevs {

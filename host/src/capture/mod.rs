@@ -26,6 +26,8 @@ pub mod manifest;
 mod netlink;
 pub mod ovs;
 pub mod redact;
+mod tc;
+mod tc_redact;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -74,11 +76,12 @@ pub struct CaptureSummary {
 }
 
 /// What was run with the recorder on, in order: named in the manifest.
-const FIRST_PASS: [&str; 4] = [
+const FIRST_PASS: [&str; 5] = [
     "check: host fact gathering (PCI, netdevs, RDMA, GPU topology, IB ports, firmware, GDR, DCB, hypervisor)",
     "dpu info: local inventory (system facts, PCI functions, netdevs, RDMA devices)",
     "counters: snapshot of every local source as the root's own sampler reads it (netdevs over netlink where the root answers netlink; its samples kept as ROOT.live-samples) (reading 0)",
     "counters: snapshot of every local source, netdevs from sysfs (reading 0)",
+    "tc: every link's ingress and egress filters, as the agent's flow join and the tc counter source read them (reading 0)",
 ];
 
 /// Runs the capture and writes the bundle.
@@ -119,6 +122,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let own_first = own_sampler.snapshot(&[]);
     let mut sampler = Sampler::with_netdev_source(root.clone(), NetdevSource::Sysfs);
     let first_snapshot = sampler.snapshot(&[]);
+    let first_filters = tc::read_filters(&root);
     let first = session.finish();
     let mut snap = options
         .snap_socket
@@ -137,6 +141,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         hostfacts_rdma_ok = facts.rdma.is_ok(),
         inventory_ok = inventory.0.is_ok() && inventory.1.is_ok() && inventory.2.is_ok(),
         own_samples = own_first.samples.len(),
+        tc_filters = first_filters,
         netlink_exchanges = first.netlink.len(),
         "first reading recorded"
     );
@@ -145,6 +150,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
     let session = recorder::start(root.path()).map_err(CaptureError::Record)?;
     let own_second = own_sampler.snapshot(&[]);
     let second_snapshot = sampler.snapshot(&[]);
+    let second_filters = tc::read_filters(&root);
     let second = session.finish();
     if let Some(snap) = snap.as_mut() {
         snap.read(2)?;
@@ -156,6 +162,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         paths = second.nodes.len(),
         samples = second_snapshot.samples.len(),
         own_samples = own_second.samples.len(),
+        tc_filters = second_filters,
         netlink_exchanges = second.netlink.len(),
         "second reading recorded"
     );
@@ -214,6 +221,7 @@ fn capture_into(options: &CaptureOptions) -> Result<CaptureSummary, CaptureError
         "counters: the root's own sampler again (reading 1; its name map kept from reading 0)"
             .to_owned(),
     );
+    commands.push("tc: every link's ingress and egress filters (reading 1)".to_owned());
     let manifest = Manifest::new(manifest::ManifestInput {
         taken_at,
         kernel: system.kernel_release.clone(),

@@ -26,6 +26,9 @@ const HEADER_LEN: usize = 16;
 const IFINFOMSG_LEN: usize = 16;
 /// `RTM_NEWLINK`.
 const RTM_NEWLINK: u16 = 16;
+/// `RTM_NEWTFILTER`: a tc filter, whose flower keys and actions carry addresses
+/// ([`super::tc_redact`]).
+const RTM_NEWTFILTER: u16 = 44;
 /// `IFLA_ADDRESS`, `IFLA_BROADCAST`, `IFLA_PERM_ADDRESS`.
 const LINK_ADDRESS_ATTRS: [u16; 3] = [1, 2, 54];
 /// `RDMA_NL_NLDEV`, the client of an nldev message type (`type >> 10`).
@@ -139,6 +142,10 @@ fn redact_attributes(protocol: i32, message: &mut [u8], redactor: &mut Redactor,
         return;
     }
     let kind = u16::from_ne_bytes([message[4], message[5]]);
+    if protocol == NETLINK_ROUTE && kind == RTM_NEWTFILTER {
+        super::tc_redact::redact_filter(message, redactor, file);
+        return;
+    }
     let start = match (protocol, kind) {
         (NETLINK_ROUTE, RTM_NEWLINK) => HEADER_LEN + IFINFOMSG_LEN,
         (NETLINK_RDMA, k) if k >> 10 == RDMA_NL_NLDEV => HEADER_LEN,

@@ -2,6 +2,8 @@
 //! GUID met as bytes gets the placeholder its text got (or will get) in sysfs, so a
 //! sysfs file and its netlink twin show the same placeholder.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 use super::{RedactedKind, Redactor};
 
 impl Redactor {
@@ -27,6 +29,32 @@ impl Redactor {
         let placeholder = self.guid(&text, file)?;
         let bytes = parse_colon_hex(&placeholder)?;
         Some(u64::from_be_bytes(bytes.try_into().ok()?))
+    }
+
+    /// The placeholder of the IPv4 address `octets` (network order), as octets: the
+    /// address its text gets elsewhere in the capture; `None` when it is kept
+    /// (unspecified, loopback, broadcast).
+    pub(in crate::capture) fn ipv4_bytes(
+        &mut self,
+        octets: [u8; 4],
+        file: &str,
+    ) -> Option<[u8; 4]> {
+        self.ipv4(Ipv4Addr::from(octets), file).map(|a| a.octets())
+    }
+
+    /// The placeholder of the IPv6 address `octets`, as octets; `None` when it is kept
+    /// (unspecified, loopback).
+    pub(in crate::capture) fn ipv6_bytes(
+        &mut self,
+        octets: [u8; 16],
+        file: &str,
+    ) -> Option<[u8; 16]> {
+        let v6 = Ipv6Addr::from(octets);
+        if v6.is_unspecified() || v6.is_loopback() {
+            return None;
+        }
+        let placeholder = self.placeholder(RedactedKind::Ipv6, &v6.to_string(), file);
+        placeholder.parse::<Ipv6Addr>().ok().map(|a| a.octets())
     }
 
     /// Every link-layer address and GUID replaced so far, as (original, placeholder)
