@@ -3,15 +3,29 @@
 //! reading replayed through the probe's own sampler answers exactly the samples the live
 //! sampler answered then (`ROOT.live-samples`, netdevs over the recorded netlink), and
 //! `check --no-agent -o json` under its first reading gives the source's results
-//! (`expected.json`: id, status, facts). A new directory there is tested with no code
-//! change; a change of the probe or of `check` that alters what a captured machine
-//! answers fails here, naming the capture.
+//! (`expected.json`: id, status, facts). A capture of a DPU's OVS (`--ovs-rundir`) whose
+//! `expected.json` holds `switch` (what the live agent answered) is served by [`FakeOvs`]
+//! from its transcripts, and a `dpu-agent` on it with `--sys-root` at the same reading
+//! must answer `switch bridges` and `switch flows` as the live agent did: the flows from
+//! the recorded `dpctl/dump-flows`, their tc filters from the reading's recorded netlink
+//! (time-relative fields left out on both sides). A new directory there is tested with no
+//! code change; a change of the probe, of `check` or of the agent's Switch service that
+//! alters what a captured machine answers fails here, naming the capture.
+//!
+//! The fixtures: `x86-vm-host` (this project's CI-class VM, redacted), `lab-bluefield-dpu`
+//! (the QEMU lab's bluefield VM, `dpu` namespace: soft-RoCE `rxe0` over RDMA netlink, OVS
+//! with flows in tc; `--no-redact`), `lab-target` (the lab's target VM: nvmet, `rxe0`;
+//! `--no-redact`, since redaction changes the `rdma.gid` facts). How each was taken:
+//! docs/hardware.md.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use dpu_probe::counters::Sampler;
 use dpu_probe::SysRoot;
+use dpu_sim::fake_ovs::FakeOvs;
+use dpu_sim::fake_snap::Replay;
 use dpu_tests::capture::{
     check_results, counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines,
     sample_lines,
@@ -22,6 +36,19 @@ use serde_json::Value;
 
 fn captures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/captures")
+}
+
+/// A copy of `bundle` (links as links) at `dir/label`, for a control to alter.
+fn copy_of(bundle: &Path, dir: &Path, label: &str) -> PathBuf {
+    let to = dir.join(label);
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(bundle)
+        .arg(&to)
+        .status()
+        .expect("cp");
+    assert!(status.success(), "cp -a {}", bundle.display());
+    to
 }
 
 /// Every capture directory, sorted.
@@ -112,6 +139,304 @@ fn verify(bundle: &Path) -> Vec<String> {
     problems
 }
 
+/// A capture's OVS served by [`FakeOvs`] from its transcripts at one reading, and a
+/// `dpu-agent` on it with `--sys-root` at the same reading (and `/metrics` on a loopback
+/// port when asked); everything stops when dropped.
+struct ReplayedDpu {
+    agent: AgentProcess,
+    /// The reading's root, relative to the bundle.
+    root: &'static str,
+    /// The `/metrics` address, when asked for.
+    metrics: Option<String>,
+    _fake: FakeOvs,
+    _dir: tempfile::TempDir,
+}
+
+/// The capture's `expected.json` `switch` (`None` for a capture without one).
+fn expected_switch(bundle: &Path) -> Option<Value> {
+    let expected: Value =
+        serde_json::from_slice(&fs::read(bundle.join("expected.json")).ok()?).ok()?;
+    let switch = expected.get("switch")?.clone();
+    (!switch.is_null()).then_some(switch)
+}
+
+/// Starts the replay of `bundle`'s OVS at `expected.json`'s `switch.reading`.
+fn replay_dpu(bundle: &Path, switch: &Value, metrics: bool) -> Result<ReplayedDpu, String> {
+    let (reading, root) = match switch["reading"].as_u64() {
+        Some(1) => (1, "root"),
+        Some(2) => (2, "readings/1/root"),
+        other => return Err(format!("expected.json: switch.reading {other:?}")),
+    };
+    let transcript = |file: &str| -> Result<Replay, String> {
+        let path = bundle.join("jsonrpc").join(file);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Replay::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let (ovsdb, vswitchd) = (
+        transcript("ovsdb-server.jsonl")?,
+        transcript("ovs-vswitchd.jsonl")?,
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rundir = dir.path().join("ovs");
+    fs::create_dir(&rundir).expect("rundir");
+    let fake = FakeOvs::start_replaying(&rundir, ovsdb, vswitchd).expect("replay OVS");
+    fake.replay_reading(Some(reading));
+    let db = format!("unix:{}", fake.ovsdb_socket().display());
+    let agent_dir = dir.path().join("agent");
+    fs::create_dir(&agent_dir).expect("agent dir");
+    let mut options = AgentOptions::new(&agent_dir, &bundle.join(root)).with_ovs(&db, &rundir);
+    let metrics = metrics.then(|| format!("127.0.0.1:{}", free_tcp_port()));
+    if let Some(address) = &metrics {
+        options.config_toml =
+            format!("[security]\ninsecure_listen = true\n[metrics]\nlisten = \"tcp:{address}\"\n");
+    }
+    Ok(ReplayedDpu {
+        agent: AgentProcess::start(&options),
+        root,
+        metrics,
+        _fake: fake,
+        _dir: dir,
+    })
+}
+
+/// What differs between the replayed agent's `switch bridges` and `switch flows` and
+/// the capture's `expected.json` `switch` (nothing for a capture without one).
+fn verify_switch(bundle: &Path) -> Vec<String> {
+    let name = bundle.file_name().unwrap_or_default().to_string_lossy();
+    let Some(switch) = expected_switch(bundle) else {
+        return Vec::new(); // verify() names an unreadable expected.json
+    };
+    let replayed = match replay_dpu(bundle, &switch, false) {
+        Ok(replayed) => replayed,
+        Err(e) => return vec![format!("{name}: {e}")],
+    };
+    let (endpoint, root) = (replayed.agent.endpoint(), replayed.root);
+    let mut problems = Vec::new();
+    for what in ["bridges", "flows"] {
+        let run = dpuctl(&["--agent", &endpoint, "-o", "json", "switch", what]);
+        let answered = serde_json::from_slice::<Value>(&run.stdout).map(|mut v| {
+            strip_time_relative(&mut v);
+            v
+        });
+        match answered {
+            Ok(answer) if answer == switch[what] => {}
+            Ok(answer) => problems.push(format!(
+                "{name}: switch {what} under {root} differs from expected.json: {answer}"
+            )),
+            Err(_) => problems.push(format!(
+                "{name}: switch {what} under {root} failed: {}",
+                String::from_utf8_lossy(&run.stderr).trim()
+            )),
+        }
+    }
+    problems
+}
+
+/// The `/metrics` flow series (`dpu_ovs_flows`, `dpu_ovs_flow_packets`,
+/// `dpu_ovs_flow_bytes`) as `NAME{level,in_port} VALUE` lines, sorted; zero flow counts
+/// left out.
+fn flow_series(exposition: &str) -> Vec<String> {
+    let mut lines: Vec<String> = exposed_samples(exposition)
+        .expect("an exposition")
+        .into_iter()
+        .filter(|s| s.name.starts_with("dpu_ovs_flow"))
+        .filter(|s| !(s.name == "dpu_ovs_flows" && s.value == "0"))
+        .map(|s| {
+            let label = |key: &str| s.labels.get(key).cloned().unwrap_or_default();
+            format!(
+                "{}{{{},{}}} {}",
+                s.name,
+                label("level"),
+                label("in_port"),
+                s.value
+            )
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The same series worked out from the live flows in `expected.json` by hand: the flows
+/// counted (all at tc in software, as the lab's have no NIC), each flow's
+/// `packetsByLevel`/`bytesByLevel` summed by level and in_port.
+fn flow_series_of(flows: &[Value]) -> Vec<String> {
+    let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+    let level_name = |key: &str| match key {
+        "tcSoftware" => "tc-software".to_owned(),
+        other => other.to_owned(),
+    };
+    for flow in flows {
+        assert_eq!(flow["dpLayer"], "tc", "a lab flow not in tc: {flow}");
+        *sums
+            .entry("dpu_ovs_flows{tc-software,} ".to_owned())
+            .or_default() += 1;
+        let port = flow["inPort"].as_str().unwrap_or_default();
+        for (field, series) in [
+            ("packetsByLevel", "dpu_ovs_flow_packets"),
+            ("bytesByLevel", "dpu_ovs_flow_bytes"),
+        ] {
+            for (level, value) in flow[field].as_object().into_iter().flatten() {
+                let value: u64 = value
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .expect("a count");
+                *sums
+                    .entry(format!("{series}{{{},{port}}} ", level_name(level)))
+                    .or_default() += value;
+            }
+        }
+    }
+    let mut lines: Vec<String> = sums.into_iter().map(|(k, v)| format!("{k}{v}")).collect();
+    lines.sort();
+    lines
+}
+
+/// The replayed agent's `/metrics` flow series.
+fn replayed_flow_series(bundle: &Path) -> Vec<String> {
+    let switch = expected_switch(bundle).expect("expected.json with switch");
+    let replayed = replay_dpu(bundle, &switch, true).expect("replay");
+    let address = replayed.metrics.as_deref().expect("metrics");
+    let scraped = get_metrics(address, None).expect("scrape");
+    assert_eq!(scraped.status, 200, "{}", scraped.body);
+    flow_series(&scraped.body)
+}
+
+/// `/metrics` of an agent on the replayed DPU sums its flows by level as the live flows
+/// in `expected.json` add up (the tc filters' traffic from the recorded netlink, the
+/// flows from the recorded dump); control: the copy whose second reading's dump has
+/// every packet count raised gives other packet sums and the same flow count.
+#[test]
+fn the_agents_metrics_on_a_replayed_dpu_sum_its_live_flows_by_level() {
+    let bundle = switch_capture();
+    let switch = expected_switch(&bundle).expect("switch");
+    let flows = switch["flows"]["flows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let want = flow_series_of(&flows);
+    assert!(
+        want.iter().any(|l| l.starts_with("dpu_ovs_flow_packets")),
+        "{want:?}"
+    );
+    assert_eq!(replayed_flow_series(&bundle), want);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let altered = copy_of(&bundle, dir.path(), "altered");
+    raise_second_reading_packet_counts(&altered);
+    let answered = replayed_flow_series(&altered);
+    let differing: Vec<&String> = answered.iter().filter(|l| !want.contains(l)).collect();
+    assert!(
+        !differing.is_empty()
+            && differing
+                .iter()
+                .all(|l| l.starts_with("dpu_ovs_flow_packets")),
+        "{answered:?}"
+    );
+}
+
+/// Every `packets:N` of the second reading's `dpctl/dump-flows` answers in `bundle`
+/// becomes `packets:1N`.
+fn raise_second_reading_packet_counts(bundle: &Path) {
+    let path = bundle.join("jsonrpc/ovs-vswitchd.jsonl");
+    let altered: Vec<String> = fs::read_to_string(&path)
+        .expect("transcript")
+        .lines()
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).expect("JSON line");
+            if entry["reading"] == 2 && entry["method"] == "dpctl/dump-flows" {
+                line.replace("packets:", "packets:1")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    fs::write(&path, altered.join("\n") + "\n").expect("write");
+}
+
+/// Removes the fields relative to the moment of the answer (`used`, `installedSec`,
+/// `lastUsedSec`), as `scripts/capture-fixture` did from the live answers.
+fn strip_time_relative(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members
+                .retain(|key, _| !["used", "installedSec", "lastUsedSec"].contains(&key.as_str()));
+            members.values_mut().for_each(strip_time_relative);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_time_relative),
+        _ => {}
+    }
+}
+
+/// The capture of a DPU's OVS among the fixtures.
+fn switch_capture() -> PathBuf {
+    captures()
+        .into_iter()
+        .find(|b| b.join("jsonrpc/ovs-vswitchd.jsonl").is_file())
+        .expect("a capture with OVS transcripts among the fixtures")
+}
+
+#[test]
+fn an_agent_on_a_replayed_dpu_answers_its_switch_as_it_did_live() {
+    let bundle = switch_capture();
+    let expected: Value =
+        serde_json::from_slice(&fs::read(bundle.join("expected.json")).expect("expected"))
+            .expect("JSON");
+    // The expectation is worth something only with flows joined to tc filters.
+    let flows = expected["switch"]["flows"]["flows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        flows
+            .iter()
+            .any(|f| f["tcFilters"].as_array().is_some_and(|t| !t.is_empty())),
+        "{}: no flow with its tc filters in expected.json",
+        bundle.display()
+    );
+    assert_eq!(verify_switch(&bundle), Vec::<String>::new());
+}
+
+/// Controls: the flows come from the recorded dump and their tc filters from the recorded
+/// netlink, never from this machine: a changed packet count in the reading's dump, and
+/// the reading's tc exchanges taken out of its recording, each fail naming `switch flows`.
+#[test]
+fn the_switch_replay_notices_an_altered_dump_and_missing_tc_answers() {
+    let bundle = switch_capture();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = |label: &str| copy_of(&bundle, dir.path(), label);
+
+    let dump = copy("dump");
+    raise_second_reading_packet_counts(&dump);
+    let problems = verify_switch(&dump);
+    assert!(
+        problems.len() == 1 && problems[0].contains("switch flows under readings/1/root differs"),
+        "{problems:?}"
+    );
+
+    // The tc filter dumps taken out of the second reading's recording.
+    let tc = copy("tc");
+    let path = tc.join("readings/1/root.netlink");
+    let mut kept = Vec::new();
+    let mut in_tc = false;
+    let recording = fs::read_to_string(&path).expect("recording");
+    for line in recording.lines() {
+        if let Some(comment) = line.strip_prefix("# ") {
+            in_tc = comment.starts_with("RTM_GETTFILTER");
+        }
+        if !in_tc {
+            kept.push(line);
+        }
+    }
+    fs::write(&path, kept.join("\n") + "\n").expect("write");
+    let problems = verify_switch(&tc);
+    assert!(
+        problems.len() == 1
+            && problems[0].contains("switch flows under readings/1/root failed")
+            && problems[0].contains("RTM_GETTFILTER"),
+        "{problems:?}"
+    );
+}
+
 #[test]
 fn every_capture_in_the_fixtures_gives_the_outcomes_it_was_captured_with() {
     let found = captures();
@@ -120,7 +445,10 @@ fn every_capture_in_the_fixtures_gives_the_outcomes_it_was_captured_with() {
         "no capture under {}",
         captures_dir().display()
     );
-    let problems: Vec<String> = found.iter().flat_map(|b| verify(b)).collect();
+    let problems: Vec<String> = found
+        .iter()
+        .flat_map(|b| verify(b).into_iter().chain(verify_switch(b)))
+        .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -136,17 +464,7 @@ fn the_runner_notices_an_altered_answer_file_or_expectation() {
         panic!("no capture with a netlink recording to alter");
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let copy = |label: &str| -> PathBuf {
-        let to = dir.path().join(label);
-        let status = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&bundle)
-            .arg(&to)
-            .status()
-            .expect("cp");
-        assert!(status.success());
-        to
-    };
+    let copy = |label: &str| copy_of(&bundle, dir.path(), label);
     let untouched = copy("untouched");
     assert_eq!(
         verify(&untouched),
@@ -217,14 +535,7 @@ fn an_agent_under_a_capture_answers_the_live_netdev_samples(answer: fn(&Path) ->
     assert_eq!(answer(&bundle.join(reading)), live);
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let copy = dir.path().join("altered");
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&bundle)
-        .arg(&copy)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    let copy = copy_of(&bundle, dir.path(), "altered");
     flip_first_stats_answer_byte(&copy.join(format!("{reading}.netlink")));
     let answered = answer(&copy.join(reading));
     let differing: Vec<_> = answered.iter().filter(|l| !live.contains(l)).collect();
