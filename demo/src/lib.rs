@@ -14,12 +14,8 @@ pub mod k8s_objects;
 pub mod kube_exec;
 #[cfg(feature = "kube")]
 mod kube_exec_diagnose;
-#[cfg(all(test, feature = "kube"))]
-mod kube_exec_tests;
 #[cfg(feature = "kube")]
 pub mod kube_exec_training;
-#[cfg(all(test, feature = "kube"))]
-mod kube_exec_training_tests;
 #[cfg(feature = "kube")]
 mod kube_run;
 pub mod local_exec;
@@ -36,3 +32,6 @@ pub mod step_report;
 pub mod steps;
 pub mod storage_step;
 pub mod yaml;
+
+#[cfg(test)]
+mod tests;

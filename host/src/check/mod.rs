@@ -6,35 +6,17 @@
 
 pub mod catalog;
 pub mod dcb;
-#[cfg(test)]
-mod dcb_tests;
 mod dpu_side;
-#[cfg(test)]
-mod dpu_side_tests;
 pub mod env;
 mod error;
 pub use error::CheckError;
-#[cfg(test)]
-mod env_tests;
 pub mod facts;
 mod fw;
 pub mod fw_profile;
-#[cfg(test)]
-mod fw_tests;
 pub mod gdr;
-#[cfg(test)]
-mod gdr_tests;
 mod gpu;
-#[cfg(test)]
-mod gpu_tests;
 mod ib;
-#[cfg(test)]
-mod ib_tests;
-#[cfg(test)]
-mod rails_tests;
 pub mod rules;
-#[cfg(test)]
-mod rules_tests;
 pub mod textfile;
 mod verdict;
 
@@ -162,3 +144,6 @@ pub fn describe(judged: Vec<(&'static str, Verdict)>) -> Vec<CheckResult> {
 pub fn any_failed(results: &[CheckResult]) -> bool {
     results.iter().any(|r| r.status == Status::Fail)
 }
+
+#[cfg(test)]
+mod tests;

@@ -307,6 +307,3 @@ pub enum SysctlValue {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod knob_tests;

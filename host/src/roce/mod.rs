@@ -5,8 +5,6 @@
 //! an error naming the offending line; none of them panics (fuzzed in host/fuzz).
 
 pub mod dcb;
-#[cfg(test)]
-mod dcb_chain_tests;
 pub mod dcb_findings;
 pub mod dcb_tie;
 pub mod endpoint;
@@ -78,3 +76,6 @@ impl std::error::Error for ParseError {}
 pub fn finite(token: &str) -> Option<f64> {
     token.parse::<f64>().ok().filter(|v| v.is_finite())
 }
+
+#[cfg(test)]
+mod tests;

@@ -45,10 +45,6 @@ mod validate;
 
 #[cfg(test)]
 mod fake;
-#[cfg(test)]
-mod tests_fabrics;
-#[cfg(test)]
-mod tests_nvmet;
 
 pub use change::Change;
 pub use configfs::{ConfigFs, KernelConfigFs};
@@ -62,3 +58,6 @@ pub use nvmet_spec::{
 pub use paths::KernelPaths;
 pub use sysfs::{DiskIoStats, FabricsController, KernelNamespace};
 pub use transport::Transport;
+
+#[cfg(test)]
+mod tests;

@@ -45,10 +45,6 @@ mod stats;
 mod text;
 
 #[cfg(test)]
-mod record_tests;
-#[cfg(test)]
-mod scan_equivalence;
-#[cfg(test)]
 mod tests;
 
 pub use action::{Action, ActionKind};

@@ -144,45 +144,6 @@ fn check_ifname(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One rule, two crates: the probe's check (which has no `dpu-proto` without `wire`) and the
-/// API's accept and refuse exactly the same names.
-#[cfg(all(test, feature = "wire"))]
-#[test]
-fn the_probe_and_the_api_share_one_interface_name_rule() {
-    let names = [
-        "eth0",
-        "ens1f0np0",
-        "pf0hpf",
-        "p0",
-        "br-int",
-        "vlan.100",
-        "a@b",
-        "x_y",
-        "a",
-        "eth+1",
-        "-rf",
-        "",
-        ".",
-        "..",
-        "a/b",
-        "a b",
-        "a:1",
-        "eth0\n",
-        "sixteen_chars_xx",
-        "fifteen_chars_x",
-        "ünï",
-        "a;b",
-        "$(x)",
-    ];
-    for name in names {
-        assert_eq!(
-            check_ifname(name).is_ok(),
-            dpu_proto::names::check_ifname("ifname", name).is_ok(),
-            "{name:?}"
-        );
-    }
-}
-
 impl fmt::Display for CounterSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -264,6 +225,45 @@ impl FromStr for CounterSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One rule, two crates: the probe's check (which has no `dpu-proto` without `wire`) and the
+    /// API's accept and refuse exactly the same names.
+    #[cfg(feature = "wire")]
+    #[test]
+    fn the_probe_and_the_api_share_one_interface_name_rule() {
+        let names = [
+            "eth0",
+            "ens1f0np0",
+            "pf0hpf",
+            "p0",
+            "br-int",
+            "vlan.100",
+            "a@b",
+            "x_y",
+            "a",
+            "eth+1",
+            "-rf",
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "a:1",
+            "eth0\n",
+            "sixteen_chars_xx",
+            "fifteen_chars_x",
+            "ünï",
+            "a;b",
+            "$(x)",
+        ];
+        for name in names {
+            assert_eq!(
+                check_ifname(name).is_ok(),
+                dpu_proto::names::check_ifname("ifname", name).is_ok(),
+                "{name:?}"
+            );
+        }
+    }
 
     #[test]
     fn parses_and_prints_every_form() {

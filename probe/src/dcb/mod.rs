@@ -15,13 +15,9 @@
 mod abi;
 mod config;
 mod decode;
-#[cfg(test)]
-mod decode_tests;
 mod error;
 mod handle;
 mod pfc_set;
-#[cfg(test)]
-mod pfc_set_tests;
 mod request;
 mod roce_tos;
 #[cfg(test)]
@@ -44,3 +40,6 @@ pub fn decode_ieee_answer(
 ) -> Result<Option<DcbConfig>, netlink_packet_core::DecodeError> {
     decode::dcb_config_from_message(message)
 }
+
+#[cfg(test)]
+mod tests;

@@ -15,10 +15,11 @@ mod decode;
 mod error;
 mod handle;
 mod message;
-#[cfg(test)]
-mod wire_tests;
 
 pub use decode::RingSizes;
 pub use error::EthtoolError;
 pub use handle::EthtoolNetlink;
 pub use message::Ring;
+
+#[cfg(test)]
+mod tests;

@@ -229,7 +229,7 @@ mod tests {
     /// Emits a link message into kernel wire format and parses it back, so the test covers
     /// the same decoding path as a real dump.
     fn round_trip(message: LinkMessage) -> LinkMessage {
-        match super::super::wire_test::round_trip(RouteNetlinkMessage::NewLink(message)) {
+        match super::super::tests::wire::round_trip(RouteNetlinkMessage::NewLink(message)) {
             RouteNetlinkMessage::NewLink(m) => m,
             other => panic!("unexpected {other:?}"),
         }

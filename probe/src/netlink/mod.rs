@@ -38,8 +38,6 @@ mod socket;
 mod stats;
 mod tc;
 mod tc_decode;
-#[cfg(test)]
-mod wire_test;
 
 // The request encoder, reply reader and header size, shared with the RDMA, DCB and ethtool
 // netlink clients.
@@ -68,3 +66,6 @@ pub use stats::LinkCounterReading;
 pub use tc::{
     TcActionStats, TcActionTimes, TcCounts, TcFilter, TcFilterAction, TcFilterFlags, TcParent,
 };
+
+#[cfg(test)]
+mod tests;

@@ -66,7 +66,7 @@ mod tests {
     use netlink_packet_route::RouteNetlinkMessage;
 
     fn round_trip(message: StatsMessage) -> StatsMessage {
-        match super::super::wire_test::round_trip(RouteNetlinkMessage::NewStats(message)) {
+        match super::super::tests::wire::round_trip(RouteNetlinkMessage::NewStats(message)) {
             RouteNetlinkMessage::NewStats(m) => m,
             other => panic!("unexpected {other:?}"),
         }

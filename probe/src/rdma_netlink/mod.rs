@@ -21,14 +21,8 @@ mod fake;
 mod handle;
 mod hw_counters;
 mod hw_reader;
-#[cfg(test)]
-mod live_test;
 mod message;
 mod rdma_stats;
-#[cfg(test)]
-mod sampler_test;
-#[cfg(test)]
-mod wire_tests;
 
 pub use devices::{DevicesRequest, RdmaDevice};
 pub use error::RdmaNetlinkError;
@@ -36,3 +30,6 @@ pub use handle::RdmaNetlink;
 pub use hw_counters::{PortHwCounters, PortHwCountersRequest};
 pub(crate) use hw_reader::HwCounterReader;
 pub use rdma_stats::RdmaStats;
+
+#[cfg(test)]
+mod tests;

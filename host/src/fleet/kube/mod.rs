@@ -22,12 +22,7 @@ pub use publish::{
 };
 
 #[cfg(test)]
-mod discovery_tests;
-#[cfg(test)]
 mod fake_api;
+
 #[cfg(test)]
-mod names_tests;
-#[cfg(test)]
-mod publish_tests;
-#[cfg(test)]
-mod rbac_tests;
+mod tests;

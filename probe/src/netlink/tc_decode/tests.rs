@@ -9,7 +9,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 const ETH_P_IP: u16 = 0x0800;
 
 fn round_trip(message: TcMessage) -> TcMessage {
-    match super::super::wire_test::round_trip(RouteNetlinkMessage::NewTrafficFilter(message)) {
+    match super::super::tests::wire::round_trip(RouteNetlinkMessage::NewTrafficFilter(message)) {
         RouteNetlinkMessage::NewTrafficFilter(m) => m,
         other => panic!("unexpected {other:?}"),
     }

@@ -1,0 +1,374 @@
+//! The `gpu.*` checks against sysfs trees laid out as GPU servers are: a DGX H100 passes
+//! all three, and each classic misplacement (a GPU whose nearest NIC is on the other
+//! socket, two GPUs on one NIC beside an idle one, a GPU and NIC on different NUMA
+//! nodes) is named; a host without GPUs or NICs skips, never passes.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use dpu_probe::SysRoot;
+
+use super::super::facts::{AgentFacts, HostFacts};
+use super::super::rules::{judge, Expectations, Status, Verdict};
+use super::rules::verdict;
+
+/// A sysfs tree: functions under `sys/devices/pciDDDD:BB/...` (the bridges on the way
+/// created as PCI bridges), each linked relatively from `sys/bus/pci/devices`.
+struct Tree {
+    dir: tempfile::TempDir,
+}
+
+impl Tree {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn sys(&self) -> std::path::PathBuf {
+        self.dir.path().join("sys")
+    }
+
+    fn function(&self, path: &str, vendor: &str, class: &str, numa: &str) {
+        let parts: Vec<&str> = path.split('/').collect();
+        for end in 2..=parts.len() {
+            let at = parts[..end].join("/");
+            let dir = self.sys().join("devices").join(&at);
+            if dir.exists() {
+                continue;
+            }
+            let (vendor, class) = if end == parts.len() {
+                (vendor, class)
+            } else {
+                ("0x1000", "0x060400")
+            };
+            write(&dir.join("vendor"), vendor);
+            write(&dir.join("class"), class);
+            write(&dir.join("numa_node"), numa);
+            let bus = self.sys().join("bus/pci/devices");
+            fs::create_dir_all(&bus).expect("mkdir");
+            symlink(format!("../../../devices/{at}"), bus.join(parts[end - 1])).expect("link");
+        }
+    }
+
+    fn gpu(&self, path: &str, numa: &str) {
+        self.function(path, "0x10de", "0x030200", numa);
+    }
+
+    fn nic(&self, path: &str, ibdev: &str, numa: &str) {
+        self.function(path, "0x15b3", "0x020700", numa);
+        let ib = self.sys().join("class/infiniband").join(ibdev);
+        fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
+        symlink(format!("../../../devices/{path}"), ib.join("device")).expect("link");
+    }
+
+    /// The host as `dpuctl check` gathers it.
+    fn judged(&self) -> Vec<(&'static str, Verdict)> {
+        let host = HostFacts::gather(&SysRoot::new(self.dir.path()));
+        assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
+        judge(&host, &AgentFacts::NotAsked, &Expectations::default())
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, format!("{text}\n")).expect("write");
+}
+
+/// A PCIe switch below root port `0000:{hb}:01.0` of host bridge `pci0000:{hb}`; its
+/// downstream port `port` is `0000:{hb+2}:{port}.0`. Returns the downstream port's path.
+fn switch_port(hb: u8, port: u8) -> String {
+    format!(
+        "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0/0000:{:02x}:{port:02x}.0",
+        hb + 1,
+        hb + 2
+    )
+}
+
+/// One DGX H100 GPU tray slot: a ConnectX-7 (bus hb+3) and an H100 (bus hb+6) on two
+/// downstream ports of one PCIe switch below host bridge `hb`.
+fn dgx_pair(tree: &Tree, hb: u8, ibdev: &str, numa: &str, nic_numa: &str) {
+    tree.nic(
+        &format!("{}/0000:{:02x}:00.0", switch_port(hb, 0), hb + 3),
+        ibdev,
+        nic_numa,
+    );
+    tree.gpu(
+        &format!("{}/0000:{:02x}:00.0", switch_port(hb, 1), hb + 6),
+        numa,
+    );
+}
+
+/// The DGX H100 rail layout (GPU -> NIC: 1b -> mlx5_0, 43 -> mlx5_3, 52 -> mlx5_4,
+/// 61 -> mlx5_5 on NUMA node 0; 9d -> mlx5_6, c3 -> mlx5_9, d1 -> mlx5_10, df -> mlx5_11
+/// on node 1), each pair on its own host bridge.
+const DGX_H100: [(u8, &str, &str); 8] = [
+    (0x15, "mlx5_0", "0"),
+    (0x3d, "mlx5_3", "0"),
+    (0x4c, "mlx5_4", "0"),
+    (0x5b, "mlx5_5", "0"),
+    (0x97, "mlx5_6", "1"),
+    (0xbd, "mlx5_9", "1"),
+    (0xcb, "mlx5_10", "1"),
+    (0xd9, "mlx5_11", "1"),
+];
+
+fn dgx_h100() -> Tree {
+    let tree = Tree::new();
+    for (hb, ibdev, numa) in DGX_H100 {
+        dgx_pair(&tree, hb, ibdev, numa, numa);
+    }
+    tree
+}
+
+const GPU_CHECKS: [&str; 3] = ["gpu.nic-affinity", "gpu.nic-sharing", "gpu.numa"];
+
+#[test]
+fn a_dgx_h100_passes_every_gpu_check() {
+    let results = dgx_h100().judged();
+    for id in GPU_CHECKS {
+        let v = verdict(&results, id);
+        assert_eq!(v.status, Status::Pass, "{id}: {}", v.detail);
+    }
+    let affinity = verdict(&results, "gpu.nic-affinity");
+    assert!(
+        affinity.detail.contains("0000:1b:00.0 -> mlx5_0 PIX")
+            && affinity.detail.contains("0000:df:00.0 -> mlx5_11 PIX"),
+        "{}",
+        affinity.detail
+    );
+    assert!(
+        !affinity.detail.contains("beyond PXB"),
+        "{}",
+        affinity.detail
+    );
+}
+
+#[test]
+fn the_json_carries_the_topology_matrix() {
+    let results = super::super::describe(dgx_h100().judged());
+    let json = serde_json::to_value(&results).expect("serialize");
+    let facts = json
+        .as_array()
+        .and_then(|all| all.iter().find(|r| r["id"] == "gpu.nic-affinity"))
+        .map(|r| r["facts"].clone())
+        .expect("gpu.nic-affinity");
+    let row0 = serde_json::json!(["PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"]);
+    assert_eq!(facts["matrix"][0], row0, "{facts}");
+    assert_eq!(facts["matrix"][7][7], "PIX");
+    assert_eq!(facts["gpus"][0]["address"], "0000:1b:00.0");
+    assert_eq!(facts["gpus"][4]["numa_node"], 1, "a number");
+    assert_eq!(facts["gpus"][0]["class"], "0x030200");
+    assert_eq!(facts["nics"][1]["rdma_device"], "mlx5_3");
+    assert_eq!(facts["nics"][1]["host_bridge"], "pci0000:3d");
+    assert_eq!(facts["nics"][1]["ports"], serde_json::json!([1]));
+    assert_eq!(
+        facts["nearest"][2]["rdma_devices"],
+        serde_json::json!(["mlx5_4"])
+    );
+    assert_eq!(facts["nearest"][2]["relation"], "PIX");
+}
+
+/// GPU 1b sits behind a switch on socket 0 with no NIC; the only NIC shares a switch with
+/// GPU 9d on socket 1.
+fn a_gpu_behind_a_switch_without_a_nic() -> Tree {
+    let tree = Tree::new();
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
+    dgx_pair(&tree, 0x97, "mlx5_6", "1", "1");
+    tree
+}
+
+#[test]
+fn a_gpu_whose_nearest_nic_is_on_the_other_socket_warns() {
+    let results = a_gpu_behind_a_switch_without_a_nic().judged();
+    let v = verdict(&results, "gpu.nic-affinity");
+    assert_eq!(v.status, Status::Warn, "{}", v.detail);
+    assert!(
+        v.detail
+            .starts_with("GPU 0000:1b:00.0 (NUMA node 0): nearest RDMA NIC mlx5_6 (node 1) is SYS"),
+        "{}",
+        v.detail
+    );
+    assert!(
+        !v.detail.contains("0000:9d:00.0"),
+        "that GPU is fine: {}",
+        v.detail
+    );
+    // The same fault seen from NUMA; one NIC is shared but none is idle.
+    let numa = verdict(&results, "gpu.numa");
+    assert_eq!(numa.status, Status::Warn, "{}", numa.detail);
+    assert!(
+        numa.detail
+            .contains("GPU 0000:1b:00.0 on NUMA node 0 but its nearest NIC mlx5_6 (SYS) on node 1"),
+        "{}",
+        numa.detail
+    );
+    let sharing = verdict(&results, "gpu.nic-sharing");
+    assert_eq!(sharing.status, Status::Pass, "{}", sharing.detail);
+    assert!(
+        sharing.detail.contains("none left idle"),
+        "{}",
+        sharing.detail
+    );
+}
+
+#[test]
+fn a_gpu_behind_another_switch_of_its_socket_warns_that_nccl_gives_it_no_gdr() {
+    let tree = Tree::new();
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
+    tree.nic(
+        &format!("{}/0000:40:00.0", switch_port(0x3d, 0)),
+        "mlx5_3",
+        "0",
+    );
+    let results = tree.judged();
+    let v = verdict(&results, "gpu.nic-affinity");
+    assert_eq!(v.status, Status::Warn, "{}", v.detail);
+    assert!(
+        v.detail.contains("0000:1b:00.0 -> mlx5_3 NODE")
+            && v.detail.contains("beyond PXB for 0000:1b:00.0"),
+        "{}",
+        v.detail
+    );
+}
+
+#[test]
+fn two_gpus_on_one_nic_beside_an_idle_nic_warn() {
+    let tree = Tree::new();
+    // GPUs 1b and 1c and mlx5_0 behind one switch; mlx5_1 alone behind another.
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
+    tree.gpu(&format!("{}/0000:1c:00.0", switch_port(0x15, 2)), "0");
+    tree.nic(
+        &format!("{}/0000:18:00.0", switch_port(0x15, 0)),
+        "mlx5_0",
+        "0",
+    );
+    tree.nic(
+        &format!("{}/0000:40:00.0", switch_port(0x3d, 0)),
+        "mlx5_1",
+        "0",
+    );
+    let results = tree.judged();
+    let v = verdict(&results, "gpu.nic-sharing");
+    assert_eq!(v.status, Status::Warn, "{}", v.detail);
+    assert!(
+        v.detail.starts_with(
+            "GPUs 0000:1b:00.0, 0000:1c:00.0 share nearest NIC mlx5_0 while mlx5_1 is nearest to no GPU"
+        ),
+        "{}",
+        v.detail
+    );
+    assert_eq!(
+        v.facts.get("idle_nics"),
+        Some(&vec!["mlx5_1"].into()),
+        "{:?}",
+        v.facts
+    );
+    assert_eq!(verdict(&results, "gpu.nic-affinity").status, Status::Pass);
+    assert_eq!(verdict(&results, "gpu.numa").status, Status::Pass);
+}
+
+#[test]
+fn a_gpu_and_its_nic_on_different_numa_nodes_warn() {
+    // DGX layout, but the firmware puts GPU 43's switch partner mlx5_3 on node 1.
+    let tree = Tree::new();
+    for (hb, ibdev, numa) in DGX_H100 {
+        let nic_numa = if ibdev == "mlx5_3" { "1" } else { numa };
+        dgx_pair(&tree, hb, ibdev, numa, nic_numa);
+    }
+    let results = tree.judged();
+    let v = verdict(&results, "gpu.numa");
+    assert_eq!(v.status, Status::Warn, "{}", v.detail);
+    assert!(
+        v.detail.starts_with(
+            "GPU 0000:43:00.0 on NUMA node 0 but its nearest NIC mlx5_3 (PIX) on node 1 (one host bridge on two nodes"
+        ),
+        "{}",
+        v.detail
+    );
+    assert!(!v.detail.contains("0000:1b:00.0"), "{}", v.detail);
+    let mismatched = v.facts.get("mismatched").expect("mismatched");
+    assert!(
+        matches!(mismatched, super::super::rules::FactValue::List(l) if l.len() == 1),
+        "{mismatched:?}"
+    );
+    assert_eq!(verdict(&results, "gpu.nic-affinity").status, Status::Pass);
+    assert_eq!(verdict(&results, "gpu.nic-sharing").status, Status::Pass);
+}
+
+#[test]
+fn an_unknown_numa_node_skips_instead_of_guessing() {
+    let tree = Tree::new();
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "-1");
+    tree.nic(
+        &format!("{}/0000:9a:00.0", switch_port(0x97, 0)),
+        "mlx5_6",
+        "-1",
+    );
+    let results = tree.judged();
+    let v = verdict(&results, "gpu.nic-affinity");
+    assert_eq!(v.status, Status::Skip, "{}", v.detail);
+    assert!(
+        v.detail
+            .contains("NODE cannot be told from SYS for 0000:1b:00.0 -> mlx5_6 NODE|SYS"),
+        "{}",
+        v.detail
+    );
+    let v = verdict(&results, "gpu.numa");
+    assert_eq!(v.status, Status::Skip, "{}", v.detail);
+    assert!(v.detail.contains("unknown"), "{}", v.detail);
+}
+
+#[test]
+fn a_host_without_gpus_or_nics_skips_with_the_reason() {
+    let tree = Tree::new();
+    tree.nic(
+        &format!("{}/0000:18:00.0", switch_port(0x15, 0)),
+        "mlx5_0",
+        "0",
+    );
+    let results = tree.judged();
+    for id in GPU_CHECKS {
+        let v = verdict(&results, id);
+        assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
+        assert!(
+            v.detail.starts_with("no NVIDIA GPU on PCIe"),
+            "{id}: {}",
+            v.detail
+        );
+    }
+
+    let tree = Tree::new();
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
+    fs::create_dir_all(tree.sys().join("class/infiniband/rxe0/ports/1")).expect("mkdir");
+    let results = tree.judged();
+    for id in GPU_CHECKS {
+        let v = verdict(&results, id);
+        assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
+        assert!(
+            v.detail
+                .starts_with("no RDMA NIC on a PCI function (rxe0 has no PCI function)"),
+            "{id}: {}",
+            v.detail
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_topology_skips_with_the_error() {
+    let tree = Tree::new();
+    tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "node0");
+    let host = HostFacts::gather(&SysRoot::new(tree.dir.path()));
+    let results = judge(&host, &AgentFacts::NotAsked, &Expectations::default());
+    for id in GPU_CHECKS {
+        let v = verdict(&results, id);
+        assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
+        assert!(
+            v.detail.starts_with("cannot read the PCIe topology")
+                && v.detail.contains("0000:1b:00.0/numa_node"),
+            "{id}: {}",
+            v.detail
+        );
+    }
+}

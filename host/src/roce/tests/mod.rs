@@ -1,0 +1,3 @@
+//! The unit tests of this folder's modules, one file each.
+
+mod dcb_chain;
