@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::kube_exec::{api_code, until, KubeExecutor, REQUEST_TIMEOUT};
 use super::kube_exec_diagnose::{master_pod, pod_name, pod_selector, training_container, Findings};
 use super::plan::TrainingApi;
-use dpu_host::roce::nccl_transport::{scan_transport, NcclTransport};
+use dpu_host::roce::nccl::transport::{scan_transport, NcclTransport};
 
 /// How a training wait ended. Each variant carries the diagnosis lines, because a job can
 /// succeed and still be wrong for this demo (NCCL over TCP sockets instead of RoCE).

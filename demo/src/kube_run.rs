@@ -19,7 +19,7 @@ use super::step_report::{Outcome as StepOutcome, StepReport};
 use super::steps::{
     accounting, merge_step, review_step, serving_checks, storage_and_communication, Cx,
 };
-use dpu_host::roce::nccl_corroborate::snapshot;
+use dpu_host::roce::nccl::corroborate::snapshot;
 
 /// How long the vLLM replicas may take to load the model and pass readiness.
 const SERVING_READY: Duration = Duration::from_secs(1800);

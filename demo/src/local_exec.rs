@@ -12,9 +12,9 @@ use super::fingerprint;
 use super::plan::Plan;
 use super::step_report::Outcome;
 use dpu_host::roce::local_run::run_measured_env;
+use dpu_host::roce::nccl::corroborate::{corroborate, named_ports, snapshot, CollectiveFloor};
 use dpu_host::roce::nccl::parse_results;
-use dpu_host::roce::nccl_corroborate::{corroborate, named_ports, snapshot, CollectiveFloor};
-use dpu_host::roce::nccl_transport::{scan_transport, NcclTransport};
+use dpu_host::roce::nccl::transport::{scan_transport, NcclTransport};
 
 /// The marker the example scripts print before their result (examples/demo/README.md).
 const RESULT_MARKER: &str = "DEMO-RESULT ";

@@ -15,7 +15,7 @@ use super::steps::{
 use super::yaml::to_yaml;
 use dpu_host::observe::Observer;
 use dpu_host::param::{Field, ParamError};
-use dpu_host::roce::nccl_corroborate::snapshot;
+use dpu_host::roce::nccl::corroborate::snapshot;
 use dpu_host::session::Session;
 
 pub use super::error::DemoError;

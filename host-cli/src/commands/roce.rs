@@ -1,10 +1,10 @@
-//! `dpuctl roce ...`: the NCCL check here (dpu-host's `roce::nccl_check`); `perf` in
+//! `dpuctl roce ...`: the NCCL check here (dpu-host's `roce::nccl::check`); `perf` in
 //! roce_perf.rs, `dcb` in roce_dcb.rs.
 
 use anyhow::Context as _;
+use dpu_host::roce::nccl::check::{judge, read_logs, run_nccl, NcclReport, NcclVerdict};
+use dpu_host::roce::nccl::plot::{page, NamedRun};
 use dpu_host::roce::nccl::{parse_results, NcclResults};
-use dpu_host::roce::nccl_check::{judge, read_logs, run_nccl, NcclReport, NcclVerdict};
-use dpu_host::roce::nccl_plot::{page, NamedRun};
 
 use super::env::Env;
 use crate::cli::RoceCommand;

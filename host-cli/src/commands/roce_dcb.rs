@@ -5,8 +5,8 @@
 //! or appeared during the window.
 
 use dpu_host::facts::dcb_chain::{ranges, RailDcb, Trust};
+use dpu_host::roce::dcb::tie::bytes_text;
 use dpu_host::roce::dcb::{run, DcbParams, DcbReport};
-use dpu_host::roce::dcb_tie::bytes_text;
 
 use super::env::Env;
 use crate::cli::DcbArgs;

@@ -62,7 +62,7 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     if let Some(path) = &args.report {
-        std::fs::write(path, dpu_host::roce::perf_html::render(&report))
+        std::fs::write(path, dpu_host::roce::perf::html::render(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if env.json() {

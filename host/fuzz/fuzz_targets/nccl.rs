@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use dpu_host::roce::nccl::parse_results;
-use dpu_host::roce::nccl_transport::{scan_transport, NcclTransport};
+use dpu_host::roce::nccl::transport::{scan_transport, NcclTransport};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -3,6 +3,8 @@
 //! so every rule is tested with the counter names the reference documents (§1.3, §1.6).
 
 mod error;
+pub mod findings;
+pub mod tie;
 pub use error::DcbError;
 
 use std::collections::BTreeMap;
@@ -15,15 +17,15 @@ use dpu_probe::snapshot::{diff, Collector, Sample, Snapshot, Source, Unit};
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
-use super::dcb_tie::{tie, ConfigProof};
+use self::tie::{tie, ConfigProof};
 use super::endpoint::Endpoint;
 use crate::accounting::deltas::{named, NamedDeltas};
 use crate::facts::dcb::DcbFacts;
 use crate::facts::dcb_chain::RailDcb;
 use crate::param::{Field, ParamError};
 
-use super::dcb_findings::{finding, moved};
-pub use super::dcb_findings::{Counters, Finding, Severity};
+use self::findings::{finding, moved};
+pub use self::findings::{Counters, Finding, Severity};
 
 /// One moment of an interface's driver statistics (SIOCETHTOOL, by their `ethtool -S`
 /// names) and its RDMA port's counters, as a probe snapshot so before and after go through

@@ -5,20 +5,11 @@
 //! an error naming the offending line; none of them panics (fuzzed in host/fuzz).
 
 pub mod dcb;
-pub mod dcb_findings;
-pub mod dcb_tie;
 pub mod endpoint;
 pub mod local_run;
 pub mod nccl;
-pub mod nccl_check;
-pub mod nccl_corroborate;
-pub mod nccl_plot;
-pub mod nccl_transport;
 pub mod peer;
 pub mod perf;
-pub mod perf_html;
-pub mod perf_plot;
-pub mod perf_textfile;
 pub mod perftest;
 pub mod qperf;
 pub mod rdma_evidence;

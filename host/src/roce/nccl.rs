@@ -2,6 +2,11 @@
 //! that tell which network transport NCCL used (reference §3.3, §3.4): a run can succeed
 //! while its data went over TCP sockets instead of RoCE, and only the log says so.
 
+pub mod check;
+pub mod corroborate;
+pub mod plot;
+pub mod transport;
+
 use super::{finite, ParseError};
 
 /// The data check of one placement: `#wrong` count, the older `error` magnitude, or

@@ -5,6 +5,10 @@
 //! what the tool claims is flagged: an RDMA test that left the RDMA port still, or a TCP
 //! run that moved it.
 
+pub mod html;
+pub mod plot;
+pub mod textfile;
+
 use std::net::IpAddr;
 use std::time::Duration;
 

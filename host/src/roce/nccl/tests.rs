@@ -2,7 +2,7 @@
 //! from nccl-tests and NCCL source; numbers illustrative).
 
 use super::*;
-use crate::roce::nccl_transport::{scan_transport, NcclTransport, TransportVerdict};
+use crate::roce::nccl::transport::{scan_transport, NcclTransport, TransportVerdict};
 
 /// Current nccl-tests (`#wrong`, `root`), with NCCL INFO lines interleaved and the footer.
 pub(crate) const ALL_REDUCE_CURRENT: &str = "\

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use dpu_probe::dcb::RoceTos;
 use dpu_probe::SysRoot;
 
-use super::super::dcb_findings::{Counters, Finding, Severity};
-use super::super::dcb_tie::{bytes_text, tie};
+use super::super::dcb::findings::{Counters, Finding, Severity};
+use super::super::dcb::tie::{bytes_text, tie};
 use crate::facts::dcb::{DcbFacts, DcbRail};
 use crate::facts::dcb_chain::{lossless_tos, tos_of, PrioritySource, RailDcb, TosRail};
 use crate::facts::dcb_fixture::{decoded, facts_with, lossless, Setup, IF};

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
-use super::nccl::{parse_results, NcclResults};
-use super::nccl_corroborate::{corroborate, named_ports, snapshot, CollectiveFloor, Corroboration};
-use super::nccl_transport::{scan_transport, NcclTransport, NetChannel};
-use super::rdma_evidence::PortReading;
+use super::super::rdma_evidence::PortReading;
+use super::corroborate::{corroborate, named_ports, snapshot, CollectiveFloor, Corroboration};
+use super::transport::{scan_transport, NcclTransport, NetChannel};
+use super::{parse_results, NcclResults};
 
 /// What `nccl-check` found, as printed with `-o json`.
 #[derive(Debug, Serialize)]

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use plotters::style::{Color as _, Palette as _, Palette99, RGBColor};
 
-use super::nccl::NcclResults;
-use super::size_plot::{against_size, Line, PlotError};
+use super::super::size_plot::{against_size, Line, PlotError};
+use super::NcclResults;
 use crate::render::escape;
 
 /// One nccl-tests run to draw: its name and its parsed table.
@@ -36,7 +36,7 @@ fn lines(runs: &[NamedRun<'_>]) -> Vec<Line> {
                 .map(|row| {
                     let checked = !matches!(
                         row.out_of_place.check,
-                        super::nccl::NcclCheck::Wrong(n) if n > 0
+                        super::NcclCheck::Wrong(n) if n > 0
                     );
                     (row.size as f64, row.out_of_place.busbw_gbps, checked)
                 })

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::dcb_findings::{finding, Counters, Finding, Severity};
+use super::findings::{finding, Counters, Finding, Severity};
 use crate::facts::dcb_chain::{list, RailDcb};
 
 /// One priority's movement in the window: `None` where the driver has no such counter.

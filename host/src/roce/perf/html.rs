@@ -1,12 +1,12 @@
 //! `roce perf --report`: one self-contained HTML page (no scripts, no external files), the
 //! same kind of page the proofs write: the verdict, bar charts of bandwidth, latency and
 //! CPU per run (TCP and RDMA side by side at each size), bandwidth and latency against
-//! message size when a test ran at several ([`super::perf_plot`]), and the full table with
+//! message size when a test ran at several ([`super::plot`]), and the full table with
 //! the counter evidence.
 
 use std::fmt::Write as _;
 
-use super::perf::PerfReport;
+use super::PerfReport;
 use crate::render::escape;
 use crate::roce::perf::{PathVerdict, PerfRun};
 
@@ -89,7 +89,7 @@ pub fn render(report: &PerfReport) -> String {
         })
         .flatten()
         .collect();
-    let sizes = match super::perf_plot::size_plots(report) {
+    let sizes = match super::plot::size_plots(report) {
         Ok((bw, lat)) => format!("{bw}{lat}"),
         Err(e) => format!("<p>{}</p>", escape(&e.to_string())),
     };

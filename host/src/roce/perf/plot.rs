@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use plotters::prelude::*;
 
-use super::perf::{PathVerdict, PerfReport, PerfRun, PerfTest};
-use super::size_plot::{against_size, Line, PlotError};
+use super::super::size_plot::{against_size, Line, PlotError};
+use super::{PathVerdict, PerfReport, PerfRun, PerfTest};
 
 /// A test's points: (size, value, vouched for by the counters).
 type Series = BTreeMap<&'static str, Vec<(f64, f64, bool)>>;

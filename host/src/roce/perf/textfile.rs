@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use super::perf::{PathVerdict, PerfReport};
+use super::{PathVerdict, PerfReport};
 use crate::textfile::{self, Textfile};
 
 impl PerfReport {

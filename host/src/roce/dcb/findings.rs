@@ -1,6 +1,6 @@
 //! The vocabulary of `dpuctl roce dcb`'s conclusions: counter deltas by name, and findings
 //! (a severity, a meaning, the counters behind it), shared by the counter rules
-//! (`roce::dcb`) and the configuration tie (`roce::dcb_tie`) so neither imports the other.
+//! (`roce::dcb`) and the configuration tie (`roce::dcb::tie`) so neither imports the other.
 
 use std::collections::BTreeMap;
 

@@ -7,10 +7,10 @@ use dpu_probe::rdma::list_rdma_devices;
 use dpu_probe::SysRoot;
 use serde::Serialize;
 
-use super::endpoint::Endpoint;
-use super::nccl::NcclResults;
-use super::nccl_transport::NcclTransport;
-use super::rdma_evidence::{movement, read_port, PortReading};
+use super::super::endpoint::Endpoint;
+use super::super::rdma_evidence::{movement, read_port, PortReading};
+use super::transport::NcclTransport;
+use super::NcclResults;
 use crate::accounting::deltas::Movement;
 
 /// Under this many packets the RDMA ports count as still: NVMe-oF keep-alives and
@@ -278,7 +278,7 @@ mod tests {
                     errors: Vec::new(),
                     read: dpu_probe::snapshot::ReadReport::default(),
                 },
-                source: super::super::rdma_evidence::CounterSource::Sysfs,
+                source: super::super::super::rdma_evidence::CounterSource::Sysfs,
             },
         )]
     }
