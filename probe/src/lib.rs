@@ -23,12 +23,7 @@ pub mod netdev;
 pub mod netdev_stats;
 pub mod netlink;
 pub mod pci;
-pub mod pci_acs;
-pub mod pci_topology;
 pub mod rdma;
-pub mod rdma_counters;
-pub mod rdma_ib;
-pub mod rdma_netlink;
 mod root;
 pub mod snapshot;
 #[cfg(feature = "wire")]

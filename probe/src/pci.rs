@@ -6,6 +6,9 @@
 //! generation), is its PCIe link running at what the card supports, and which netdevs,
 //! RDMA devices and emulated functions (rshim, SNAP NVMe, virtio) hang off it.
 
+pub mod acs;
+pub mod topology;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -1,8 +1,11 @@
 //! RDMA devices, ports and GID tables from `/sys/class/infiniband`
 //! (formats: `docs/reference/rdma-bluefield.md` §1.1 and §1.4).
 
+pub mod counters;
 mod devices;
 mod gid;
+pub mod ib;
+pub mod netlink;
 
 pub use devices::{list_rdma_devices, read_rdma_device, GidEntry, RdmaDeviceInfo, RdmaPortInfo};
 pub use gid::{

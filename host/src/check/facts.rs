@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use dpu_probe::netdev::{self, NetdevInfo};
+use dpu_probe::pci::topology::{self, PciTopology};
 use dpu_probe::pci::{self, PciFilter, PciFunction, PciFunctionKind};
-use dpu_probe::pci_topology::{self, PciTopology};
+use dpu_probe::rdma::ib::{self, IbPortAttributes};
 use dpu_probe::rdma::{self, RdmaDeviceInfo, RdmaPortInfo};
-use dpu_probe::rdma_ib::{self, IbPortAttributes};
 use dpu_probe::SysRoot;
 use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -85,8 +85,8 @@ impl HostFacts {
             pci: pci::list_pci_functions(root, PciFilter::BlueField).map_err(text),
             netdevs: netdev::list_netdevs(root).map_err(text),
             rdma: rdma::list_rdma_devices(root).map_err(text),
-            gpu_topology: pci_topology::read_pci_topology(root).map_err(text),
-            ib_ports: rdma_ib::list_ib_port_attributes(root).map_err(text),
+            gpu_topology: topology::read_pci_topology(root).map_err(text),
+            ib_ports: ib::list_ib_port_attributes(root).map_err(text),
             firmware: gather_fw(root, &SystemFwTool),
             gdr: GdrFacts::gather(root),
             dcb: DcbFacts::default(),

@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 
 use dpu_probe::gdr_env::{self, GdrEnvironment};
-use dpu_probe::pci_acs::{self, BridgeAcs};
-use dpu_probe::pci_topology::{self, PciRelation, PciTopology, TopologyGpu, TopologyNic};
+use dpu_probe::pci::acs::{self, BridgeAcs};
+use dpu_probe::pci::topology::{self, PciRelation, PciTopology, TopologyGpu, TopologyNic};
 use dpu_probe::{error_chain, SysRoot};
 
 use super::verdict::{fail, pass, put, skip, warn, Facts, Verdict};
@@ -50,11 +50,11 @@ impl GdrFacts {
     pub fn gather(root: &SysRoot) -> Self {
         let environment = gdr_env::read_gdr_environment(root).map_err(|e| error_chain(&e));
         let mut bridge_acs = BTreeMap::new();
-        if let Ok(topology) = pci_topology::read_pci_topology(root) {
+        if let Ok(topology) = topology::read_pci_topology(root) {
             for path in peer_paths(&topology) {
                 for bridge in path.bridges.unwrap_or_default() {
                     bridge_acs.entry(bridge.to_owned()).or_insert_with(|| {
-                        pci_acs::read_bridge_acs(root, bridge).map_err(|e| error_chain(&e))
+                        acs::read_bridge_acs(root, bridge).map_err(|e| error_chain(&e))
                     });
                 }
             }

@@ -2,10 +2,10 @@
 //! have a NIC of its own, and do a GPU and its NIC agree on their NUMA node. NCCL sends a
 //! GPU's network traffic through its nearest NIC (ties shared) and uses GPUDirect RDMA
 //! only up to PXB by default, so the relations decide a training job's bandwidth.
-//! Relations come from [`dpu_probe::pci_topology`]; the legend and its sources are in
+//! Relations come from [`dpu_probe::pci::topology`]; the legend and its sources are in
 //! `docs/reference/gpu-topology.md`.
 
-use dpu_probe::pci_topology::{PciRelation, PciTopology, TopologyGpu, TopologyNic};
+use dpu_probe::pci::topology::{PciRelation, PciTopology, TopologyGpu, TopologyNic};
 
 use super::facts::HostFacts;
 use super::verdict::{pass, put, skip, warn, FactValue, Facts, Verdict};

@@ -5,7 +5,7 @@
 //! InfiniBand port every `ib.*` check is a skip that says so. Plain functions of
 //! [`HostFacts`], called by `rules::judge`.
 
-use dpu_probe::rdma_ib::{
+use dpu_probe::rdma::ib::{
     default_partition_membership, IbPortAttributes, PkeyMembership, LAST_UNICAST_LID,
     PHYS_STATE_LINK_UP, PORT_STATE_ACTIVE, PORT_STATE_ARMED, PORT_STATE_INIT,
 };

@@ -10,7 +10,7 @@ pub use error::DcbError;
 use std::collections::BTreeMap;
 
 use dpu_probe::ethtool_stats::read_ethtool_stats;
-use dpu_probe::rdma_counters::{
+use dpu_probe::rdma::counters::{
     device_object, port_object, read_device_hw_counters, read_port_counters,
 };
 use dpu_probe::snapshot::{diff, Collector, Sample, Snapshot, Source, Unit};

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use dpu_probe::rdma_counters::{
+use dpu_probe::rdma::counters::{
     device_object, port_object, read_device_hw_counters, read_port_counters,
 };
 use dpu_probe::snapshot::{diff, Collector, Sample, Snapshot, Source, Unit};

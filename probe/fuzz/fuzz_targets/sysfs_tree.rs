@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use dpu_probe::counters::{CounterSelector, NetdevSource, Sampler};
-use dpu_probe::{block, netdev, netdev_stats, pci, rdma, rdma_counters, SysRoot};
+use dpu_probe::{block, netdev, netdev_stats, pci, rdma, rdma::counters, SysRoot};
 use libfuzzer_sys::fuzz_target;
 
 const FILES: &[&str] = &[
@@ -107,8 +107,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = netdev_stats::read_all_netdev_stats(&root);
     let _ = rdma::read_rdma_device(&root, "mlx5_0");
     let _ = rdma::gid_candidates(&root, "pf0hpf");
-    let _ = rdma_counters::read_all_counters(&root);
-    let _ = rdma_counters::list_ports(&root, "mlx5_0");
+    let _ = rdma::counters::read_all_counters(&root);
+    let _ = rdma::counters::list_ports(&root, "mlx5_0");
     let _ = block::read_block_stat(&root, "nvme0n1");
     let _ = pci::read_pci_function(&root, "0000:03:00.0");
     let mut sampler = Sampler::with_netdev_source(root, NetdevSource::Sysfs);

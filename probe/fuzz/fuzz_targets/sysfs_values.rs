@@ -8,7 +8,7 @@ use dpu_probe::counters::CounterSelector;
 use dpu_probe::netdev::{looks_like_pci_address, representor_role};
 use dpu_probe::pci::{parse_link_speed, parse_link_width};
 use dpu_probe::rdma::GidType;
-use dpu_probe::rdma_counters::{hw_counter_unit, pma_counter_unit};
+use dpu_probe::rdma::counters::{hw_counter_unit, pma_counter_unit};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

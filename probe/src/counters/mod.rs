@@ -206,7 +206,7 @@ impl Sampler {
     #[cfg(test)]
     pub(crate) fn with_rdma_hw_reader(
         root: SysRoot,
-        hw: crate::rdma_netlink::HwCounterReader,
+        hw: crate::rdma::netlink::HwCounterReader,
     ) -> Self {
         Self::build(
             root,

@@ -11,10 +11,10 @@ use crate::netlink::{
     self, LinkCounterReading, LinkNames, NetlinkAccess, NetlinkError, RouteSocket, RouteStats,
     TcParent,
 };
-use crate::rdma_counters::ObjectDirs;
-use crate::rdma_netlink::HwCounterReader;
+use crate::rdma::counters::ObjectDirs;
+use crate::rdma::netlink::HwCounterReader;
 use crate::snapshot::{monotonic_now, Collector, Sample, Source, SpareStrings};
-use crate::{block, netdev_stats, rdma_counters, ProbeError, SysRoot};
+use crate::{block, netdev_stats, rdma, ProbeError, SysRoot};
 
 /// Netdev and tc counters, from sysfs or from a netlink socket opened on first use and
 /// kept across snapshots (a `Watch` reuses it every interval), with the ifindex → name map
@@ -205,8 +205,8 @@ enum RdmaJob {
 impl RdmaJob {
     fn object(&self) -> String {
         match self {
-            Self::Device(d) => rdma_counters::device_object(d),
-            Self::Port(d, p) => rdma_counters::port_object(d, *p),
+            Self::Device(d) => rdma::counters::device_object(d),
+            Self::Port(d, p) => rdma::counters::port_object(d, *p),
         }
     }
 
@@ -228,8 +228,8 @@ impl RdmaJob {
         spare: &mut SpareStrings,
     ) -> Result<Vec<Sample>, ProbeError> {
         match self {
-            Self::Device(d) => rdma_counters::parse_device_hw_counters(root, d, dirs, spare),
-            Self::Port(d, p) => rdma_counters::parse_port_counters(root, d, *p, dirs, hw, spare),
+            Self::Device(d) => rdma::counters::parse_device_hw_counters(root, d, dirs, spare),
+            Self::Port(d, p) => rdma::counters::parse_port_counters(root, d, *p, dirs, hw, spare),
         }
     }
 }
@@ -408,7 +408,7 @@ fn rdma_jobs(
     };
     let mut jobs = Vec::new();
     for device in devices {
-        match rdma_counters::list_ports(root, &device) {
+        match rdma::counters::list_ports(root, &device) {
             Ok(ports) => {
                 let hw_counters = root
                     .sys("class/infiniband")
@@ -421,7 +421,7 @@ fn rdma_jobs(
             }
             Err(e) => out.record::<ProbeError>(
                 Source::Rdma,
-                &rdma_counters::device_object(&device),
+                &rdma::counters::device_object(&device),
                 Err(e),
             ),
         }

@@ -101,7 +101,7 @@ fn classify(ifname: &str, source: NetlinkError) -> DcbError {
 
 /// The DCB configuration of `ifname` when `root` is the live system (`/`) or a capture
 /// with a netlink recording (answered from it); otherwise [`DcbError::NotLive`], because
-/// a fixture tree or a mounted image has no driver to ask (the rule `rdma_netlink`
+/// a fixture tree or a mounted image has no driver to ask (the rule `rdma::netlink`
 /// follows for hardware counters). The name is validated first.
 pub fn read_dcb_config(root: &SysRoot, ifname: &str) -> Result<DcbConfig, DcbError> {
     validate_ifname(ifname)?;

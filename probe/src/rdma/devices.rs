@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use crate::rdma_counters::is_unavailable;
+use crate::rdma::counters::is_unavailable;
 use crate::root::{link_basename, list_dir, read_attr, read_optional_attr};
 use crate::{ProbeError, SysRoot};
 

@@ -156,7 +156,7 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
 
 /// Whether `sample` reads `2^32 - 1` raw, where a saturating 32-bit counter stops. Counters
 /// of unknown width count too: the legacy PMA table, whose counters saturate, cannot be
-/// told from the 64-bit one by its files (`rdma_counters`), and a 64-bit counter sitting
+/// told from the 64-bit one by its files (`rdma::counters`), and a 64-bit counter sitting
 /// on exactly that value is one reading in four billion.
 fn at_32_bit_maximum(sample: &Sample) -> bool {
     matches!(sample.width_bits, 0 | 32)

@@ -9,7 +9,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use dpu_probe::pci_acs::PCI_EXT_CAP_ID_ACS;
+use dpu_probe::pci::acs::PCI_EXT_CAP_ID_ACS;
 use dpu_probe::SysRoot;
 
 use super::super::catalog::spec;
@@ -148,7 +148,7 @@ fn config_space(control: u16) -> Vec<u8> {
 
 type Check = fn(
     &gdr::GdrFacts,
-    &Result<dpu_probe::pci_topology::PciTopology, String>,
+    &Result<dpu_probe::pci::topology::PciTopology, String>,
     &mut Facts,
 ) -> Verdict;
 

@@ -3,8 +3,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use dpu_probe::netdev::NetdevInfo;
+use dpu_probe::pci::topology::PciTopology;
 use dpu_probe::pci::{classify, PciFunction, PcieLink};
-use dpu_probe::pci_topology::PciTopology;
 use dpu_probe::rdma::{GidEntry, RdmaDeviceInfo, RdmaPortInfo};
 use dpu_proto::v1;
 

@@ -58,7 +58,7 @@ fn entries(listing: &str) -> impl Iterator<Item = (&str, u32, &str, &str)> {
 }
 
 /// The Gbit/s of a sysfs `rate` ("200 Gb/sec (2X NDR)", "2.5 Gb/sec (1X SDR)"). The kernel
-/// format dpu-probe's `rdma_ib` reads for local ports; its parser is private to it.
+/// format dpu-probe's `rdma::ib` reads for local ports; its parser is private to it.
 fn rate_gbps(text: &str) -> Option<f64> {
     let (number, _) = text.split_once(" Gb/sec")?;
     number

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::super::RdmaNetlink;
-use crate::{error_chain, rdma_counters, SysRoot};
+use crate::{error_chain, rdma, SysRoot};
 
 fn skip(reason: &str) {
     use std::io::Write as _;
@@ -38,7 +38,7 @@ fn netlink_covers_every_sysfs_hw_counter_with_a_value_no_smaller() {
         for port in 1..=device.ports {
             // sysfs first: its values may be up to `lifespan` old, netlink's are read now,
             // so for counters that only grow netlink is never below.
-            let sysfs = rdma_counters::read_hw_counters(&root, &device.name, port)
+            let sysfs = rdma::counters::read_hw_counters(&root, &device.name, port)
                 .unwrap_or_else(|e| panic!("{}/{port}: {}", device.name, error_chain(&e)));
             let answer = match nl.port_hw_counters(device.index, port).execute() {
                 Ok(answer) => answer,

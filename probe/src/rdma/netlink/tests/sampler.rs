@@ -6,8 +6,8 @@
 use std::fs;
 
 use crate::counters::{CounterSelector, Sampler};
-use crate::rdma_netlink::fake::{Answer, Fake};
-use crate::rdma_netlink::RdmaDevice;
+use crate::rdma::netlink::fake::{Answer, Fake};
+use crate::rdma::netlink::RdmaDevice;
 use crate::snapshot::{Snapshot, Source};
 use crate::SysRoot;
 

@@ -20,7 +20,7 @@
 //!   proof reports as inconclusive instead of inventing a delta.
 //!
 //! On the live system a sampler reads a port's `hw_counters` over RDMA netlink instead
-//! (one request per port, [`crate::rdma_netlink`]), giving the same samples built by
+//! (one request per port, [`crate::rdma::netlink`]), giving the same samples built by
 //! `hw_sample`; the PMA `counters/` and device-wide `hw_counters/` are always read here.
 
 use std::borrow::Cow;

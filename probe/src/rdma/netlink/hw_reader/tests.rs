@@ -4,7 +4,7 @@
 use std::fs;
 
 use super::*;
-use crate::rdma_netlink::fake::{Answer, Fake};
+use crate::rdma::netlink::fake::{Answer, Fake};
 use crate::snapshot::{Source, Unit};
 
 fn write(root: &std::path::Path, rel: &str, text: &str) {
@@ -83,7 +83,7 @@ fn netlink_values_come_with_the_sysfs_names_order_units_and_widths() {
     let (_dir, root, fake) = setup();
     let mut reader = fake.reader();
     let netlink = reader.read_port(&root, "mlx5_0", 1).expect("from netlink");
-    let sysfs = rdma_counters::read_hw_counters(&root, "mlx5_0", 1).expect("from sysfs");
+    let sysfs = rdma::counters::read_hw_counters(&root, "mlx5_0", 1).expect("from sysfs");
     assert_eq!(
         values(&netlink),
         [

@@ -6,7 +6,7 @@
 //! root is `/`), when the socket opens, the device is known to netlink, the answer is
 //! about that device, and it has every counter the port's `hw_counters/` directory lists.
 //! The samples then carry the sysfs names, in the sysfs order, with the same units and
-//! widths (built by the same [`rdma_counters::hw_sample`]); counters only netlink
+//! widths (built by the same [`rdma::counters::hw_sample`]); counters only netlink
 //! reports (optional counters enabled with `rdma statistic set ... optional-counters`,
 //! which sysfs does not list) are left out, so the two paths cannot disagree on what a
 //! snapshot contains. In every other case the answer is a [`Fallback`] and the caller
@@ -24,7 +24,7 @@ use super::handle::RdmaNetlink;
 use super::rdma_stats::RdmaStats;
 use crate::netlink::NetlinkAccess;
 use crate::snapshot::Sample;
-use crate::{error_chain, rdma_counters, ProbeError, SysRoot};
+use crate::{error_chain, rdma, ProbeError, SysRoot};
 
 /// How long after a failed open the socket is not tried again. Opening `NETLINK_RDMA`
 /// without `ib_core` loaded makes the kernel try to load the module each time, which is
@@ -234,7 +234,7 @@ impl HwCounterReader {
             .is_none_or(|state| state.dev_index != device.index)
         {
             let names =
-                rdma_counters::hw_counter_names(root, ibdev, port).map_err(Fallback::Listing)?;
+                rdma::counters::hw_counter_names(root, ibdev, port).map_err(Fallback::Listing)?;
             let state = PortState {
                 dev_index: device.index,
                 names,
@@ -276,13 +276,13 @@ impl HwCounterReader {
             .iter()
             .map(|(name, value)| (name.as_str(), *value))
             .collect();
-        let object = rdma_counters::port_object(ibdev, port);
+        let object = rdma::counters::port_object(ibdev, port);
         let names = state.names.as_deref().unwrap_or_default();
         let mut samples = Vec::with_capacity(names.len());
         for name in names {
             match values.get(name.as_str()) {
                 Some(&value) => {
-                    samples.push(rdma_counters::hw_sample(&object, name.clone(), value))
+                    samples.push(rdma::counters::hw_sample(&object, name.clone(), value))
                 }
                 None => {
                     state.refused = true;
