@@ -15,7 +15,7 @@ use super::local_exec::{self, RunDir};
 use super::plan::Plan;
 use super::report::DemoReport;
 use super::run_id::RunId;
-use super::step_report::{Outcome as StepOutcome, StepReport};
+use super::step_report::{StepOutcome, StepReport};
 use super::steps::{
     accounting, merge_step, review_step, serving_checks, storage_and_communication, Cx,
 };

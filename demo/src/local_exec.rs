@@ -10,7 +10,7 @@ use dpu_probe::SysRoot;
 
 use super::fingerprint;
 use super::plan::Plan;
-use super::step_report::Outcome;
+use super::step_report::StepOutcome;
 use dpu_host::roce::local_run::run_measured_env;
 use dpu_host::roce::nccl::corroborate::{corroborate, named_ports, snapshot, CollectiveFloor};
 use dpu_host::roce::nccl::parse_results;
@@ -98,8 +98,8 @@ fn run_logged(
 }
 
 /// Step b: an NCCL all-reduce between two RDMA counter snapshots.
-pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> Outcome {
-    let mut out = Outcome::default();
+pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> StepOutcome {
+    let mut out = StepOutcome::default();
     let c = &plan.communication;
     let mut env = vec![("NCCL_DEBUG".to_owned(), "INFO".to_owned())];
     if let Some(dev) = &c.rdma_device {
@@ -169,8 +169,8 @@ pub fn communication(plan: &Plan, dir: &RunDir, sys_root: &Path) -> Outcome {
 }
 
 /// Step c: the fine-tune as a local process.
-pub fn training(plan: &Plan, dir: &RunDir) -> (Outcome, Option<serde_json::Value>) {
-    let mut out = Outcome::default();
+pub fn training(plan: &Plan, dir: &RunDir) -> (StepOutcome, Option<serde_json::Value>) {
+    let mut out = StepOutcome::default();
     let argv = plan.local.train.as_ref().unwrap_or(&plan.training.command);
     let env: Vec<(String, String)> = plan.training.env.clone().into_iter().collect();
     let text = match run_logged(argv, &env, plan.training.timeout.0, &dir.log("train")) {
@@ -233,8 +233,8 @@ pub fn training(plan: &Plan, dir: &RunDir) -> (Outcome, Option<serde_json::Value
 }
 
 /// Step d: merge, then compare the fingerprint with the archive.
-pub fn merge(plan: &Plan, dir: &RunDir) -> Outcome {
-    let mut out = Outcome::default();
+pub fn merge(plan: &Plan, dir: &RunDir) -> StepOutcome {
+    let mut out = StepOutcome::default();
     let argv = plan.local.merge.as_ref().unwrap_or(&plan.merge.command);
     if let Err(e) = run_logged(argv, &[], Duration::from_secs(3600), &dir.log("merge")) {
         return out.fail(e);

@@ -8,7 +8,7 @@ use super::k8s_objects::all_objects;
 use super::local_exec::{self, LocalServer, RunDir};
 use super::plan::{ExecutorKind, Plan};
 use super::run_id::RunId;
-use super::step_report::{Outcome as StepOutcome, SharedObserver, StepEvent, StepReport};
+use super::step_report::{SharedObserver, StepEvent, StepOutcome, StepReport};
 use super::steps::{
     accounting, merge_step, review_step, serving_checks, step, storage_and_communication, Cx,
 };

@@ -62,7 +62,7 @@ impl StepReport {
 
 /// What a step body returns: pass or fail with a reason, plus details.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct StepOutcome {
     /// None: passed; Some(reason): failed.
     pub failure: Option<String>,
     /// Some(reason): the counters could not judge the step (only where no check failed).
@@ -73,7 +73,7 @@ pub struct Outcome {
     pub details: Vec<String>,
 }
 
-impl Outcome {
+impl StepOutcome {
     /// A failure with `reason`, keeping the details gathered so far.
     pub fn fail(mut self, reason: impl Into<String>) -> Self {
         self.failure.get_or_insert(reason.into());
@@ -188,7 +188,12 @@ impl<'a> Progress<'a> {
     }
 
     /// Ends the step and turns `outcome` into its report.
-    pub fn finish(self, name: &'static str, title: &'static str, outcome: Outcome) -> StepReport {
+    pub fn finish(
+        self,
+        name: &'static str,
+        title: &'static str,
+        outcome: StepOutcome,
+    ) -> StepReport {
         let seconds = self.started.elapsed().as_secs_f64();
         let (status, reason) = match (outcome.failure, outcome.undecided) {
             (Some(r), _) => (StepStatus::Failed, r),
@@ -245,15 +250,15 @@ mod tests {
             let passed = Progress::start(&shared, 2, 7, "storage through the DPU").finish(
                 "storage",
                 "storage through the DPU",
-                Outcome {
+                StepOutcome {
                     headline: "read 1 file".to_owned(),
-                    ..Outcome::default()
+                    ..StepOutcome::default()
                 },
             );
             let failed = Progress::start(&shared, 3, 7, "communication").finish(
                 "communication",
                 "communication",
-                Outcome::default().fail("no NET/IB"),
+                StepOutcome::default().fail("no NET/IB"),
             );
             (passed, failed)
         };

@@ -8,7 +8,7 @@ use super::params::TrainingStorage;
 use super::plan::Plan;
 use super::report::AccountLine;
 use super::serving::{self, ServingCheck, ServingReport};
-use super::step_report::{Outcome as StepOutcome, Progress, SharedObserver, StepReport};
+use super::step_report::{Progress, SharedObserver, StepOutcome, StepReport};
 use super::storage_step::{self, volume_reading, StorageAccount};
 use dpu_host::accounting::deltas::{sum, Movement};
 use dpu_host::roce::rdma_evidence::{movement, PortReading};

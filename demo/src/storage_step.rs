@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use tonic::transport::Channel;
 
 use super::plan::{ManifestEntry, Plan};
-use super::step_report::Outcome;
+use super::step_report::StepOutcome;
 use dpu_host::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
 use dpu_host::session::Session;
 
@@ -201,8 +201,8 @@ pub fn verify_manifest(base: &Path, manifest: &[ManifestEntry]) -> (u64, Vec<Str
 
 /// Runs the step. The account is returned whenever the agent answered, so the review can
 /// still show the volume's counters after a failure.
-pub async fn run(session: &Session, plan: &Plan) -> (Outcome, Option<StorageAccount>) {
-    let mut out = Outcome::default();
+pub async fn run(session: &Session, plan: &Plan) -> (StepOutcome, Option<StorageAccount>) {
+    let mut out = StepOutcome::default();
     let endpoint: dpu_proto::Endpoint = match plan.storage.agent.parse() {
         Ok(e) => e,
         Err(e) => return (out.fail(format!("storage.agent: {e}")), None),

@@ -11,10 +11,10 @@ mod capture_cli;
 mod cli;
 mod commands;
 mod demo_args;
+mod exit;
 mod experiment_cli;
 mod fleet_cli;
 mod fleet_roce_cli;
-mod outcome;
 mod output;
 mod prove_qos_cli;
 mod report;
@@ -25,7 +25,7 @@ mod storage_virtio_blk_cli;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use outcome::Outcome;
+use exit::Exit;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -40,18 +40,18 @@ fn main() -> ExitCode {
             output::diag(&format!(
                 "dpuctl: error: cannot start the async runtime: {e}"
             ));
-            return Outcome::Usage.into();
+            return Exit::Usage.into();
         }
     };
     match runtime.block_on(commands::run(&cli)) {
         Ok(outcome) => outcome.into(),
         // Nobody reads any more: nothing to say, and nobody to say it to on stdout.
-        Err(e) if output::is_stdout_closed(&e) => Outcome::ReaderGone.into(),
+        Err(e) if output::is_stdout_closed(&e) => Exit::ReaderGone.into(),
         Err(e) => {
             for line in report::error_lines(&e) {
                 output::diag(&line);
             }
-            Outcome::Usage.into()
+            Exit::Usage.into()
         }
     }
 }

@@ -14,10 +14,10 @@ use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
 
 /// Stdout's reader went away (EPIPE: `dpuctl -o json … | head`). Nothing more can be
-/// printed, so the command stops, and `main` ends quietly with [`Outcome::ReaderGone`]
+/// printed, so the command stops, and `main` ends quietly with [`Exit::ReaderGone`]
 /// instead of printing a "Broken pipe" error: what `ls | head` users expect.
 ///
-/// [`Outcome::ReaderGone`]: crate::outcome::Outcome::ReaderGone
+/// [`Exit::ReaderGone`]: crate::exit::Exit::ReaderGone
 #[derive(Debug)]
 pub(crate) struct StdoutClosed;
 

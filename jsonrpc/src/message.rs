@@ -40,7 +40,7 @@ pub struct Notification {
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// A reply to one of our calls.
-    Reply { id: u64, outcome: Outcome },
+    Reply { id: u64, outcome: ReplyOutcome },
     /// A request the server wants answered (OVSDB `echo`).
     Call {
         method: String,
@@ -55,7 +55,7 @@ pub(crate) enum Incoming {
 
 /// What a reply says about its call, before the method name is attached.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum ReplyOutcome {
     Success(Value),
     RpcError {
         code: i64,
@@ -67,7 +67,7 @@ pub(crate) enum Outcome {
     Invalid(String),
 }
 
-impl Outcome {
+impl ReplyOutcome {
     /// Turns the outcome into the caller's result, naming the method in any error.
     pub(crate) fn into_result(self, method: &str, id: u64) -> Result<Value, Error> {
         let method = method.to_owned();
@@ -186,11 +186,11 @@ pub(crate) fn classify(version: Version, value: Value) -> Incoming {
     Incoming::Reply { id, outcome }
 }
 
-fn outcome_v2(mut obj: serde_json::Map<String, Value>) -> Outcome {
+fn outcome_v2(mut obj: serde_json::Map<String, Value>) -> ReplyOutcome {
     match obj.get("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
         other => {
-            return Outcome::Invalid(format!(
+            return ReplyOutcome::Invalid(format!(
                 "expected \"jsonrpc\":\"2.0\", got {}",
                 other.map_or_else(|| "no jsonrpc member".to_owned(), Value::to_string)
             ))
@@ -202,29 +202,29 @@ fn outcome_v2(mut obj: serde_json::Map<String, Value>) -> Outcome {
             let code = error.get("code").and_then(Value::as_i64);
             let message = error.get("message").and_then(Value::as_str);
             return match (code, message) {
-                (Some(code), Some(message)) => Outcome::RpcError {
+                (Some(code), Some(message)) => ReplyOutcome::RpcError {
                     code,
                     message: message.to_owned(),
                     data: error.get("data").cloned(),
                 },
-                _ => Outcome::Invalid(format!("malformed error object {error}")),
+                _ => ReplyOutcome::Invalid(format!("malformed error object {error}")),
             };
         }
     }
     match obj.remove("result") {
-        Some(result) => Outcome::Success(result),
-        None => Outcome::Invalid("reply has neither result nor error".to_owned()),
+        Some(result) => ReplyOutcome::Success(result),
+        None => ReplyOutcome::Invalid("reply has neither result nor error".to_owned()),
     }
 }
 
-fn outcome_v1(mut obj: serde_json::Map<String, Value>) -> Outcome {
+fn outcome_v1(mut obj: serde_json::Map<String, Value>) -> ReplyOutcome {
     match obj.remove("error") {
         None | Some(Value::Null) => {}
-        Some(error) => return Outcome::RpcErrorV1(error),
+        Some(error) => return ReplyOutcome::RpcErrorV1(error),
     }
     match obj.remove("result") {
-        Some(result) => Outcome::Success(result),
-        None => Outcome::Invalid("reply has neither result nor error".to_owned()),
+        Some(result) => ReplyOutcome::Success(result),
+        None => ReplyOutcome::Invalid("reply has neither result nor error".to_owned()),
     }
 }
 
@@ -285,7 +285,7 @@ mod tests {
             match classify(Version::V1, msg) {
                 Incoming::Reply {
                     id: 3,
-                    outcome: Outcome::RpcErrorV1(e),
+                    outcome: ReplyOutcome::RpcErrorV1(e),
                 } => assert_eq!(e, error),
                 other => panic!("unexpected {other:?}"),
             }
@@ -299,7 +299,7 @@ mod tests {
             classify(Version::V2, msg),
             Incoming::Reply {
                 id: 1,
-                outcome: Outcome::Invalid(_)
+                outcome: ReplyOutcome::Invalid(_)
             }
         ));
     }

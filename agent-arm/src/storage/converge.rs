@@ -37,13 +37,13 @@ pub(crate) enum Mode {
 
 /// What a converge run achieved.
 #[derive(Debug, Default)]
-pub(crate) struct Outcome {
+pub(crate) struct Converged {
     /// Objects confirmed removed; [`Desired::prune`] forgets them.
     pub(crate) gone: BTreeSet<Key>,
     pub(crate) errors: Vec<(Key, BackendError)>,
 }
 
-impl Outcome {
+impl Converged {
     fn fail(&mut self, key: &Key, err: BackendError, mode: Mode) -> Result<(), ()> {
         tracing::warn!(object = %key, error = %err.describe(), "storage backend step failed");
         self.errors.push((key.clone(), err));
@@ -60,8 +60,8 @@ pub(crate) async fn converge(
     backend: &Backend,
     scope: &Scope,
     mode: Mode,
-) -> Outcome {
-    let mut outcome = Outcome::default();
+) -> Converged {
+    let mut outcome = Converged::default();
     let _ = run(doc, backend, scope, mode, &mut outcome).await;
     outcome
 }
@@ -71,7 +71,7 @@ async fn run(
     backend: &Backend,
     scope: &Scope,
     mode: Mode,
-    out: &mut Outcome,
+    out: &mut Converged,
 ) -> Result<(), ()> {
     let keys: Vec<Key> = doc.keys().into_iter().filter(|k| scope.covers(k)).collect();
     let mut observed: Option<Vec<ObservedController>> = None;

@@ -5,11 +5,11 @@ use dpu_host::capture::{capture, CaptureOptions};
 
 use crate::capture_cli::CaptureArgs;
 use crate::cli::{Cli, OutputFormat};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
 /// Runs the capture and says where the bundle is.
-pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Exit> {
     let options = CaptureOptions {
         sys_root: cli.sys_root.clone(),
         out: args.out.clone(),
@@ -21,7 +21,7 @@ pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
     let summary = capture(&options).context("capture failed")?;
     let manifest = &summary.manifest;
     if cli.output == OutputFormat::Json {
-        return output::json(manifest).map(|()| Outcome::Success);
+        return output::json(manifest).map(|()| Exit::Success);
     }
     let files = manifest.readings.first().map_or(0, |r| r.paths.len());
     let unreadable = manifest.readings.first().map_or(0, |r| r.unreadable.len());
@@ -48,5 +48,5 @@ pub(crate) fn run(cli: &Cli, args: &CaptureArgs) -> anyhow::Result<Outcome> {
         "replay: dpuctl --sys-root {} check --no-agent",
         summary.out.join("root").display()
     ))?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }

@@ -12,10 +12,10 @@ use dpu_host::facts::dcb::DcbFacts;
 
 use super::env::Env;
 use crate::cli::CheckArgs;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Exit> {
     if args.list {
         return list(env);
     }
@@ -46,22 +46,22 @@ pub(crate) async fn run(env: &Env<'_>, args: &CheckArgs) -> anyhow::Result<Outco
     Ok(outcome)
 }
 
-fn print_results(env: &Env<'_>, results: &[CheckResult], all: bool) -> anyhow::Result<Outcome> {
+fn print_results(env: &Env<'_>, results: &[CheckResult], all: bool) -> anyhow::Result<Exit> {
     if env.json() {
         output::json(&results)?;
     } else {
         print(results, all)?;
     }
     Ok(if check::any_failed(results) {
-        Outcome::Failed
+        Exit::Failed
     } else {
-        Outcome::Success
+        Exit::Success
     })
 }
 
 /// `--env`: the settings on stdout, or nothing there and why on stderr (exit 1). Other
 /// failed checks do not change the settings; they are mentioned on stderr.
-fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::Result<Outcome> {
+fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::Result<Exit> {
     let settings = match lossless_fabric_env(results, dcb) {
         Ok(settings) => settings,
         Err(refused) => {
@@ -69,7 +69,7 @@ fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::
             for unmet in &refused.unmet {
                 output::diag(&format!("  {unmet}"));
             }
-            return Ok(Outcome::Failed);
+            return Ok(Exit::Failed);
         }
     };
     for r in results
@@ -101,7 +101,7 @@ fn print_env(env: &Env<'_>, results: &[CheckResult], dcb: &DcbFacts) -> anyhow::
             .and_then(|()| out.flush())
             .map_err(output::write_error)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 fn label(status: Status) -> &'static str {
@@ -199,7 +199,7 @@ fn skip_summary(results: &[CheckResult]) -> Vec<String> {
     lines
 }
 
-fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
+fn list(env: &Env<'_>) -> anyhow::Result<Exit> {
     if env.json() {
         output::json(&CHECKS)?;
     } else {
@@ -209,7 +209,7 @@ fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
         }
         output::print_table(&table)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 #[cfg(test)]

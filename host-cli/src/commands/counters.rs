@@ -11,13 +11,13 @@ use tokio_stream::StreamExt as _;
 
 use super::env::{rpc_error, Env};
 use crate::cli::CountersArgs;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 use dpu_host::snapshot_wire::{
     names_nothing, object_names, snapshot_from_wire, unit_name, AgentSelector,
 };
 
-pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, args: &CountersArgs) -> anyhow::Result<Exit> {
     let selectors: Vec<v1::CounterSelector> =
         args.selectors.iter().map(AgentSelector::to_wire).collect();
     match args.watch {
@@ -118,12 +118,12 @@ async fn once(
     env: &Env<'_>,
     args: &CountersArgs,
     selectors: Vec<v1::CounterSelector>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let wire = snapshot(env, selectors).await?;
     refuse_names_nothing(env, &args.selectors, &wire.errors).await?;
     if env.json() {
         output::json(&wire)?;
-        return Ok(Outcome::Success);
+        return Ok(Exit::Success);
     }
     let snapshot = snapshot_from_wire(&wire);
     let mut table = output::table(["source", "object", "counter", "value", "unit"]);
@@ -142,7 +142,7 @@ async fn once(
     }
     output::print_table(&table)?;
     print_footer(&snapshot, &wire.errors)?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 fn print_footer(snapshot: &Snapshot, errors: &[v1::SourceError]) -> anyhow::Result<()> {
@@ -190,7 +190,7 @@ async fn watch(
     args: &CountersArgs,
     selectors: Vec<v1::CounterSelector>,
     secs: f64,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let interval = Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| !d.is_zero())
@@ -249,9 +249,9 @@ async fn watch(
     }
     // A reset or wrap means some deltas above were unknown: say so in the exit code.
     Ok(if discontinuities {
-        Outcome::Inconclusive
+        Exit::Inconclusive
     } else {
-        Outcome::Success
+        Exit::Success
     })
 }
 

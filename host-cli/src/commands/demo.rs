@@ -17,17 +17,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::env::Env;
 use crate::cli::DemoCommand;
 use crate::demo_args::{CheckServingArgs, TrainingStorageArgs};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) async fn run(env: &Env<'_>, cmd: &DemoCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, cmd: &DemoCommand) -> anyhow::Result<Exit> {
     match cmd {
         DemoCommand::TrainingStorage(args) => training(env, args).await,
         DemoCommand::CheckServing(args) => check_serving(env, args).await,
     }
 }
 
-async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<Outcome> {
+async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<Exit> {
     let params = TrainingStorage {
         plan: args.plan.clone(),
         dry_run: args.dry_run,
@@ -40,12 +40,12 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
     let report = match training_storage(&env.session, &params, &mut spinner).await {
         Ok(TrainingStorageResult::DryRun(text)) => {
             output::line(&text)?;
-            return Ok(Outcome::Success);
+            return Ok(Exit::Success);
         }
         Ok(TrainingStorageResult::Ran(report)) => report,
         Err(DemoError::InvalidPlan(e)) => {
             output::diag(&format!("dpuctl: {e}"));
-            return Ok(Outcome::Usage);
+            return Ok(Exit::Usage);
         }
         Err(e) => return Err(e.into()),
     };
@@ -59,19 +59,19 @@ async fn training(env: &Env<'_>, args: &TrainingStorageArgs) -> anyhow::Result<O
         print_summary(&report)?;
     }
     Ok(match report.verdict() {
-        DemoVerdict::Passed => Outcome::Success,
-        DemoVerdict::Failed => Outcome::Failed,
+        DemoVerdict::Passed => Exit::Success,
+        DemoVerdict::Failed => Exit::Failed,
         DemoVerdict::Inconclusive => {
             output::diag(
                 "dpuctl: no step failed, but the counters could not judge the run (see the \
                  step or accounting lines marked inconclusive)",
             );
-            Outcome::Inconclusive
+            Exit::Inconclusive
         }
     })
 }
 
-async fn check_serving(env: &Env<'_>, args: &CheckServingArgs) -> anyhow::Result<Outcome> {
+async fn check_serving(env: &Env<'_>, args: &CheckServingArgs) -> anyhow::Result<Exit> {
     let params = CheckServing {
         plan: args.plan.clone(),
         url: args.url.clone(),
@@ -86,9 +86,9 @@ async fn check_serving(env: &Env<'_>, args: &CheckServingArgs) -> anyhow::Result
         print_report(&report)?;
     }
     Ok(if report.passed {
-        Outcome::Success
+        Exit::Success
     } else {
-        Outcome::Failed
+        Exit::Failed
     })
 }
 

@@ -6,10 +6,10 @@ use serde::Serialize;
 
 use super::env::{rpc_error, Env};
 use crate::cli::DpuCommand;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) async fn run(env: &Env<'_>, cmd: &DpuCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, cmd: &DpuCommand) -> anyhow::Result<Exit> {
     match cmd {
         DpuCommand::Info => info(env).await,
         DpuCommand::Health => health(env).await,
@@ -26,7 +26,7 @@ struct Info {
     rdma_devices: Vec<v1::RdmaDevice>,
 }
 
-async fn info(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn info(env: &Env<'_>) -> anyhow::Result<Exit> {
     let mut client = InventoryClient::new(env.channel().await?)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
     let system = client
@@ -56,7 +56,7 @@ async fn info(env: &Env<'_>) -> anyhow::Result<Outcome> {
     } else {
         print_info(&info)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 fn print_info(info: &Info) -> anyhow::Result<()> {
@@ -127,7 +127,7 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
     output::print_table(&table)
 }
 
-async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn health(env: &Env<'_>) -> anyhow::Result<Exit> {
     let report = agent_health(&env.session).await?;
     let rows = &report.rows;
     let healthy = report.healthy();
@@ -145,9 +145,5 @@ async fn health(env: &Env<'_>) -> anyhow::Result<Outcome> {
         output::print_table(&table)?;
         output::line(if healthy { "healthy" } else { "UNHEALTHY" })?;
     }
-    Ok(if healthy {
-        Outcome::Success
-    } else {
-        Outcome::Failed
-    })
+    Ok(if healthy { Exit::Success } else { Exit::Failed })
 }

@@ -15,18 +15,18 @@ use dpu_host::experiment::page::{render, PageEntry};
 use dpu_host::experiment::plan::Plan;
 use dpu_host::experiment::plan_load::parse;
 use dpu_host::experiment::run::{self, Cancel, Event, RunError, RunReport};
-use dpu_host::experiment::verdict::{number, Verdict};
+use dpu_host::experiment::verdict::{number, ExperimentVerdict};
 
 use crate::cli::OutputFormat;
+use crate::exit::Exit;
 use crate::experiment_cli::{ExperimentCommand, ExperimentRunArgs};
-use crate::outcome::Outcome;
 use crate::output;
 
 pub(crate) async fn run(
     format: OutputFormat,
     root: &dpu_probe::SysRoot,
     cmd: &ExperimentCommand,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     match cmd {
         ExperimentCommand::Check(args) => {
             let plan = load(&args.plan)?;
@@ -38,7 +38,7 @@ pub(crate) async fn run(
                 plan.order.name(),
                 plan.better.name(),
             ))?;
-            Ok(Outcome::Success)
+            Ok(Exit::Success)
         }
         ExperimentCommand::Recover(args) => {
             match journal::recover(&args.journal, Path::new("/"))? {
@@ -57,7 +57,7 @@ pub(crate) async fn run(
                     plan.display()
                 ))?,
             }
-            Ok(Outcome::Success)
+            Ok(Exit::Success)
         }
         ExperimentCommand::Run(args) => run_plan(format, root, args).await,
     }
@@ -73,7 +73,7 @@ async fn run_plan(
     format: OutputFormat,
     root: &dpu_probe::SysRoot,
     args: &ExperimentRunArgs,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let plan = load(&args.plan)?;
     let knob = machine_knob(&plan.knob)?;
     let roce = RoceContext {
@@ -108,7 +108,7 @@ async fn run_plan(
             for line in crate::report::error_lines(&anyhow::Error::new(e)) {
                 output::diag(&line);
             }
-            return Ok(Outcome::Failed);
+            return Ok(Exit::Failed);
         }
     };
     match format {
@@ -129,8 +129,8 @@ async fn run_plan(
             .write_atomic(path)?;
     }
     Ok(match report.analysis.verdict {
-        Verdict::Inconclusive => Outcome::Inconclusive,
-        _ => Outcome::Success,
+        ExperimentVerdict::Inconclusive => Exit::Inconclusive,
+        _ => Exit::Success,
     })
 }
 

@@ -22,14 +22,14 @@ use dpu_host::fleet::{html, inventory, ops};
 use dpu_proto::v1;
 
 use super::env::Env;
+use crate::exit::Exit;
 use crate::fleet_cli::{
     deadline_refused, FleetArgs, FleetCommand, FleetProveCommand, FleetTargets, OnHostArgs,
 };
-use crate::outcome::Outcome;
 use crate::output;
 use dpu_host::fleet::not_ready::NotReady;
 
-pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, args: &FleetArgs) -> anyhow::Result<Exit> {
     let fleet = &args.targets;
     // Everything that can be refused is refused before any node is asked.
     let selectors = fleet
@@ -194,14 +194,14 @@ async fn interrupted() {
 }
 
 /// The fleet's exit code: its worst node's.
-fn outcome(report: &FleetReport) -> Outcome {
+fn outcome(report: &FleetReport) -> Exit {
     if report.cancelled {
-        return Outcome::PassThrough(130);
+        return Exit::PassThrough(130);
     }
     match report.worst() {
-        NodeStatus::Pass | NodeStatus::Skip | NodeStatus::Warn => Outcome::Success,
-        NodeStatus::Inconclusive => Outcome::Inconclusive,
-        NodeStatus::Fail | NodeStatus::Unreachable | NodeStatus::Cancelled => Outcome::Failed,
+        NodeStatus::Pass | NodeStatus::Skip | NodeStatus::Warn => Exit::Success,
+        NodeStatus::Inconclusive => Exit::Inconclusive,
+        NodeStatus::Fail | NodeStatus::Unreachable | NodeStatus::Cancelled => Exit::Failed,
     }
 }
 

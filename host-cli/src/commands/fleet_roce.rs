@@ -15,9 +15,9 @@ use dpu_host::fleet::target::Target;
 use dpu_host::roce::perf::PathVerdict;
 
 use super::env::Env;
+use crate::exit::Exit;
 use crate::fleet_cli::FleetTargets;
 use crate::fleet_roce_cli::{FleetPairsArgs, FleetRoceCommand};
-use crate::outcome::Outcome;
 use crate::output;
 
 pub(crate) async fn run(
@@ -25,7 +25,7 @@ pub(crate) async fn run(
     fleet: &FleetTargets,
     targets: Vec<Target>,
     cmd: &FleetRoceCommand,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     match cmd {
         FleetRoceCommand::Pairs(args) => pairs(env, fleet, targets, args).await,
     }
@@ -57,7 +57,7 @@ async fn pairs(
     fleet: &FleetTargets,
     targets: Vec<Target>,
     args: &FleetPairsArgs,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     for (given, flag) in [
         (fleet.html.is_some(), "--html"),
         (fleet.metrics_file.is_some(), "--metrics-file"),
@@ -87,12 +87,12 @@ async fn pairs(
         print_report(&report)?;
     }
     Ok(if report.cancelled {
-        Outcome::PassThrough(130)
+        Exit::PassThrough(130)
     } else {
         match report.verdict {
-            PairVerdict::Pass => Outcome::Success,
-            PairVerdict::Fail => Outcome::Failed,
-            PairVerdict::Inconclusive => Outcome::Inconclusive,
+            PairVerdict::Pass => Exit::Success,
+            PairVerdict::Fail => Exit::Failed,
+            PairVerdict::Inconclusive => Exit::Inconclusive,
         }
     })
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::Context as _;
 
 use crate::cli::{LabArgs, LabCommand, LabNamespace, LabVm};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
 fn vm_name(vm: LabVm) -> &'static str {
@@ -129,7 +129,7 @@ fn lab_args(cmd: &LabCommand) -> Vec<String> {
 }
 
 /// Runs `lab.sh`; `lab run` exits with the guest command's code.
-pub(crate) fn run(args: &LabArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: &LabArgs) -> anyhow::Result<Exit> {
     let dir = lab_dir(args.lab_dir.as_deref())?;
     let script = dir.join("lab.sh");
     let status = Command::new("bash")
@@ -141,9 +141,9 @@ pub(crate) fn run(args: &LabArgs) -> anyhow::Result<Outcome> {
         .code()
         .map_or(255, |c| u8::try_from(c).unwrap_or(255));
     Ok(match (&args.command, code) {
-        (LabCommand::Run { .. }, code) => Outcome::PassThrough(code),
-        (_, 0) => Outcome::Success,
-        (_, _) => Outcome::Failed,
+        (LabCommand::Run { .. }, code) => Exit::PassThrough(code),
+        (_, 0) => Exit::Success,
+        (_, _) => Exit::Failed,
     })
 }
 

@@ -31,11 +31,11 @@ use anyhow::Context as _;
 use dpu_host::session::Session;
 
 use crate::cli::{Cli, Command};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use env::{tls_files, Env};
 
 /// Runs the selected command.
-pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Exit> {
     let timeout = Duration::try_from_secs_f64(cli.timeout)
         .ok()
         .filter(|t| !t.is_zero())

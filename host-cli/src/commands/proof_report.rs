@@ -10,7 +10,7 @@ use dpu_host::accounting::{Outcome as LineOutcome, Verdict};
 use dpu_host::prove::{self, ProofReport};
 
 use super::env::Env;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
 fn number(value: Option<u64>) -> String {
@@ -23,7 +23,7 @@ pub(super) fn finish(
     env: &Env<'_>,
     report: &ProofReport,
     html_path: Option<&Path>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     if let Some(path) = html_path {
         std::fs::write(path, prove::html::render(report))
             .with_context(|| format!("cannot write the report {}", path.display()))?;
@@ -103,8 +103,8 @@ pub(super) fn finish(
         ))?;
     }
     Ok(match report.verdict {
-        Verdict::Proven => Outcome::Success,
-        Verdict::NotProven => Outcome::Failed,
-        Verdict::Inconclusive => Outcome::Inconclusive,
+        Verdict::Proven => Exit::Success,
+        Verdict::NotProven => Exit::Failed,
+        Verdict::Inconclusive => Exit::Inconclusive,
     })
 }

@@ -9,9 +9,9 @@ use dpu_host::prove::{self, ForwardingLevel, StorageProof, SwitchProof};
 use super::env::Env;
 use super::proof_report;
 use crate::cli::{self, ProveCommand, ProveStorageArgs, ProveSwitchArgs};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 
-pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Exit> {
     let (report, html, metrics) = match cmd {
         ProveCommand::Storage(args) => (
             prove::prove_storage(&env.session, &storage_proof(args)?).await?,

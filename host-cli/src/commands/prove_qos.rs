@@ -7,11 +7,11 @@ use dpu_host::prove::{self, qos_judge, QosProof, QosReport};
 
 use super::env::Env;
 use super::proof_report::finish;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 use crate::prove_qos_cli::ProveQosArgs;
 
-pub(crate) async fn run(env: &Env<'_>, args: &ProveQosArgs) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, args: &ProveQosArgs) -> anyhow::Result<Exit> {
     let proof = QosProof {
         volume: args.volume.clone(),
         device: args.device.clone(),
@@ -25,9 +25,9 @@ pub(crate) async fn run(env: &Env<'_>, args: &ProveQosArgs) -> anyhow::Result<Ou
     let outcome = if env.json() {
         output::json(&report.fio_shaped())?;
         match report.proof.verdict {
-            Verdict::Proven => Outcome::Success,
-            Verdict::NotProven => Outcome::Failed,
-            Verdict::Inconclusive => Outcome::Inconclusive,
+            Verdict::Proven => Exit::Success,
+            Verdict::NotProven => Exit::Failed,
+            Verdict::Inconclusive => Exit::Inconclusive,
         }
     } else {
         print_windows(&report)?;

@@ -10,10 +10,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::env::Env;
 use crate::cli::ReadArgs;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Exit> {
     let params = ReadParams {
         path: args.path.clone(),
         bs: args.bs,
@@ -35,7 +35,7 @@ pub(crate) fn run(env: &Env<'_>, args: &ReadArgs) -> anyhow::Result<Outcome> {
         }
         output::print_table(&table)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 /// A progress bar on stderr, only for people at a terminal.

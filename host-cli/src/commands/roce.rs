@@ -8,10 +8,10 @@ use dpu_host::roce::nccl::{parse_results, NcclResults};
 
 use super::env::Env;
 use crate::cli::RoceCommand;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) fn run(env: &Env<'_>, cmd: &RoceCommand) -> anyhow::Result<Outcome> {
+pub(crate) fn run(env: &Env<'_>, cmd: &RoceCommand) -> anyhow::Result<Exit> {
     match cmd {
         RoceCommand::NcclCheck { files, run, report } => {
             nccl_check(env, files, run, report.as_deref())
@@ -26,7 +26,7 @@ fn nccl_check(
     files: &[std::path::PathBuf],
     run: &[String],
     report_path: Option<&std::path::Path>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let text = read_logs(files)?;
     let run = if run.is_empty() {
         None
@@ -47,21 +47,21 @@ fn nccl_check(
         print_report(&report)?;
     }
     Ok(match verdict {
-        NcclVerdict::Rdma => Outcome::Success,
+        NcclVerdict::Rdma => Exit::Success,
         NcclVerdict::CommandFailed(code) => {
             output::diag(&format!("dpuctl: the NCCL command exited {code}"));
-            Outcome::Failed
+            Exit::Failed
         }
         NcclVerdict::Contradicted => {
             output::diag("dpuctl: the RDMA counters contradict NCCL's transport (see above)");
-            Outcome::Failed
+            Exit::Failed
         }
         NcclVerdict::Socket => {
             output::diag(
                 "dpuctl: NCCL fell back to NET/Socket: the collective did not use RDMA \
                  (check NCCL_IB_HCA, NCCL_IB_GID_INDEX and that the RDMA devices are in the pod)",
             );
-            Outcome::Failed
+            Exit::Failed
         }
         NcclVerdict::Inconclusive => {
             match report
@@ -76,7 +76,7 @@ fn nccl_check(
                 ),
                 None => {}
             }
-            Outcome::Inconclusive
+            Exit::Inconclusive
         }
     })
 }

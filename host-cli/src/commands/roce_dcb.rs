@@ -10,10 +10,10 @@ use dpu_host::roce::dcb::{run, DcbParams, DcbReport};
 
 use super::env::Env;
 use crate::cli::DcbArgs;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) fn dcb(env: &Env<'_>, args: &DcbArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn dcb(env: &Env<'_>, args: &DcbArgs) -> anyhow::Result<Exit> {
     let params = DcbParams {
         interface: args.interface.clone(),
         device: args.device.clone(),
@@ -28,9 +28,9 @@ pub(crate) fn dcb(env: &Env<'_>, args: &DcbArgs) -> anyhow::Result<Outcome> {
         print_text(&report)?;
     }
     Ok(match report.verdict {
-        "ok" => Outcome::Success,
-        "misconfigured" => Outcome::Failed,
-        _ => Outcome::Inconclusive,
+        "ok" => Exit::Success,
+        "misconfigured" => Exit::Failed,
+        _ => Exit::Inconclusive,
     })
 }
 

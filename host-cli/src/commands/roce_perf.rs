@@ -9,10 +9,10 @@ use dpu_host::roce::sweep::{sweep, PerfParams, SweepEvent};
 
 use super::env::Env;
 use crate::cli::PerfArgs;
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Exit> {
     let params = PerfParams {
         peer: args.peer.clone(),
         tests: args.tests.clone(),
@@ -78,9 +78,9 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Outcome> {
             .write_atomic(path)?;
     }
     Ok(match report.verdict {
-        "ok" => Outcome::Success,
-        "flagged" => Outcome::Failed,
-        _ => Outcome::Inconclusive,
+        "ok" => Exit::Success,
+        "flagged" => Exit::Failed,
+        _ => Exit::Inconclusive,
     })
 }
 

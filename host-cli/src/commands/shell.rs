@@ -8,24 +8,24 @@ use anyhow::Context as _;
 use clap::CommandFactory as _;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 
 /// Prints the completion script for one shell.
-pub(crate) fn completions(args: &CompletionsArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn completions(args: &CompletionsArgs) -> anyhow::Result<Exit> {
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::tree(), "dpuctl", &mut out);
     write_stdout(&out)?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 /// Prints one man page, or writes every page into `--out-dir`.
-pub(crate) fn man(args: &ManArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn man(args: &ManArgs) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.out_dir {
         write_all_pages(dir)?;
     } else {
         write_stdout(&render_page(&args.subcommand)?)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 /// The command tree as the man pages show it: `help` is not a command of its own there.

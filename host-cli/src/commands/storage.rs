@@ -6,11 +6,11 @@ use dpu_proto::v1::{self, inventory_client::InventoryClient};
 
 use super::env::{rpc_error, Env};
 use crate::cli::{AttachArgs, ExposeArgs, StorageCommand, Transport};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 use crate::storage_qos_cli::QosArgs;
 
-pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, cmd: &StorageCommand) -> anyhow::Result<Exit> {
     match cmd {
         StorageCommand::Attach(args) => attach(env, args).await,
         StorageCommand::Expose(args) => expose(env, args).await,
@@ -112,7 +112,7 @@ fn controller_state(state: i32) -> &'static str {
     }
 }
 
-async fn attach(env: &Env<'_>, args: &AttachArgs) -> anyhow::Result<Outcome> {
+async fn attach(env: &Env<'_>, args: &AttachArgs) -> anyhow::Result<Exit> {
     let controller = env
         .storage_client()
         .await?
@@ -139,7 +139,7 @@ async fn attach(env: &Env<'_>, args: &AttachArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-async fn expose(env: &Env<'_>, args: &ExposeArgs) -> anyhow::Result<Outcome> {
+async fn expose(env: &Env<'_>, args: &ExposeArgs) -> anyhow::Result<Exit> {
     let spec = v1::ExposureSpec {
         remote: Some(remote_spec(&args.remote)),
         remote_nsid: args.remote_nsid,
@@ -194,7 +194,7 @@ struct Listing {
     subsystems: Vec<v1::Subsystem>,
 }
 
-async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn list(env: &Env<'_>) -> anyhow::Result<Exit> {
     let mut client = env.storage_client().await?;
     let listing = Listing {
         exposures: client
@@ -218,7 +218,7 @@ async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
     };
     if env.json() {
         output::json(&listing)?;
-        return Ok(Outcome::Success);
+        return Ok(Exit::Success);
     }
     let mut table = output::table(["exposure", "namespace", "controller", "state", "device"]);
     for e in &listing.exposures {
@@ -269,10 +269,10 @@ async fn list(env: &Env<'_>) -> anyhow::Result<Outcome> {
         ]);
     }
     output::print_table(&table)?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn functions(env: &Env<'_>) -> anyhow::Result<Exit> {
     let reply = InventoryClient::new(env.channel().await?)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .list_emulation_functions(v1::ListEmulationFunctionsRequest {})
@@ -281,7 +281,7 @@ async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
         .into_inner();
     if env.json() {
         output::json(&reply)?;
-        return Ok(Outcome::Success);
+        return Ok(Exit::Success);
     }
     let mut table = output::table(["function", "pci", "vuid", "type", "controller"]);
     for f in &reply.functions {
@@ -298,7 +298,7 @@ async fn functions(env: &Env<'_>) -> anyhow::Result<Outcome> {
         ]);
     }
     output::print_table(&table)?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 /// A volume's limits in words: "20000 IOPS, read 500 MiB/s"; "unlimited" when none.
@@ -337,7 +337,7 @@ fn in_force_text(v: &v1::Volume) -> String {
     }
 }
 
-async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Outcome> {
+async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Exit> {
     let volume = if args.volume.starts_with("volumes/") {
         args.volume.clone()
     } else {
@@ -375,7 +375,7 @@ async fn qos(env: &Env<'_>, args: &QosArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
+async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Exit> {
     let stats = env
         .storage_client()
         .await?
@@ -393,7 +393,7 @@ async fn stats(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
     })
 }
 
-async fn detach(env: &Env<'_>, name: &str, allow_missing: bool) -> anyhow::Result<Outcome> {
+async fn detach(env: &Env<'_>, name: &str, allow_missing: bool) -> anyhow::Result<Exit> {
     let mut client = env.storage_client().await?;
     let reply = if name.starts_with("remoteControllers/") {
         client
@@ -430,11 +430,11 @@ fn print_or_json<T: serde::Serialize>(
     env: &Env<'_>,
     value: &T,
     text: impl Fn(&T) -> String,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     if env.json() {
         output::json(value)?;
     } else {
         output::line(&text(value))?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }

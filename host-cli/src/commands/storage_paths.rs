@@ -6,7 +6,7 @@ use dpu_proto::v1;
 use serde::Serialize;
 
 use super::env::{rpc_error, Env};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 use crate::storage_paths_cli::PathsArgs;
 
@@ -60,7 +60,7 @@ fn rows(remotes: &[v1::RemoteController]) -> Vec<PathRow> {
         .collect()
 }
 
-pub(super) async fn paths(env: &Env<'_>, args: &PathsArgs) -> anyhow::Result<Outcome> {
+pub(super) async fn paths(env: &Env<'_>, args: &PathsArgs) -> anyhow::Result<Exit> {
     let mut client = env.storage_client().await?;
     let remotes = match &args.remote {
         Some(name) => {
@@ -87,7 +87,7 @@ pub(super) async fn paths(env: &Env<'_>, args: &PathsArgs) -> anyhow::Result<Out
     let rows = rows(&remotes);
     if env.json() {
         output::json(&rows)?;
-        return Ok(Outcome::Success);
+        return Ok(Exit::Success);
     }
     let mut table = output::table(["remote controller", "path", "state", "current", "detail"]);
     for row in rows {
@@ -100,5 +100,5 @@ pub(super) async fn paths(env: &Env<'_>, args: &PathsArgs) -> anyhow::Result<Out
         ]);
     }
     output::print_table(&table)?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }

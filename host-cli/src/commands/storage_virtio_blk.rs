@@ -4,7 +4,7 @@
 use dpu_proto::v1;
 
 use super::env::{rpc_error, Env};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 use crate::storage_virtio_blk_cli::{VirtioBlkCommand, VirtioBlkCreateArgs};
 
@@ -81,7 +81,7 @@ fn print(controllers: &[v1::VirtioBlkController]) -> anyhow::Result<()> {
     output::print_table(&table)
 }
 
-pub(super) async fn run(env: &Env<'_>, command: &VirtioBlkCommand) -> anyhow::Result<Outcome> {
+pub(super) async fn run(env: &Env<'_>, command: &VirtioBlkCommand) -> anyhow::Result<Exit> {
     let mut client = env.storage_client().await?;
     match command {
         VirtioBlkCommand::Create(args) => {
@@ -167,7 +167,7 @@ pub(super) async fn run(env: &Env<'_>, command: &VirtioBlkCommand) -> anyhow::Re
             }
         }
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 #[cfg(test)]

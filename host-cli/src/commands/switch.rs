@@ -7,10 +7,10 @@ use tonic::transport::Channel;
 
 use super::env::{rpc_error, Env};
 use crate::cli::{DatapathType, FlowType, OnOff, SwitchCommand};
-use crate::outcome::Outcome;
+use crate::exit::Exit;
 use crate::output;
 
-pub(crate) async fn run(env: &Env<'_>, cmd: &SwitchCommand) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(env: &Env<'_>, cmd: &SwitchCommand) -> anyhow::Result<Exit> {
     match cmd {
         SwitchCommand::Bridges => bridges(env).await,
         SwitchCommand::Ports { bridge } => ports(env, bridge).await,
@@ -38,7 +38,7 @@ async fn client(env: &Env<'_>) -> anyhow::Result<SwitchClient<Channel>> {
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES))
 }
 
-async fn bridges(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn bridges(env: &Env<'_>) -> anyhow::Result<Exit> {
     let reply = client(env)
         .await?
         .list_bridges(v1::ListBridgesRequest {})
@@ -62,10 +62,10 @@ async fn bridges(env: &Env<'_>) -> anyhow::Result<Outcome> {
         }
         output::print_table(&table)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn ports(env: &Env<'_>, bridge: &str) -> anyhow::Result<Outcome> {
+async fn ports(env: &Env<'_>, bridge: &str) -> anyhow::Result<Exit> {
     let reply = client(env)
         .await?
         .list_ports(v1::ListPortsRequest {
@@ -79,7 +79,7 @@ async fn ports(env: &Env<'_>, bridge: &str) -> anyhow::Result<Outcome> {
     } else {
         print_ports(&reply.ports)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 fn print_ports(ports: &[v1::Port]) -> anyhow::Result<()> {
@@ -110,7 +110,7 @@ async fn add_bridge(
     env: &Env<'_>,
     name: &str,
     datapath_type: Option<DatapathType>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let datapath_type = match datapath_type {
         None => "",
         Some(DatapathType::System) => "system",
@@ -140,10 +140,10 @@ async fn add_bridge(
             bridge.uuid
         ))?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn del_bridge(env: &Env<'_>, name: &str) -> anyhow::Result<Outcome> {
+async fn del_bridge(env: &Env<'_>, name: &str) -> anyhow::Result<Exit> {
     let reply = client(env)
         .await?
         .delete_bridge(v1::DeleteBridgeRequest {
@@ -162,7 +162,7 @@ async fn add_port(
     bridge: &str,
     port: &str,
     interface_type: &str,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let created = client(env)
         .await?
         .create_port(v1::CreatePortRequest {
@@ -179,10 +179,10 @@ async fn add_port(
     } else {
         print_ports(std::slice::from_ref(&created))?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn del_port(env: &Env<'_>, bridge: &str, port: &str) -> anyhow::Result<Outcome> {
+async fn del_port(env: &Env<'_>, bridge: &str, port: &str) -> anyhow::Result<Exit> {
     let reply = client(env)
         .await?
         .delete_port(v1::DeletePortRequest {
@@ -196,7 +196,7 @@ async fn del_port(env: &Env<'_>, bridge: &str, port: &str) -> anyhow::Result<Out
     print_deleted(env, &reply, &format!("port {port} of bridge {bridge}"))
 }
 
-fn print_deleted(env: &Env<'_>, reply: &v1::DeleteResponse, what: &str) -> anyhow::Result<Outcome> {
+fn print_deleted(env: &Env<'_>, reply: &v1::DeleteResponse, what: &str) -> anyhow::Result<Exit> {
     if env.json() {
         output::json(reply)?;
     } else if reply.deleted {
@@ -204,10 +204,10 @@ fn print_deleted(env: &Env<'_>, reply: &v1::DeleteResponse, what: &str) -> anyho
     } else {
         output::line(&format!("{what} did not exist"))?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn show_offload(env: &Env<'_>) -> anyhow::Result<Outcome> {
+async fn show_offload(env: &Env<'_>) -> anyhow::Result<Exit> {
     let settings = client(env)
         .await?
         .get_offload_settings(v1::GetOffloadSettingsRequest {})
@@ -219,10 +219,10 @@ async fn show_offload(env: &Env<'_>) -> anyhow::Result<Outcome> {
     } else {
         print_settings(&settings)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
-async fn set_offload(env: &Env<'_>, state: OnOff) -> anyhow::Result<Outcome> {
+async fn set_offload(env: &Env<'_>, state: OnOff) -> anyhow::Result<Exit> {
     let reply = client(env)
         .await?
         .update_offload_settings(v1::UpdateOffloadSettingsRequest {
@@ -234,7 +234,7 @@ async fn set_offload(env: &Env<'_>, state: OnOff) -> anyhow::Result<Outcome> {
         .into_inner();
     if env.json() {
         output::json(&reply)?;
-        return Ok(Outcome::Success);
+        return Ok(Exit::Success);
     }
     if let Some(settings) = &reply.settings {
         print_settings(settings)?;
@@ -250,7 +250,7 @@ async fn set_offload(env: &Env<'_>, state: OnOff) -> anyhow::Result<Outcome> {
     } else {
         "restart required: no"
     })?;
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 fn print_settings(s: &v1::OffloadSettings) -> anyhow::Result<()> {
@@ -302,11 +302,7 @@ fn tc_policy(policy: v1::TcPolicy) -> &'static str {
 }
 
 /// `OFFLOAD_STATUS_NOT_OFFLOADED` → `not-offloaded`.
-async fn flows(
-    env: &Env<'_>,
-    flow_type: FlowType,
-    in_port: Option<&str>,
-) -> anyhow::Result<Outcome> {
+async fn flows(env: &Env<'_>, flow_type: FlowType, in_port: Option<&str>) -> anyhow::Result<Exit> {
     let filter = match flow_type {
         FlowType::Offloaded => v1::FlowFilter::Offloaded,
         FlowType::NonOffloaded => v1::FlowFilter::NonOffloaded,
@@ -362,7 +358,7 @@ async fn flows(
         }
         output::print_table(&table)?;
     }
-    Ok(Outcome::Success)
+    Ok(Exit::Success)
 }
 
 /// Time since last use the way OVS prints it: `0.320s`, or `never`.

@@ -11,7 +11,7 @@
 
 use dpu_probe::dcb::{tsa_name, DcbConfig, RoceTos, TSA_ETS};
 
-use super::verdict::{fail, pass, put, skip, warn, Facts, Verdict};
+use super::verdict::{fail, pass, put, skip, warn, CheckVerdict, Facts};
 use crate::facts::dcb::{DcbFacts, DcbRail};
 
 /// Where RoCE traffic of a rail lands: ToS → DSCP → priority.
@@ -49,7 +49,7 @@ fn rail<'a>(
     dcb: &'a DcbFacts,
     ifname: Option<&str>,
     f: &mut Facts,
-) -> Result<(&'a DcbConfig, &'a DcbRail), Verdict> {
+) -> Result<(&'a DcbConfig, &'a DcbRail), CheckVerdict> {
     let ifname = ifname.ok_or_else(|| skip("no RDMA data interface found on this host"))?;
     f.insert("interface", ifname.into());
     let rail = dcb
@@ -61,7 +61,7 @@ fn rail<'a>(
 }
 
 /// The rail's chain, or the skip that says why the ToS is unknown.
-fn rail_chain(config: &DcbConfig, rail: &DcbRail, f: &mut Facts) -> Result<Chain, Verdict> {
+fn rail_chain(config: &DcbConfig, rail: &DcbRail, f: &mut Facts) -> Result<Chain, CheckVerdict> {
     let tos = rail.tos.as_ref().map_err(|e| skip(e.clone()))?;
     let chain = chain(config, tos);
     f.insert("roce_tos", u32::from(chain.tos).into());
@@ -95,7 +95,7 @@ fn enabled_facts(f: &mut Facts, enabled: &[u8]) {
 }
 
 /// `dcb.pfc`: PFC enabled on exactly the priority RoCE traffic maps to.
-pub(super) fn pfc(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdict {
+pub(super) fn pfc(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> CheckVerdict {
     let (config, rail) = match rail(dcb, ifname, f) {
         Ok(found) => found,
         Err(verdict) => return verdict,
@@ -147,7 +147,7 @@ pub(super) fn pfc(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdic
 }
 
 /// `dcb.trust`: the port classifies by DSCP (APP table DSCP entries) rather than PCP.
-pub(super) fn trust(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdict {
+pub(super) fn trust(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> CheckVerdict {
     let (config, _) = match rail(dcb, ifname, f) {
         Ok(found) => found,
         Err(verdict) => return verdict,
@@ -170,7 +170,7 @@ pub(super) fn trust(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verd
 }
 
 /// `dcb.chain`: ToS → DSCP → priority → PFC on that priority, as one named chain.
-pub(super) fn roce_chain(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdict {
+pub(super) fn roce_chain(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> CheckVerdict {
     let (config, rail) = match rail(dcb, ifname, f) {
         Ok(found) => found,
         Err(verdict) => return verdict,
@@ -215,7 +215,7 @@ pub(super) fn roce_chain(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) ->
 
 /// `dcb.ets`: ETS shares per traffic class and the priority → class map; the RoCE class
 /// must not have 0 % under ETS.
-pub(super) fn ets(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> Verdict {
+pub(super) fn ets(dcb: &DcbFacts, ifname: Option<&str>, f: &mut Facts) -> CheckVerdict {
     let (config, rail) = match rail(dcb, ifname, f) {
         Ok(found) => found,
         Err(verdict) => return verdict,

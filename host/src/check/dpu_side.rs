@@ -20,7 +20,7 @@ use super::dcb;
 use super::facts::AgentFacts;
 use super::fw;
 use super::fw_profile::FwProfile;
-use super::verdict::{skip, Facts, Verdict};
+use super::verdict::{skip, CheckVerdict, Facts};
 use crate::facts::dcb::{DcbFacts, DcbRail};
 use dpu_probe::fw_config::FwFacts;
 
@@ -31,7 +31,7 @@ pub(super) const DPU_SUBJECT: &str = "dpu";
 const DCB_CHECKS: [&str; 4] = ["dcb.pfc", "dcb.trust", "dcb.chain", "dcb.ets"];
 
 /// One `dcb.*` rule, as `dcb.rs` defines them.
-type DcbCheck = fn(&DcbFacts, Option<&str>, &mut Facts) -> Verdict;
+type DcbCheck = fn(&DcbFacts, Option<&str>, &mut Facts) -> CheckVerdict;
 
 /// The checks judged per firmware device, in catalog order.
 const FW_CHECKS: [&str; 4] = ["fw.tool", "fw.mode", "fw.profile", "fw.pending"];
@@ -40,7 +40,7 @@ const FW_CHECKS: [&str; 4] = ["fw.tool", "fw.mode", "fw.profile", "fw.pending"];
 pub(super) fn judge(
     agent: &AgentFacts,
     profile: Option<&FwProfile>,
-) -> Vec<(&'static str, Verdict)> {
+) -> Vec<(&'static str, CheckVerdict)> {
     let AgentFacts::Reached { fabric, .. } = agent else {
         return Vec::new();
     };
@@ -61,7 +61,7 @@ pub(super) fn judge(
     results
 }
 
-fn subject(mut verdict: Verdict, subject: String) -> Verdict {
+fn subject(mut verdict: CheckVerdict, subject: String) -> CheckVerdict {
     verdict.subject = Some(subject);
     verdict
 }
@@ -69,8 +69,8 @@ fn subject(mut verdict: Verdict, subject: String) -> Verdict {
 fn rule(
     id: &'static str,
     subject_name: String,
-    check: impl Fn(&mut Facts) -> Verdict,
-) -> (&'static str, Verdict) {
+    check: impl Fn(&mut Facts) -> CheckVerdict,
+) -> (&'static str, CheckVerdict) {
     let mut facts = Facts::new();
     let mut verdict = check(&mut facts);
     verdict.facts = facts;
@@ -100,7 +100,7 @@ pub(super) fn uplink_facts(config: &v1::FabricConfig) -> DcbFacts {
     facts
 }
 
-fn judge_uplinks(config: &v1::FabricConfig) -> Vec<(&'static str, Verdict)> {
+fn judge_uplinks(config: &v1::FabricConfig) -> Vec<(&'static str, CheckVerdict)> {
     if config.uplinks.is_empty() {
         let why = "the agent shows no uplink representor (p0, p1): the DPU is not in DPU mode, or its eswitch is not in switchdev mode";
         return DCB_CHECKS
@@ -132,13 +132,13 @@ fn judge_uplinks(config: &v1::FabricConfig) -> Vec<(&'static str, Verdict)> {
 fn judge_firmware(
     wire: Option<&v1::FirmwareSettings>,
     profile: Option<&FwProfile>,
-) -> Vec<(&'static str, Verdict)> {
+) -> Vec<(&'static str, CheckVerdict)> {
     let facts = match wire.map(|w| fw_from_wire(w, "on the DPU: ")) {
         Some(Ok(facts)) => facts,
         Some(Err(e)) => FwFacts::NotRun(format!("the agent's firmware answer: {e}")),
         None => FwFacts::NotRun("the agent sent no firmware part".to_owned()),
     };
-    let judge_one = |facts: &FwFacts, name: String| -> Vec<(&'static str, Verdict)> {
+    let judge_one = |facts: &FwFacts, name: String| -> Vec<(&'static str, CheckVerdict)> {
         FW_CHECKS
             .iter()
             .map(|id| {

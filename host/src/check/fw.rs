@@ -5,7 +5,7 @@
 //! firmware reset (`fw.pending`). Plain functions of the facts, called by `rules::judge`.
 
 use super::fw_profile::{Expected, FwProfile};
-use super::verdict::{fail, pass, put, skip, warn, FactValue, Facts, Verdict};
+use super::verdict::{fail, pass, put, skip, warn, CheckVerdict, FactValue, Facts};
 use dpu_probe::fw_config::{FwDevice, FwFacts, TOOL_NAMES};
 use dpu_probe::fw_config::{FwParam, FwQuery, FwValue};
 
@@ -14,7 +14,7 @@ pub(super) const TAKES_EFFECT: &str =
     "takes effect after a firmware reset (mlxfwreset or a power cycle)";
 
 /// Why nothing was judged, when the facts say so.
-fn not_read(fw: &FwFacts) -> Option<Verdict> {
+fn not_read(fw: &FwFacts) -> Option<CheckVerdict> {
     match fw {
         FwFacts::NotRun(why) => Some(skip(why.clone())),
         FwFacts::NotRoot => Some(skip(
@@ -77,7 +77,7 @@ fn device_record(d: &FwDevice) -> Facts {
 }
 
 /// `fw.tool`: the tool is installed and read every device's table.
-pub(super) fn tool(fw: &FwFacts, f: &mut Facts) -> Verdict {
+pub(super) fn tool(fw: &FwFacts, f: &mut Facts) -> CheckVerdict {
     if let Some(v) = not_read(fw) {
         return v;
     }
@@ -222,7 +222,7 @@ fn next(p: &FwParam) -> Option<&FwValue> {
 }
 
 /// `fw.mode`: each BlueField's mode now and after the next firmware reset.
-pub(super) fn mode(fw: &FwFacts, profile: Option<&FwProfile>, f: &mut Facts) -> Verdict {
+pub(super) fn mode(fw: &FwFacts, profile: Option<&FwProfile>, f: &mut Facts) -> CheckVerdict {
     if let Some(v) = not_read(fw) {
         return v;
     }
@@ -306,7 +306,7 @@ fn expected_record(param: &str, e: &Expected) -> Facts {
 }
 
 /// `fw.profile`: every `--profile` parameter on every device that reports it.
-pub(super) fn profile(fw: &FwFacts, profile: Option<&FwProfile>, f: &mut Facts) -> Verdict {
+pub(super) fn profile(fw: &FwFacts, profile: Option<&FwProfile>, f: &mut Facts) -> CheckVerdict {
     let Some(profile) = profile else {
         return skip("no --profile FILE: nothing to compare the firmware settings with");
     };
@@ -402,7 +402,7 @@ pub(super) fn profile(fw: &FwFacts, profile: Option<&FwProfile>, f: &mut Facts) 
 }
 
 /// `fw.pending`: every parameter whose next-boot value differs from the running one.
-pub(super) fn pending(fw: &FwFacts, f: &mut Facts) -> Verdict {
+pub(super) fn pending(fw: &FwFacts, f: &mut Facts) -> CheckVerdict {
     if let Some(v) = not_read(fw) {
         return v;
     }

@@ -15,7 +15,7 @@ use dpu_probe::pci::acs::{self, BridgeAcs};
 use dpu_probe::pci::topology::{self, PciRelation, PciTopology, TopologyGpu, TopologyNic};
 use dpu_probe::{error_chain, SysRoot};
 
-use super::verdict::{fail, pass, put, skip, warn, Facts, Verdict};
+use super::verdict::{fail, pass, put, skip, warn, CheckVerdict, Facts};
 
 /// The oldest kernel with RDMA DMA-BUF memory registration (`ibv_reg_dmabuf_mr`).
 const DMABUF_MIN_KERNEL: (u32, u32) = (5, 12);
@@ -113,7 +113,7 @@ fn peer_paths(topo: &PciTopology) -> Vec<PeerPath<'_>> {
 
 /// The topology with GPUs and RDMA NICs on PCI functions, or the skip that says why
 /// there is nothing to judge.
-fn gpus_and_nics(topology: &Result<PciTopology, String>) -> Result<&PciTopology, Verdict> {
+fn gpus_and_nics(topology: &Result<PciTopology, String>) -> Result<&PciTopology, CheckVerdict> {
     let topo = topology
         .as_ref()
         .map_err(|e| skip(format!("cannot read the PCIe topology: {e}")))?;
@@ -131,7 +131,7 @@ fn gpus_and_nics(topology: &Result<PciTopology, String>) -> Result<&PciTopology,
     Ok(topo)
 }
 
-fn environment(gdr: &GdrFacts) -> Result<&GdrEnvironment, Verdict> {
+fn environment(gdr: &GdrFacts) -> Result<&GdrEnvironment, CheckVerdict> {
     gdr.environment
         .as_ref()
         .map_err(|e| skip(format!("cannot read the GPUDirect RDMA environment: {e}")))
@@ -143,7 +143,7 @@ pub(super) fn peermem(
     gdr: &GdrFacts,
     topology: &Result<PciTopology, String>,
     f: &mut Facts,
-) -> Verdict {
+) -> CheckVerdict {
     let topo = match gpus_and_nics(topology) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,
@@ -244,7 +244,7 @@ pub(super) fn acs(
     gdr: &GdrFacts,
     topology: &Result<PciTopology, String>,
     f: &mut Facts,
-) -> Verdict {
+) -> CheckVerdict {
     let topo = match gpus_and_nics(topology) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,
@@ -344,7 +344,7 @@ pub(super) fn iommu(
     gdr: &GdrFacts,
     topology: &Result<PciTopology, String>,
     f: &mut Facts,
-) -> Verdict {
+) -> CheckVerdict {
     let topo = match gpus_and_nics(topology) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,

@@ -8,7 +8,7 @@
 use dpu_probe::pci::topology::{PciRelation, PciTopology, TopologyGpu, TopologyNic};
 
 use super::facts::HostFacts;
-use super::verdict::{pass, put, skip, warn, FactValue, Facts, Verdict};
+use super::verdict::{pass, put, skip, warn, CheckVerdict, FactValue, Facts};
 
 /// A GPU with the NICs nearest to it (several when tied) and how near they are.
 struct Nearest<'a> {
@@ -19,14 +19,14 @@ struct Nearest<'a> {
 
 /// The topology, or the skip that says why there is nothing to judge. Never a pass: a
 /// host without GPUs or NICs has not shown that its GPUs are placed well.
-fn readable(host: &HostFacts) -> Result<&PciTopology, Verdict> {
+fn readable(host: &HostFacts) -> Result<&PciTopology, CheckVerdict> {
     host.gpu_topology
         .as_ref()
         .map_err(|e| skip(format!("cannot read the PCIe topology: {e}")))
 }
 
 /// Each GPU's nearest NICs, or the skip when there are no GPUs or no NICs to relate.
-fn nearest(topo: &PciTopology) -> Result<Vec<Nearest<'_>>, Verdict> {
+fn nearest(topo: &PciTopology) -> Result<Vec<Nearest<'_>>, CheckVerdict> {
     if topo.gpus().is_empty() {
         return Err(skip(
             "no NVIDIA GPU on PCIe (vendor 0x10de, class 0x0302xx or 0x0300xx)",
@@ -114,7 +114,7 @@ fn put_matrix(f: &mut Facts, topo: &PciTopology) {
 }
 
 /// `gpu.nic-affinity`: WARN when a GPU's nearest NIC is SYS (on another socket).
-pub(super) fn nic_affinity(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn nic_affinity(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     let topo = match readable(host) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,
@@ -200,7 +200,7 @@ pub(super) fn nic_affinity(host: &HostFacts, f: &mut Facts) -> Verdict {
 
 /// `gpu.nic-sharing`: WARN when two GPUs share one nearest NIC while another NIC is
 /// nearest to no GPU.
-pub(super) fn nic_sharing(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn nic_sharing(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     let topo = match readable(host) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,
@@ -272,7 +272,7 @@ pub(super) fn nic_sharing(host: &HostFacts, f: &mut Facts) -> Verdict {
 }
 
 /// `gpu.numa`: WARN when a GPU and its nearest NIC report different NUMA nodes.
-pub(super) fn numa(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn numa(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     let topo = match readable(host) {
         Ok(topo) => topo,
         Err(skipped) => return skipped,

@@ -11,7 +11,7 @@ use dpu_probe::rdma::ib::{
 };
 
 use super::facts::HostFacts;
-use super::verdict::{fail, pass, put, skip, warn, Facts, Status, Verdict};
+use super::verdict::{fail, pass, put, skip, warn, CheckVerdict, Facts, Status};
 
 /// What one port showed for one check; [`summarize`] turns a port list into a verdict.
 enum Finding {
@@ -27,7 +27,7 @@ enum Finding {
 
 /// Any bad port fails the check; else any doubtful one warns; a check that could judge
 /// no port is a skip; otherwise it passes, naming the ports it could not judge.
-fn summarize(findings: &[Finding]) -> Verdict {
+fn summarize(findings: &[Finding]) -> CheckVerdict {
     let texts = |wanted: fn(&Finding) -> bool| -> Vec<&str> {
         findings
             .iter()
@@ -110,7 +110,7 @@ fn port_record(p: &IbPortAttributes) -> Facts {
 fn infiniband_ports<'a>(
     host: &'a HostFacts,
     f: &mut Facts,
-) -> Result<Vec<&'a IbPortAttributes>, Verdict> {
+) -> Result<Vec<&'a IbPortAttributes>, CheckVerdict> {
     let all = match &host.ib_ports {
         Ok(all) => all,
         Err(e) => return Err(skip(format!("cannot read the RDMA ports: {e}"))),
@@ -157,7 +157,7 @@ fn each_port(
     host: &HostFacts,
     f: &mut Facts,
     judge_port: impl Fn(&IbPortAttributes) -> Finding,
-) -> Verdict {
+) -> CheckVerdict {
     match infiniband_ports(host, f) {
         Ok(ports) => summarize(&ports.into_iter().map(judge_port).collect::<Vec<_>>()),
         Err(skipped) => skipped,
@@ -166,7 +166,7 @@ fn each_port(
 
 /// `ib.port`: ACTIVE and LinkUp; a link that is up on a port stuck in INIT means no
 /// subnet manager configured it.
-pub(super) fn port_state(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn port_state(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     each_port(host, f, |p| {
         let name = p.name();
         let (Some(state), Some(phys)) = (&p.state, &p.phys_state) else {
@@ -194,7 +194,7 @@ pub(super) fn port_state(host: &HostFacts, f: &mut Facts) -> Verdict {
 }
 
 /// `ib.lid`: a unicast LID, which only a subnet manager assigns.
-pub(super) fn lid_assigned(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn lid_assigned(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     each_port(host, f, |p| {
         let name = p.name();
         match p.lid {
@@ -211,7 +211,7 @@ pub(super) fn lid_assigned(host: &HostFacts, f: &mut Facts) -> Verdict {
 }
 
 /// `ib.sm`: the port knows its subnet manager's LID (and the SL to reach it).
-pub(super) fn subnet_manager(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn subnet_manager(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     each_port(host, f, |p| {
         let name = p.name();
         match p.sm_lid {
@@ -229,7 +229,7 @@ pub(super) fn subnet_manager(host: &HostFacts, f: &mut Facts) -> Verdict {
 
 /// `ib.rate`: at least `expected` Gbit/s when given; without it, a width below 4X warns.
 /// Only ports with a trained link have a rate to judge.
-pub(super) fn rate(host: &HostFacts, expected: Option<u32>, f: &mut Facts) -> Verdict {
+pub(super) fn rate(host: &HostFacts, expected: Option<u32>, f: &mut Facts) -> CheckVerdict {
     put(f, "expected_rate_gbps", expected);
     let verdict = each_port(host, f, |p| {
         let name = p.name();
@@ -268,7 +268,7 @@ pub(super) fn rate(host: &HostFacts, expected: Option<u32>, f: &mut Facts) -> Ve
 
 /// `ib.pkey`: P_Key index 0 holds the default partition key (0xffff full, 0x7fff
 /// limited membership), the key verbs users get unless they choose another index.
-pub(super) fn default_pkey(host: &HostFacts, f: &mut Facts) -> Verdict {
+pub(super) fn default_pkey(host: &HostFacts, f: &mut Facts) -> CheckVerdict {
     each_port(host, f, |p| {
         let name = p.name();
         let Some(pkey) = p.default_pkey else {

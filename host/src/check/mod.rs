@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::session::Session;
 use catalog::spec;
 use facts::{AgentFacts, HostFacts};
-use rules::{judge, Expectations, Facts, Status, Verdict};
+use rules::{judge, CheckVerdict, Expectations, Facts, Status};
 
 /// `dpuctl check` as parameters.
 #[derive(Debug, Clone, Default)]
@@ -121,7 +121,7 @@ pub async fn run_judged(session: &Session, args: &CheckParams) -> Result<CheckRu
 }
 
 /// Verdicts (as [`judge`] returns them) with their catalog entries: the results as printed.
-pub fn describe(judged: Vec<(&'static str, Verdict)>) -> Vec<CheckResult> {
+pub fn describe(judged: Vec<(&'static str, CheckVerdict)>) -> Vec<CheckResult> {
     judged
         .into_iter()
         .map(|(id, verdict)| {

@@ -19,7 +19,7 @@ use super::gpu;
 use super::ib;
 
 use super::verdict::{fail, pass, put, skip, warn};
-pub use super::verdict::{FactValue, Facts, Status, Verdict};
+pub use super::verdict::{CheckVerdict, FactValue, Facts, Status};
 
 /// User choices that change what "right" means.
 #[derive(Debug, Clone, Default)]
@@ -40,15 +40,15 @@ pub struct Expectations {
 }
 
 /// One rule: fills the facts it judged and returns its verdict.
-type Rule<'a> = dyn Fn(&mut Facts) -> Verdict + 'a;
+type Rule<'a> = dyn Fn(&mut Facts) -> CheckVerdict + 'a;
 
 /// Runs every rule, in catalog order; the per-port ones once per rail.
 pub fn judge(
     host: &HostFacts,
     agent: &AgentFacts,
     expect: &Expectations,
-) -> Vec<(&'static str, Verdict)> {
-    let rule = |id, check: &dyn Fn(&mut Facts) -> Verdict| {
+) -> Vec<(&'static str, CheckVerdict)> {
+    let rule = |id, check: &dyn Fn(&mut Facts) -> CheckVerdict| {
         let mut facts = Facts::new();
         let mut verdict = check(&mut facts);
         verdict.facts = facts;
@@ -167,7 +167,7 @@ const VM_WITHOUT_NIC_FIX: &str = "run dpuctl check on the host that holds the Bl
      pass its PCI functions through to this virtual machine (VFIO; lspci -d 15b3: then \
      lists them here)";
 
-fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
+fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> CheckVerdict {
     let functions = match &host.pci {
         Ok(functions) => functions,
         Err(e) => return skip(format!("cannot list PCI functions: {e}")),
@@ -244,7 +244,7 @@ fn pcie_bluefield(host: &HostFacts, facts: &mut Facts) -> Verdict {
     pass(names.join(", "))
 }
 
-fn pcie_link(host: &HostFacts, facts: &mut Facts) -> Verdict {
+fn pcie_link(host: &HostFacts, facts: &mut Facts) -> CheckVerdict {
     let nics = host.bluefield_nics();
     if nics.is_empty() {
         return skip("no BlueField NIC function to check");
@@ -286,7 +286,7 @@ fn pcie_link(host: &HostFacts, facts: &mut Facts) -> Verdict {
     }
 }
 
-fn netdev_up(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn netdev_up(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -312,7 +312,7 @@ fn netdev_mtu(
     data: Option<&DataInterface>,
     expected: Option<u32>,
     f: &mut Facts,
-) -> Verdict {
+) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -338,7 +338,7 @@ fn netdev_mtu(
     }
 }
 
-fn rdma_bound(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn rdma_bound(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -358,7 +358,7 @@ fn rdma_bound(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> 
     }
 }
 
-fn rdma_port(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn rdma_port(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -387,7 +387,7 @@ fn rdma_port(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> V
     }
 }
 
-fn rdma_link_layer(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn rdma_link_layer(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -421,7 +421,7 @@ fn gid_facts(f: &mut Facts, g: &GidEntry) {
     put(f, "gid_ip", g.ip.map(|ip| ip.to_string()));
 }
 
-fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -500,7 +500,7 @@ fn rdma_gid(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Ve
     }
 }
 
-fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Verdict {
+fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> CheckVerdict {
     let Some(data) = data else {
         return skip(NO_INTERFACE);
     };
@@ -566,7 +566,7 @@ fn rdma_mtu(host: &HostFacts, data: Option<&DataInterface>, f: &mut Facts) -> Ve
     ))
 }
 
-fn agent_reachable(agent: &AgentFacts, bluefield: bool, f: &mut Facts) -> Verdict {
+fn agent_reachable(agent: &AgentFacts, bluefield: bool, f: &mut Facts) -> CheckVerdict {
     if let AgentFacts::Reached { serving, .. } = agent {
         f.insert("serving", (*serving).into());
     }
@@ -584,7 +584,7 @@ fn agent_reachable(agent: &AgentFacts, bluefield: bool, f: &mut Facts) -> Verdic
     }
 }
 
-fn agent_consistent(host: &HostFacts, agent: &AgentFacts, f: &mut Facts) -> Verdict {
+fn agent_consistent(host: &HostFacts, agent: &AgentFacts, f: &mut Facts) -> CheckVerdict {
     let system = match agent {
         AgentFacts::NotAsked => return skip("--no-agent"),
         AgentFacts::Unreachable(_) => return skip("agent not reachable"),
@@ -647,7 +647,7 @@ fn agent_mtu(
     agent: &AgentFacts,
     data: Option<&DataInterface>,
     f: &mut Facts,
-) -> Verdict {
+) -> CheckVerdict {
     let netdevs = match agent {
         AgentFacts::NotAsked => return skip("--no-agent"),
         AgentFacts::Unreachable(_) => return skip("agent not reachable"),

@@ -1,4 +1,4 @@
-//! A check's verdict and the facts it judged, as plain data: [`Status`], [`Verdict`],
+//! A check's verdict and the facts it judged, as plain data: [`Status`], [`CheckVerdict`],
 //! [`Facts`]. Apart from `rules.rs` (which re-exports them) so that the modules of
 //! checks that `rules::judge` calls (`ib.rs`, ...) can build verdicts without importing
 //! `rules.rs` back: the check modules stay a one-way graph.
@@ -117,7 +117,7 @@ pub(super) fn put(facts: &mut Facts, key: &'static str, value: Option<impl Into<
 
 /// A verdict and what it is based on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub struct CheckVerdict {
     /// Pass, warn, fail or skip.
     pub status: Status,
     /// What was found.
@@ -132,8 +132,8 @@ pub struct Verdict {
     pub fix: Option<&'static str>,
 }
 
-pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
-    Verdict {
+pub(super) fn verdict(status: Status, detail: impl Into<String>) -> CheckVerdict {
+    CheckVerdict {
         status,
         detail: detail.into(),
         facts: Facts::new(),
@@ -141,15 +141,15 @@ pub(super) fn verdict(status: Status, detail: impl Into<String>) -> Verdict {
         fix: None,
     }
 }
-pub(super) fn pass(detail: impl Into<String>) -> Verdict {
+pub(super) fn pass(detail: impl Into<String>) -> CheckVerdict {
     verdict(Status::Pass, detail)
 }
-pub(super) fn warn(detail: impl Into<String>) -> Verdict {
+pub(super) fn warn(detail: impl Into<String>) -> CheckVerdict {
     verdict(Status::Warn, detail)
 }
-pub(super) fn fail(detail: impl Into<String>) -> Verdict {
+pub(super) fn fail(detail: impl Into<String>) -> CheckVerdict {
     verdict(Status::Fail, detail)
 }
-pub(super) fn skip(detail: impl Into<String>) -> Verdict {
+pub(super) fn skip(detail: impl Into<String>) -> CheckVerdict {
     verdict(Status::Skip, detail)
 }

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::run::RunReport;
-use super::verdict::Verdict;
+use super::verdict::ExperimentVerdict;
 use crate::textfile::Textfile;
 
 /// The verdict as a state set, each phase's median, B's effect and its interval.
@@ -12,10 +12,10 @@ pub fn textfile(plan: &str, report: &RunReport, at: SystemTime) -> Textfile {
     let mut t = Textfile::default();
     let base = [("plan", plan), ("knob", report.knob.as_str())];
     let verdicts = [
-        (Verdict::Improvement, "improvement"),
-        (Verdict::Regression, "regression"),
-        (Verdict::NoEffect, "no_effect"),
-        (Verdict::Inconclusive, "inconclusive"),
+        (ExperimentVerdict::Improvement, "improvement"),
+        (ExperimentVerdict::Regression, "regression"),
+        (ExperimentVerdict::NoEffect, "no_effect"),
+        (ExperimentVerdict::Inconclusive, "inconclusive"),
     ];
     for (verdict, name) in verdicts {
         let mut labels = base.to_vec();

@@ -2,7 +2,7 @@
 //! measure again, and believe a gain only when the statistics say so.
 //!
 //! - [`design`]: the phase order (`ABA`, `ABABA`) and which way a metric is better;
-//! - [`stats`]: from each phase's trials to a [`verdict::Verdict`] (medians, MAD spread,
+//! - [`stats`]: from each phase's trials to a [`verdict::ExperimentVerdict`] (medians, MAD spread,
 //!   the drift check between A phases, B's effect as a bootstrap interval, the
 //!   trials-needed estimate), built on [`robust`], [`bootstrap`], [`normal`] and the
 //!   seeded [`rng`];

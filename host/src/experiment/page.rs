@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use super::design::Arm;
 use super::run::RunReport;
-use super::verdict::{number, Verdict};
+use super::verdict::{number, ExperimentVerdict};
 use crate::render::escape;
 
 /// Why the page could not be drawn.
@@ -220,7 +220,7 @@ fn svg(report: &RunReport) -> Result<String, PageError> {
                 .map_err(|e| draw(&e))?;
         }
         let verdict = match analysis.verdict {
-            Verdict::Inconclusive => "INCONCLUSIVE",
+            ExperimentVerdict::Inconclusive => "INCONCLUSIVE",
             other => other.as_str(),
         };
         root.draw(&Text::new(

@@ -1,4 +1,4 @@
-//! The statistics of an A/B/A experiment: from each phase's trials to a [`Verdict`].
+//! The statistics of an A/B/A experiment: from each phase's trials to a [`ExperimentVerdict`].
 //!
 //! In order, and stopping at the first step that cannot go on:
 //!
@@ -32,8 +32,8 @@ use super::normal;
 use super::rng::derive_seed;
 use super::robust::{mad, median, pooled_sigma};
 use super::verdict::{
-    number, signed, Analysis, Doubt, DriftCheck, Effect, PhaseSummary, ResamplingUsed,
-    TrialsNeeded, Verdict,
+    number, signed, Analysis, Doubt, DriftCheck, Effect, ExperimentVerdict, PhaseSummary,
+    ResamplingUsed, TrialsNeeded,
 };
 
 /// The fewest trials a phase may have for its median and spread to mean anything.
@@ -80,7 +80,7 @@ impl Default for StatsConfig {
 }
 
 /// Why trials could not be analysed at all: the caller's mistake, not the experiment's
-/// outcome (that is a [`Verdict`], INCONCLUSIVE included).
+/// outcome (that is a [`ExperimentVerdict`], INCONCLUSIVE included).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
     /// The number of phases does not match the order.
@@ -154,7 +154,7 @@ pub fn analyse(
         })
         .collect();
     let mut analysis = Analysis {
-        verdict: Verdict::Inconclusive,
+        verdict: ExperimentVerdict::Inconclusive,
         summary: String::new(),
         doubts: Vec::new(),
         order,
@@ -205,9 +205,9 @@ pub fn analyse(
         let positive = effect.interval.low > 0.0;
         let is_better = better.is_better(if positive { 1.0 } else { -1.0 });
         analysis.verdict = if is_better {
-            Verdict::Improvement
+            ExperimentVerdict::Improvement
         } else {
-            Verdict::Regression
+            ExperimentVerdict::Regression
         };
         analysis.summary = format!(
             "B is {} ({} is better): B − A = {change}, median {} against {} for A; \
@@ -224,7 +224,7 @@ pub fn analyse(
             .map(|p| p.trials.as_slice())
             .collect();
         let needed = trials_needed(order, &all, effect.difference.abs(), config);
-        analysis.verdict = Verdict::NoEffect;
+        analysis.verdict = ExperimentVerdict::NoEffect;
         analysis.summary = format!(
             "no effect detected at this noise level: B − A = {change}, {interval_words} \
              includes 0; {}",

@@ -17,7 +17,7 @@ use super::design::{Arm, Direction, Order};
 /// The conclusion about B against A.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Verdict {
+pub enum ExperimentVerdict {
     /// B is better than A: the interval of B − A excludes zero on the better side.
     Improvement,
     /// B is worse than A: the interval excludes zero on the worse side.
@@ -29,7 +29,7 @@ pub enum Verdict {
     Inconclusive,
 }
 
-impl Verdict {
+impl ExperimentVerdict {
     /// The verdict as reports print it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -183,7 +183,7 @@ pub struct ResamplingUsed {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
     /// IMPROVEMENT, REGRESSION, NO_EFFECT or INCONCLUSIVE.
-    pub verdict: Verdict,
+    pub verdict: ExperimentVerdict,
     /// The verdict in one sentence, with its numbers.
     pub summary: String,
     /// Why it is INCONCLUSIVE; empty otherwise.
@@ -235,17 +235,17 @@ mod tests {
     #[test]
     fn verdicts_serialise_in_the_proofs_casing() {
         let json = serde_json::to_string(&[
-            Verdict::Improvement,
-            Verdict::Regression,
-            Verdict::NoEffect,
-            Verdict::Inconclusive,
+            ExperimentVerdict::Improvement,
+            ExperimentVerdict::Regression,
+            ExperimentVerdict::NoEffect,
+            ExperimentVerdict::Inconclusive,
         ])
         .expect("the test input has a value");
         assert_eq!(
             json,
             r#"["IMPROVEMENT","REGRESSION","NO_EFFECT","INCONCLUSIVE"]"#
         );
-        assert_eq!(Verdict::NoEffect.as_str(), "NO EFFECT");
+        assert_eq!(ExperimentVerdict::NoEffect.as_str(), "NO EFFECT");
     }
 
     #[test]

@@ -10,11 +10,11 @@ use dpu_probe::SysRoot;
 
 use super::super::dcb;
 use super::super::facts::{AgentFacts, HostFacts};
-use super::super::rules::{judge, Expectations, FactValue, Facts, Status, Verdict};
+use super::super::rules::{judge, CheckVerdict, Expectations, FactValue, Facts, Status};
 use crate::facts::dcb::{DcbFacts, DcbRail};
 use crate::facts::dcb_fixture::{decoded, facts_with, lossless, Setup, IF};
 
-type Check = fn(&DcbFacts, Option<&str>, &mut Facts) -> Verdict;
+type Check = fn(&DcbFacts, Option<&str>, &mut Facts) -> CheckVerdict;
 
 const CHECKS: [(&str, Check); 4] = [
     ("dcb.pfc", dcb::pfc),
@@ -23,7 +23,7 @@ const CHECKS: [(&str, Check); 4] = [
     ("dcb.ets", dcb::ets),
 ];
 
-fn run(id: &str, facts: &DcbFacts) -> (Verdict, Facts) {
+fn run(id: &str, facts: &DcbFacts) -> (CheckVerdict, Facts) {
     let (_, check) = CHECKS.iter().find(|(i, _)| *i == id).expect("a dcb check");
     let mut f = Facts::new();
     let verdict = check(facts, Some(IF), &mut f);

@@ -11,7 +11,7 @@ use dpu_proto::v1;
 
 use super::super::dpu_side::judge;
 use super::super::facts::AgentFacts;
-use super::super::rules::{Status, Verdict};
+use super::super::rules::{CheckVerdict, Status};
 use crate::facts::dcb_fixture::{decoded, lossless, Setup};
 
 fn uplink(ifname: &str, config: Result<DcbConfig, &str>, tos: u8) -> v1::UplinkDcb {
@@ -37,7 +37,11 @@ fn reached(fabric: Result<v1::FabricConfig, String>) -> AgentFacts {
     }
 }
 
-fn find<'a>(results: &'a [(&'static str, Verdict)], id: &str, subject: &str) -> &'a Verdict {
+fn find<'a>(
+    results: &'a [(&'static str, CheckVerdict)],
+    id: &str,
+    subject: &str,
+) -> &'a CheckVerdict {
     results
         .iter()
         .find(|(i, v)| *i == id && v.subject.as_deref() == Some(subject))

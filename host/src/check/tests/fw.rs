@@ -11,7 +11,7 @@ use dpu_probe::SysRoot;
 
 use super::super::fw;
 use super::super::fw_profile::FwProfile;
-use super::super::verdict::{FactValue, Facts, Status, Verdict};
+use super::super::verdict::{CheckVerdict, FactValue, Facts, Status};
 use dpu_probe::fw_config::{
     gather_fw, gather_fw_devices, query_args, FwFacts, FwTool, FwToolRunner, ToolOutput,
     MAX_PARALLEL_QUERIES,
@@ -296,7 +296,7 @@ fn bf3_with(output: &str, code: i32) -> (FwFacts, FakeTool) {
     (facts, runner)
 }
 
-fn judged(check: impl Fn(&mut Facts) -> Verdict) -> Verdict {
+fn judged(check: impl Fn(&mut Facts) -> CheckVerdict) -> CheckVerdict {
     let mut facts = Facts::new();
     let mut v = check(&mut facts);
     v.facts = facts;

@@ -15,7 +15,7 @@ use dpu_probe::SysRoot;
 use super::super::catalog::spec;
 use super::super::facts::HostFacts;
 use super::super::gdr;
-use super::super::rules::{FactValue, Facts, Status, Verdict};
+use super::super::rules::{CheckVerdict, FactValue, Facts, Status};
 
 const ROOT_PORT: &str = "pci0000:17/0000:17:01.0";
 const UPSTREAM: &str = "pci0000:17/0000:17:01.0/0000:18:00.0";
@@ -150,7 +150,7 @@ type Check = fn(
     &gdr::GdrFacts,
     &Result<dpu_probe::pci::topology::PciTopology, String>,
     &mut Facts,
-) -> Verdict;
+) -> CheckVerdict;
 
 const CHECKS: [(&str, Check); 3] = [
     ("gdr.peermem", gdr::peermem),
@@ -158,7 +158,7 @@ const CHECKS: [(&str, Check); 3] = [
     ("gdr.iommu", gdr::iommu),
 ];
 
-fn judged(host: &HostFacts, id: &str) -> Verdict {
+fn judged(host: &HostFacts, id: &str) -> CheckVerdict {
     let (_, check) = CHECKS.iter().find(|(i, _)| *i == id).expect("a gdr check");
     let mut facts = Facts::new();
     let mut verdict = check(&host.gdr, &host.gpu_topology, &mut facts);

@@ -10,7 +10,7 @@ use std::path::Path;
 use dpu_probe::SysRoot;
 
 use super::super::facts::{AgentFacts, HostFacts};
-use super::super::rules::{judge, Expectations, Status, Verdict};
+use super::super::rules::{judge, CheckVerdict, Expectations, Status};
 use super::rules::verdict;
 
 /// A sysfs tree: functions under `sys/devices/pciDDDD:BB/...` (the bridges on the way
@@ -64,7 +64,7 @@ impl Tree {
     }
 
     /// The host as `dpuctl check` gathers it.
-    fn judged(&self) -> Vec<(&'static str, Verdict)> {
+    fn judged(&self) -> Vec<(&'static str, CheckVerdict)> {
         let host = HostFacts::gather(&SysRoot::new(self.dir.path()));
         assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
         judge(&host, &AgentFacts::NotAsked, &Expectations::default())

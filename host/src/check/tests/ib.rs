@@ -9,7 +9,7 @@ use std::path::Path;
 use dpu_probe::SysRoot;
 
 use super::super::facts::{AgentFacts, HostFacts};
-use super::super::rules::{judge, Expectations, Status, Verdict};
+use super::super::rules::{judge, CheckVerdict, Expectations, Status};
 use super::rules::{host, port, verdict};
 
 const IB_CHECKS: [&str; 5] = ["ib.port", "ib.lid", "ib.sm", "ib.rate", "ib.pkey"];
@@ -80,7 +80,7 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).expect("write");
 }
 
-fn judged(host: &HostFacts, ib_rate: Option<u32>) -> Vec<(&'static str, Verdict)> {
+fn judged(host: &HostFacts, ib_rate: Option<u32>) -> Vec<(&'static str, CheckVerdict)> {
     judge(
         host,
         &AgentFacts::NotAsked,
@@ -91,11 +91,11 @@ fn judged(host: &HostFacts, ib_rate: Option<u32>) -> Vec<(&'static str, Verdict)
     )
 }
 
-fn check(host: &HostFacts, ib_rate: Option<u32>, id: &str) -> Verdict {
+fn check(host: &HostFacts, ib_rate: Option<u32>, id: &str) -> CheckVerdict {
     verdict(&judged(host, ib_rate), id)
 }
 
-fn assert_names(v: &Verdict, needles: &[&str]) {
+fn assert_names(v: &CheckVerdict, needles: &[&str]) {
     for needle in needles {
         assert!(v.detail.contains(needle), "{needle:?} in {:?}", v.detail);
     }

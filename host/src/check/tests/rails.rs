@@ -8,7 +8,7 @@ use dpu_probe::rdma::RdmaDeviceInfo;
 use super::super::describe;
 use super::super::env::fabric_env;
 use super::super::facts::{AgentFacts, HostFacts};
-use super::super::rules::{judge, Expectations, Status, Verdict};
+use super::super::rules::{judge, CheckVerdict, Expectations, Status};
 use super::rules::{gid, host, netdev, port, v4};
 
 /// The RDMA device of a ConnectX port on `pci` whose RoCE v2 IPv4 GID `gid_index`
@@ -66,7 +66,7 @@ fn gpu_server(second_gid_index: u32, second_up: bool) -> HostFacts {
     h
 }
 
-fn results_of<'a>(judged: &'a [(&'static str, Verdict)], id: &str) -> Vec<&'a Verdict> {
+fn results_of<'a>(judged: &'a [(&'static str, CheckVerdict)], id: &str) -> Vec<&'a CheckVerdict> {
     judged
         .iter()
         .filter(|(i, _)| *i == id)

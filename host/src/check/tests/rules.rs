@@ -9,7 +9,7 @@ use dpu_probe::rdma::{GidEntry, RdmaDeviceInfo, RdmaPortInfo};
 use dpu_proto::v1;
 
 use super::super::facts::{AgentFacts, HostFacts};
-use super::super::rules::{judge, Expectations, Status, Verdict};
+use super::super::rules::{judge, CheckVerdict, Expectations, Status};
 use dpu_probe::fw_config::FwFacts;
 
 pub(super) fn nic(address: &str, width: u32) -> PciFunction {
@@ -108,7 +108,7 @@ pub(super) fn host(
     }
 }
 
-pub(super) fn verdict(results: &[(&'static str, Verdict)], id: &str) -> Verdict {
+pub(super) fn verdict(results: &[(&'static str, CheckVerdict)], id: &str) -> CheckVerdict {
     results
         .iter()
         .find(|(i, _)| *i == id)

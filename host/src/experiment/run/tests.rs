@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::*;
 use crate::experiment::metric::Metric;
 use crate::experiment::plan_load::parse;
-use crate::experiment::verdict::Verdict;
+use crate::experiment::verdict::ExperimentVerdict;
 
 const MTU_PLAN: &str = r#"
 trials = 5
@@ -146,7 +146,7 @@ fn phases_run_in_order_with_the_knob_set_and_the_original_restored() {
         .collect();
     assert_eq!(labels, ["A1=1500", "B1=9000", "A2=1500"]);
     assert!(matches!(events.last(), Some(Event::Reverted { value, .. }) if value == "1500"));
-    assert_eq!(report.analysis.verdict, Verdict::Improvement);
+    assert_eq!(report.analysis.verdict, ExperimentVerdict::Improvement);
     assert_eq!(report.restored.as_deref(), Some("1500"));
     assert_eq!(report.metric, "fake Gb/s");
     assert!(!dir.path().join("journal.json").exists());
@@ -171,7 +171,7 @@ fn a_knob_that_does_not_matter_gives_no_effect() {
         &mut |_: &Event| {},
     )
     .expect("the run ends");
-    assert_eq!(report.analysis.verdict, Verdict::NoEffect);
+    assert_eq!(report.analysis.verdict, ExperimentVerdict::NoEffect);
 }
 
 #[test]
@@ -374,7 +374,7 @@ fn an_env_knob_reaches_the_measurement_and_needs_no_journal() {
         .collect();
     assert_eq!(algos[4..6], ["Ring", "Tree"]);
     assert!(measure.seen.iter().all(|(_, env)| env[0].0 == "NCCL_ALGO"));
-    assert_eq!(report.analysis.verdict, Verdict::Regression);
+    assert_eq!(report.analysis.verdict, ExperimentVerdict::Regression);
     assert_eq!(report.knob, "env NCCL_ALGO");
     assert_eq!(report.restored, None);
 }
@@ -445,7 +445,7 @@ fn a_refused_trial_is_named_in_the_verdict_and_never_a_data_point() {
         .as_deref()
         .is_some_and(|r| r.starts_with("NOT PROVEN")));
     assert!(not_counted[0].rdma.is_some());
-    assert_eq!(report.analysis.verdict, Verdict::Improvement);
+    assert_eq!(report.analysis.verdict, ExperimentVerdict::Improvement);
     assert!(
         report.analysis.summary.contains("1 refused")
             && report.analysis.summary.contains("B1 trial 2"),
@@ -478,7 +478,7 @@ fn the_same_run_with_every_trial_corroborated_counts_all_of_them() {
 fn a_phase_whose_counters_never_corroborate_makes_the_verdict_inconclusive() {
     let (report, _, knob) = run_refusing(|mtu, _| mtu == "9000");
     assert_eq!(knob.now(), "1500");
-    assert_eq!(report.analysis.verdict, Verdict::Inconclusive);
+    assert_eq!(report.analysis.verdict, ExperimentVerdict::Inconclusive);
     assert!(report.analysis.phases[1].trials.is_empty());
     assert!(
         report.analysis.doubts.iter().any(|d| matches!(d, crate::experiment::verdict::Doubt::TooFewTrials { phase, trials: 0, .. } if phase == "B1")),

@@ -36,7 +36,7 @@ fn a_real_effect_is_found_with_an_interval_that_excludes_zero() {
     let analysis = run(Order::Aba, &phases, Direction::Higher);
     assert_eq!(
         analysis.verdict,
-        Verdict::Improvement,
+        ExperimentVerdict::Improvement,
         "{}",
         analysis.summary
     );
@@ -73,7 +73,7 @@ fn a_real_effect_is_found_in_nearly_every_series_and_never_reversed() {
     // check, about 3.4 % of same-distribution A pairs at 5 trials (measured over 3,000
     // seeded series while writing this; 3 of these 20 happen to). The effect is never
     // missed otherwise, nor called a regression.
-    let verdicts: Vec<Verdict> = (1..=20)
+    let verdicts: Vec<ExperimentVerdict> = (1..=20)
         .map(|seed| {
             run(
                 Order::Aba,
@@ -85,13 +85,14 @@ fn a_real_effect_is_found_in_nearly_every_series_and_never_reversed() {
         .collect();
     let found = verdicts
         .iter()
-        .filter(|&&v| v == Verdict::Improvement)
+        .filter(|&&v| v == ExperimentVerdict::Improvement)
         .count();
     assert!(found >= 16, "{verdicts:?}");
     assert!(
-        verdicts
-            .iter()
-            .all(|&v| matches!(v, Verdict::Improvement | Verdict::Inconclusive)),
+        verdicts.iter().all(|&v| matches!(
+            v,
+            ExperimentVerdict::Improvement | ExperimentVerdict::Inconclusive
+        )),
         "{verdicts:?}"
     );
 }
@@ -100,7 +101,12 @@ fn a_real_effect_is_found_in_nearly_every_series_and_never_reversed() {
 fn no_effect_is_not_claimed_and_the_trials_needed_are_estimated() {
     let phases = aba(4, 100.0, 100.0, 2.0, 5);
     let analysis = run(Order::Aba, &phases, Direction::Higher);
-    assert_eq!(analysis.verdict, Verdict::NoEffect, "{}", analysis.summary);
+    assert_eq!(
+        analysis.verdict,
+        ExperimentVerdict::NoEffect,
+        "{}",
+        analysis.summary
+    );
     let effect = analysis
         .effect
         .as_ref()
@@ -149,7 +155,12 @@ fn same_distribution_is_rarely_called_an_effect() {
                 Direction::Higher,
             )
         })
-        .filter(|a| matches!(a.verdict, Verdict::Improvement | Verdict::Regression))
+        .filter(|a| {
+            matches!(
+                a.verdict,
+                ExperimentVerdict::Improvement | ExperimentVerdict::Regression
+            )
+        })
         .count();
     assert!(
         claims <= 6,
@@ -182,7 +193,7 @@ fn trials_needed_follows_the_stated_formula() {
 fn an_exactly_zero_difference_says_no_estimate_is_possible() {
     let a = vec![99.0, 100.0, 101.0];
     let analysis = run(Order::Aba, &[a.clone(), a.clone(), a], Direction::Higher);
-    assert_eq!(analysis.verdict, Verdict::NoEffect);
+    assert_eq!(analysis.verdict, ExperimentVerdict::NoEffect);
     assert_eq!(
         analysis
             .trials_needed
@@ -208,7 +219,7 @@ fn drift_between_the_a_phases_is_caught_and_named() {
     let analysis = run(Order::Aba, &phases, Direction::Higher);
     assert_eq!(
         analysis.verdict,
-        Verdict::Inconclusive,
+        ExperimentVerdict::Inconclusive,
         "{}",
         analysis.summary
     );
@@ -251,7 +262,7 @@ fn drift_over_the_threshold_is_caught_even_when_its_interval_includes_zero() {
     let analysis = run(Order::Aba, &[a1, b1, a2], Direction::Higher);
     assert_eq!(
         analysis.verdict,
-        Verdict::Inconclusive,
+        ExperimentVerdict::Inconclusive,
         "{}",
         analysis.summary
     );
@@ -277,7 +288,7 @@ fn too_few_trials_are_reported_per_phase() {
         vec![100.0, 101.0, 99.0],
     ];
     let analysis = run(Order::Aba, &phases, Direction::Higher);
-    assert_eq!(analysis.verdict, Verdict::Inconclusive);
+    assert_eq!(analysis.verdict, ExperimentVerdict::Inconclusive);
     assert_eq!(
         analysis.doubts,
         [Doubt::TooFewTrials {
@@ -300,7 +311,7 @@ fn too_few_trials_are_reported_per_phase() {
         Direction::Higher,
     );
     assert_eq!(empty.phases[1].median, None);
-    assert_eq!(empty.verdict, Verdict::Inconclusive);
+    assert_eq!(empty.verdict, ExperimentVerdict::Inconclusive);
 }
 
 #[test]
@@ -308,17 +319,32 @@ fn a_lower_is_better_metric_flips_the_words() {
     // Latency up from 10 to 12 µs.
     let phases = aba(5, 10.0, 12.0, 0.2, 5);
     let lower = run(Order::Aba, &phases, Direction::Lower);
-    assert_eq!(lower.verdict, Verdict::Regression, "{}", lower.summary);
+    assert_eq!(
+        lower.verdict,
+        ExperimentVerdict::Regression,
+        "{}",
+        lower.summary
+    );
     assert!(
         lower.summary.starts_with("B is worse (lower is better)"),
         "{}",
         lower.summary
     );
     let higher = run(Order::Aba, &phases, Direction::Higher);
-    assert_eq!(higher.verdict, Verdict::Improvement, "{}", higher.summary);
+    assert_eq!(
+        higher.verdict,
+        ExperimentVerdict::Improvement,
+        "{}",
+        higher.summary
+    );
     // Latency down from 12 to 10 µs.
     let down = run(Order::Aba, &aba(6, 12.0, 10.0, 0.2, 5), Direction::Lower);
-    assert_eq!(down.verdict, Verdict::Improvement, "{}", down.summary);
+    assert_eq!(
+        down.verdict,
+        ExperimentVerdict::Improvement,
+        "{}",
+        down.summary
+    );
     assert!(
         down.effect
             .expect("the test input has a value")
@@ -340,7 +366,7 @@ fn ababa_pools_both_b_phases_and_checks_every_pair_of_a_phases() {
     let analysis = run(Order::Ababa, &phases, Direction::Higher);
     assert_eq!(
         analysis.verdict,
-        Verdict::Improvement,
+        ExperimentVerdict::Improvement,
         "{}",
         analysis.summary
     );
@@ -383,7 +409,7 @@ fn ababa_catches_a_last_baseline_that_moved() {
     let analysis = run(Order::Ababa, &phases, Direction::Higher);
     assert_eq!(
         analysis.verdict,
-        Verdict::Inconclusive,
+        ExperimentVerdict::Inconclusive,
         "{}",
         analysis.summary
     );

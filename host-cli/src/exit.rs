@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Exit {
     /// It did what was asked; for `prove`: PROVEN.
     Success,
     /// A check or proof failed, or something reported unhealthy.
@@ -22,15 +22,15 @@ pub(crate) enum Outcome {
     ReaderGone,
 }
 
-impl From<Outcome> for ExitCode {
-    fn from(outcome: Outcome) -> Self {
+impl From<Exit> for ExitCode {
+    fn from(outcome: Exit) -> Self {
         ExitCode::from(match outcome {
-            Outcome::Success => 0,
-            Outcome::Failed => 1,
-            Outcome::Usage => 2,
-            Outcome::Inconclusive => 3,
-            Outcome::PassThrough(code) => code,
-            Outcome::ReaderGone => 141,
+            Exit::Success => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::Inconclusive => 3,
+            Exit::PassThrough(code) => code,
+            Exit::ReaderGone => 141,
         })
     }
 }
