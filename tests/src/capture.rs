@@ -137,3 +137,21 @@ pub fn first_line(child: &mut Child) -> String {
         .expect("a first line");
     line
 }
+
+/// The fields of a `switch flows` answer that are relative to the moment of the answer
+/// (a flow's `used`, its tc filter's `installedSec` and `lastUsedSec`), so never the same
+/// twice: `scripts/capture-fixture` leaves the same ones out of a capture's expectation.
+const TIME_RELATIVE: [&str; 3] = ["used", "installedSec", "lastUsedSec"];
+
+/// Removes the time-relative fields (`used`, `installedSec`, `lastUsedSec`) at every depth of a JSON answer, so
+/// a live answer and a replayed one can be compared as values.
+pub fn strip_time_relative(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members.retain(|key, _| !TIME_RELATIVE.contains(&key.as_str()));
+            members.values_mut().for_each(strip_time_relative);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_time_relative),
+        _ => {}
+    }
+}

@@ -28,7 +28,7 @@ use dpu_sim::fake_ovs::FakeOvs;
 use dpu_sim::fake_snap::Replay;
 use dpu_tests::capture::{
     check_results, counter_answer_lines, flip_first_stats_answer_byte, live_sample_lines,
-    sample_lines,
+    sample_lines, strip_time_relative,
 };
 use dpu_tests::harness::{dpuctl, free_tcp_port, AgentOptions, AgentProcess};
 use dpu_tests::prometheus::{exposed_samples, get_metrics};
@@ -351,20 +351,6 @@ fn raise_second_reading_packet_counts(bundle: &Path) {
         })
         .collect();
     fs::write(&path, altered.join("\n") + "\n").expect("write");
-}
-
-/// Removes the fields relative to the moment of the answer (`used`, `installedSec`,
-/// `lastUsedSec`), as `scripts/capture-fixture` did from the live answers.
-fn strip_time_relative(value: &mut Value) {
-    match value {
-        Value::Object(members) => {
-            members
-                .retain(|key, _| !["used", "installedSec", "lastUsedSec"].contains(&key.as_str()));
-            members.values_mut().for_each(strip_time_relative);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_time_relative),
-        _ => {}
-    }
 }
 
 /// The capture of a DPU's OVS among the fixtures.

@@ -11,7 +11,7 @@ use std::process::Output;
 
 use dpu_sim::fake_ovs::FakeOvs;
 use dpu_sim::fake_snap::Replay;
-use dpu_tests::capture::first_line;
+use dpu_tests::capture::{first_line, strip_time_relative};
 use dpu_tests::fixture;
 use dpu_tests::harness::{dpuctl, AgentOptions, AgentProcess};
 use dpu_tests::ovs::OvsDaemons;
@@ -43,23 +43,12 @@ fn json(agent: &AgentProcess, args: &[&str]) -> Value {
 }
 
 /// The agent's answers that come from OVS: the bridge listing and the flows, each flow's
-/// `used` (a time relative to the dump) removed.
+/// time-relative fields removed.
 fn answers(agent: &AgentProcess) -> (Value, Value) {
     let bridges = json(agent, &["switch", "bridges"]);
     let mut flows = json(agent, &["switch", "flows"]);
-    strip_used(&mut flows);
+    strip_time_relative(&mut flows);
     (bridges, flows)
-}
-
-fn strip_used(value: &mut Value) {
-    match value {
-        Value::Object(members) => {
-            members.retain(|key, _| !key.to_ascii_lowercase().starts_with("used"));
-            members.values_mut().for_each(strip_used);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_used),
-        _ => {}
-    }
 }
 
 /// An agent on the OVS at `db_address`/`rundir` with a fixture sys tree, in a temp dir
