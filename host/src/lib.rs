@@ -31,5 +31,7 @@ pub mod roce;
 pub mod session;
 pub mod snapshot_wire;
 pub mod storage_read;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod textfile;
 pub mod toml_keys;

@@ -1,19 +1,20 @@
-//! Tests of the kubernetes executor against a fake API server: kube-rs's client runs over
-//! a tower-test mock service, and a task answers each request from a function of method,
-//! path and query, recording what it saw (docs/reference/demo-ecosystem.md §2.5). The
+//! Tests of the kubernetes executor against the scripted API server the fleet's tests use
+//! too (`dpu_host::testing::kube_api`; docs/reference/demo-ecosystem.md §2.5). The
 //! poll interval is shortened so every test ends in well under a second. This file holds
 //! the fake and the create/readiness/cleanup/connect tests; the training waits are in
-//! `kube_exec_training_tests.rs`.
+//! `kube_exec_training.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Method, Request, Response};
-use kube::client::Body;
+use dpu_host::testing::kube_api::{fake_in, Answer, Log, Seen};
+use http::Method;
 use serde_json::{json, Value};
 
 use super::super::kube_exec::{api_resource, KubeError, KubeExecutor};
 use super::super::plan::ClusterSection;
+
+pub(super) use dpu_host::testing::kube_api::{calls, list, ok, status, text};
 
 /// Namespace of every test.
 pub(super) const NS: &str = "demo";
@@ -24,93 +25,16 @@ pub(super) const PYTORCHJOBS: &str = "/apis/kubeflow.org/v1/namespaces/demo/pyto
 /// Pod collection path.
 pub(super) const PODS: &str = "/api/v1/namespaces/demo/pods";
 
-/// One request the fake API server answered.
-#[derive(Debug, Clone)]
-pub(super) struct Seen {
-    /// HTTP method.
-    pub(super) method: Method,
-    /// URI path.
-    pub(super) path: String,
-    /// Decoded query string.
-    pub(super) query: String,
-}
-
-/// The fake's answer: status code and body (JSON or, for logs, text).
-pub(super) type Answer = (u16, String);
-
-/// An executor whose client talks to `answer` instead of a cluster, and the log of
-/// requests it made.
+/// An executor whose client talks to the scripted API server (`dpu_host::testing`, the one
+/// the fleet's tests use) instead of a cluster, `answer` answering from each request's
+/// method and path; and the log of requests it made.
 pub(super) fn fake(
-    answer: impl Fn(&Method, &str, &str) -> Answer + Send + 'static,
-) -> (KubeExecutor, Arc<Mutex<Vec<Seen>>>) {
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    tokio::spawn(async move {
-        while let Some((request, send)) = handle.next_request().await {
-            let path = request.uri().path().to_owned();
-            let query = decode(request.uri().query().unwrap_or(""));
-            let (code, body) = answer(request.method(), &path, &query);
-            log.lock()
-                .expect("lock poisoned by a failed test")
-                .push(Seen {
-                    method: request.method().clone(),
-                    path,
-                    query,
-                });
-            let response = Response::builder()
-                .status(code)
-                .body(Body::from(body.into_bytes()))
-                .expect("the fake's status codes are valid");
-            send.send_response(response);
-        }
-    });
-    let client = kube::Client::new(service, NS);
+    answer: impl Fn(&Method, &str) -> Answer + Send + 'static,
+) -> (KubeExecutor, Log) {
+    let (client, log) = fake_in(NS, move |seen: &Seen| answer(&seen.method, &seen.path));
     let executor =
         KubeExecutor::with_client(client, NS).with_poll_interval(Duration::from_millis(5));
-    (executor, seen)
-}
-
-/// Percent-decodes a query string, so assertions read like the selector we passed.
-fn decode(query: &str) -> String {
-    let bytes = query.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).expect("ASCII query");
-                out.push(u8::from_str_radix(hex, 16).expect("percent escape"));
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).expect("UTF-8 query")
-}
-
-/// A JSON body.
-pub(super) fn ok(value: Value) -> Answer {
-    (200, value.to_string())
-}
-
-/// An API error body, as the API server sends it.
-pub(super) fn status(code: u16, reason: &str, message: &str) -> Answer {
-    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason, "code": code});
-    (code, body.to_string())
-}
-
-/// A list response of `kind` with `items`.
-pub(super) fn list(kind: &str, items: Vec<Value>) -> Answer {
-    ok(json!({"apiVersion": "v1", "kind": format!("{kind}List"), "metadata": {}, "items": items}))
+    (executor, log)
 }
 
 /// A PyTorchJob with these conditions (type, status, message).
@@ -133,18 +57,9 @@ pub(super) fn pod(name: &str, replica: &str, status: Value) -> Value {
         "status": status})
 }
 
-/// Methods and paths of the requests, for exact-sequence assertions.
-pub(super) fn calls(seen: &Arc<Mutex<Vec<Seen>>>) -> Vec<(Method, String)> {
-    seen.lock()
-        .expect("lock poisoned by a failed test")
-        .iter()
-        .map(|s| (s.method.clone(), s.path.clone()))
-        .collect()
-}
-
 #[tokio::test]
 async fn create_posts_to_the_kinds_collection() {
-    let (executor, seen) = fake(|_, _, _| (201, job(&[]).to_string()));
+    let (executor, seen) = fake(|_, _| (201, job(&[])));
     let object = job(&[]);
     let created = executor
         .apply(&object)
@@ -156,7 +71,7 @@ async fn create_posts_to_the_kinds_collection() {
 
 #[tokio::test]
 async fn create_of_an_existing_name_is_refused_with_its_owner() {
-    let (executor, seen) = fake(|method, _, _| match *method {
+    let (executor, seen) = fake(|method, _| match *method {
         Method::POST => status(
             409,
             "AlreadyExists",
@@ -199,7 +114,7 @@ async fn create_of_an_existing_name_is_refused_with_its_owner() {
 
 #[tokio::test]
 async fn unknown_kinds_are_refused_before_any_request() {
-    let (executor, seen) = fake(|_, _, _| ok(json!({})));
+    let (executor, seen) = fake(|_, _| ok(json!({})));
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
     let error = executor
         .apply(&object)
@@ -216,7 +131,7 @@ async fn unknown_kinds_are_refused_before_any_request() {
 async fn deployment_readiness_waits_for_available_replicas() {
     let polls = Arc::new(Mutex::new(0));
     let count = Arc::clone(&polls);
-    let (executor, seen) = fake(move |_, _, _| {
+    let (executor, seen) = fake(move |_, _| {
         let mut n = count.lock().expect("lock poisoned by a failed test");
         *n += 1;
         let available = if *n < 3 { 1 } else { 2 };
@@ -239,7 +154,7 @@ async fn deployment_readiness_waits_for_available_replicas() {
     );
     assert_eq!(calls(&seen).len(), 3);
 
-    let (executor, _) = fake(|_, _, _| {
+    let (executor, _) = fake(|_, _| {
         ok(
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
             "status": {"availableReplicas": 1}}),
@@ -255,8 +170,8 @@ async fn deployment_readiness_waits_for_available_replicas() {
 #[tokio::test]
 async fn cleanup_deletes_by_label_selector_and_skips_missing_crds() {
     let selector = "app.kubernetes.io/managed-by=dpuctl,dpuctl/run-id=r1";
-    let (executor, seen) = fake(|method, path, _| match (method.clone(), path) {
-        (Method::GET, PYTORCHJOBS) => list("PyTorchJob", vec![job(&[])]),
+    let (executor, seen) = fake(|method, path| match (method.clone(), path) {
+        (Method::GET, PYTORCHJOBS) => list("PyTorchJob", vec![job(&[])], None),
         (Method::GET, p) if p.ends_with("/trainjobs") => status(
             404,
             "NotFound",
@@ -265,8 +180,9 @@ async fn cleanup_deletes_by_label_selector_and_skips_missing_crds() {
         (Method::GET, "/api/v1/namespaces/demo/services") => list(
             "Service",
             vec![json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "vllm"}})],
+            None,
         ),
-        (Method::GET, _) => list("Object", vec![]),
+        (Method::GET, _) => list("Object", vec![], None),
         _ => ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})),
     });
     let deleted = executor
@@ -281,10 +197,7 @@ async fn cleanup_deletes_by_label_selector_and_skips_missing_crds() {
     let lists: Vec<&Seen> = seen.iter().filter(|s| s.method == Method::GET).collect();
     assert_eq!(lists.len(), 5);
     for list in lists {
-        assert!(
-            list.query.contains(&format!("labelSelector={selector}")),
-            "{list:?}"
-        );
+        assert_eq!(list.param("labelSelector"), Some(selector), "{list:?}");
     }
     let deletes: Vec<&str> = seen
         .iter()
@@ -302,7 +215,7 @@ async fn cleanup_deletes_by_label_selector_and_skips_missing_crds() {
 
 #[tokio::test]
 async fn cleanup_keeps_serving_and_jobs_when_asked() {
-    let (executor, seen) = fake(|_, _, _| list("Object", vec![]));
+    let (executor, seen) = fake(|_, _| list("Object", vec![], None));
     let deleted = executor
         .cleanup("dpuctl/run-id=r1", false, true)
         .await

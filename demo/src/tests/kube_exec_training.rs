@@ -1,4 +1,4 @@
-//! Tests of the training wait against the fake API server of `kube_exec_tests`: success,
+//! Tests of the training wait against the scripted API server (`kube_exec.rs`): success,
 //! failure, timeout, and the diagnoses (RDMA resources Pending, launcher before workers,
 //! NCCL socket fallback).
 
@@ -11,7 +11,7 @@ use super::super::kube_exec::KubeExecutor;
 use super::super::kube_exec_diagnose::{insufficient_resources, launcher_before_workers};
 use super::super::kube_exec_training::{terminal_state, TrainingOutcome};
 use super::super::plan::TrainingApi;
-use super::kube_exec::{fake, job, list, ok, pod, status, JOB, PODS, PYTORCHJOBS};
+use super::kube_exec::{fake, job, list, ok, pod, status, text, JOB, PODS, PYTORCHJOBS};
 
 /// A Running, Ready pod status.
 fn running() -> Value {
@@ -41,7 +41,7 @@ async fn wait(
 async fn a_job_that_succeeds_streams_the_master_log() {
     let polls = Arc::new(Mutex::new(0));
     let count = Arc::clone(&polls);
-    let (executor, seen) = fake(move |_, path, _| {
+    let (executor, seen) = fake(move |_, path| {
         if path == format!("{PYTORCHJOBS}/{JOB}") {
             let mut n = count.lock().expect("lock poisoned by a failed test");
             *n += 1;
@@ -57,12 +57,10 @@ async fn a_job_that_succeeds_streams_the_master_log() {
             return list(
                 "Pod",
                 vec![pod(&format!("{JOB}-master-0"), "master", running())],
+                None,
             );
         }
-        (
-            200,
-            "step 1\nx:1:1 [0] NCCL INFO Using network IB\nstep 2\n".to_owned(),
-        )
+        text("step 1\nx:1:1 [0] NCCL INFO Using network IB\nstep 2\n")
     });
     let (outcome, lines) = wait(&executor, TrainingApi::PyTorchJob, Duration::from_secs(5)).await;
     match outcome {
@@ -78,9 +76,10 @@ async fn a_job_that_succeeds_streams_the_master_log() {
         .iter()
         .find(|s| s.path == PODS)
         .expect("pods were listed");
-    assert!(pods.query.contains(&format!(
-        "labelSelector=training.kubeflow.org/job-name={JOB}"
-    )));
+    assert_eq!(
+        pods.param("labelSelector"),
+        Some(format!("training.kubeflow.org/job-name={JOB}").as_str())
+    );
     let log = seen.last().expect("requests were made");
     assert_eq!(log.path, format!("{PODS}/{JOB}-master-0/log"));
 }
@@ -91,7 +90,7 @@ async fn a_failed_job_ends_the_wait_with_its_reason_and_the_launcher_diagnosis()
         "name": "pytorch", "image": "trainer", "imageID": "", "ready": false, "restartCount": 1,
         "state": {"waiting": {"reason": "CrashLoopBackOff"}},
         "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]});
-    let (executor, _) = fake(move |_, path, _| {
+    let (executor, _) = fake(move |_, path| {
         if path == format!("{PYTORCHJOBS}/{JOB}") {
             let message =
                 "PyTorchJob dpuctl-train-r1 is failed because 1 Master replica(s) failed.";
@@ -111,9 +110,10 @@ async fn a_failed_job_ends_the_wait_with_its_reason_and_the_launcher_diagnosis()
                         json!({"phase": "Pending"}),
                     ),
                 ],
+                None,
             );
         }
-        (200, "RendezvousTimeoutError\n".to_owned())
+        text("RendezvousTimeoutError\n")
     });
     let started = Instant::now();
     let (outcome, _) = wait(&executor, TrainingApi::PyTorchJob, Duration::from_secs(60)).await;
@@ -133,8 +133,8 @@ async fn a_failed_job_ends_the_wait_with_its_reason_and_the_launcher_diagnosis()
 
 #[tokio::test]
 async fn a_job_that_never_ends_times_out() {
-    let (executor, _) = fake(|_, path, _| match path {
-        PODS => list("Pod", vec![]),
+    let (executor, _) = fake(|_, path| match path {
+        PODS => list("Pod", vec![], None),
         _ => ok(job(&[("Created", "True", ""), ("Running", "True", "")])),
     });
     let (outcome, lines) = wait(
@@ -157,7 +157,7 @@ async fn a_job_that_never_ends_times_out() {
 async fn pods_pending_for_rdma_name_the_resource() {
     let message = "0/3 nodes are available: 3 Insufficient rdma/rdma_shared_device_a. preemption: \
                    0/3 nodes are available: 3 No preemption victims found for incoming pod.";
-    let (executor, _) = fake(move |_, path, _| {
+    let (executor, _) = fake(move |_, path| {
         if path == PODS {
             return list(
                 "Pod",
@@ -165,6 +165,7 @@ async fn pods_pending_for_rdma_name_the_resource() {
                     pod(&format!("{JOB}-master-0"), "master", unschedulable(message)),
                     pod(&format!("{JOB}-worker-0"), "worker", unschedulable(message)),
                 ],
+                None,
             );
         }
         if path.ends_with("/log") {
@@ -203,12 +204,13 @@ async fn nccl_socket_fallback_in_the_master_log_is_diagnosed() {
     let log = "x:1:1 [0] NCCL INFO NET/IB : No device found.\n\
                x:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>\n\
                x:1:1 [0] NCCL INFO Using network Socket\n";
-    let (executor, _) = fake(move |_, path, _| match path {
+    let (executor, _) = fake(move |_, path| match path {
         PODS => list(
             "Pod",
             vec![pod(&format!("{JOB}-master-0"), "master", running())],
+            None,
         ),
-        p if p.ends_with("/log") => (200, log.to_owned()),
+        p if p.ends_with("/log") => text(log),
         _ => ok(job(&[("Succeeded", "True", "")])),
     });
     let (outcome, lines) = wait(&executor, TrainingApi::PyTorchJob, Duration::from_secs(5)).await;
@@ -228,7 +230,7 @@ async fn nccl_socket_fallback_in_the_master_log_is_diagnosed() {
 #[tokio::test]
 async fn a_trainjob_completes_on_its_complete_condition() {
     let path_job = format!("/apis/trainer.kubeflow.org/v1alpha1/namespaces/demo/trainjobs/{JOB}");
-    let (executor, seen) = fake(move |_, path, _| {
+    let (executor, seen) = fake(move |_, path| {
         if path == path_job {
             return ok(
                 json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
@@ -236,7 +238,7 @@ async fn a_trainjob_completes_on_its_complete_condition() {
                     {"type": "Complete", "status": "True", "reason": "JobsCompleted", "message": ""}]}}),
             );
         }
-        list("Pod", vec![])
+        list("Pod", vec![], None)
     });
     let (outcome, _) = wait(&executor, TrainingApi::TrainJob, Duration::from_secs(5)).await;
     assert!(
@@ -248,9 +250,10 @@ async fn a_trainjob_completes_on_its_complete_condition() {
         .iter()
         .find(|s| s.path == PODS)
         .expect("pods were listed");
-    assert!(pods.query.contains(&format!(
-        "labelSelector=jobset.sigs.k8s.io/jobset-name={JOB}"
-    )));
+    assert_eq!(
+        pods.param("labelSelector"),
+        Some(format!("jobset.sigs.k8s.io/jobset-name={JOB}").as_str())
+    );
 }
 
 #[test]

@@ -22,7 +22,4 @@ pub use publish::{
 };
 
 #[cfg(test)]
-mod fake_api;
-
-#[cfg(test)]
 mod tests;

@@ -9,11 +9,10 @@ use dpu_proto::Endpoint;
 use http::Method;
 use serde_json::{json, Value};
 
-use super::super::fake_api::{
-    agent_pod, fake, forbidden, list, node_metadata_list, requests, status, Answer, Seen,
-};
 use super::super::{discover, target_labels, Discovery, KubeError, NotReadyPod};
+use super::objects::{agent_pod, forbidden, node_metadata_list};
 use crate::agent::TlsFiles;
+use crate::testing::kube_api::{fake, list, requests, status, Answer, Seen};
 
 const PODS: &str = "/api/v1/namespaces/dpu-system/pods";
 const NODES: &str = "/api/v1/nodes";

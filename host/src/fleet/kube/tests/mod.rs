@@ -2,5 +2,6 @@
 
 mod discovery;
 mod names;
+mod objects;
 mod publish;
 mod rbac;

@@ -11,11 +11,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 
-use super::super::fake_api::{fake, forbidden, node, ok, requests, status, Answer, Seen};
 use super::super::publish::next_condition;
 use super::super::{
     publish, KubeError, NodeConditionMark, NodeMarks, FIELD_MANAGER, MAX_MESSAGE_BYTES,
 };
+use super::objects::{forbidden, node};
+use crate::testing::kube_api::{fake, ok, requests, status, Answer, Seen};
 
 /// A transition time far in the past, which a kept transition must still show.
 const SINCE: &str = "2020-01-01T00:00:00Z";

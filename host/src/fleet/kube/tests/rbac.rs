@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use http::Method;
 use serde_json::json;
 
-use super::super::fake_api::{agent_pod, fake, list, node, node_metadata_list, ok, requests, Seen};
 use super::super::{discover, publish, Discovery, NodeConditionMark, NodeMarks};
+use super::objects::{agent_pod, node, node_metadata_list};
+use crate::testing::kube_api::{fake, list, ok, requests, Seen};
 
 const MANIFEST: &str = include_str!("../../../../../deploy/kubernetes/dpuctl-fleet.yaml");
 
