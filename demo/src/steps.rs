@@ -20,7 +20,7 @@ pub const STEPS: usize = 7;
 /// What every step of one run shares.
 #[derive(Clone, Copy)]
 pub struct Cx<'a> {
-    /// The session (sys root, timeout, TLS files).
+    /// The session (the agent connection and the sys root).
     pub session: &'a Session,
     /// Told as steps start and end.
     pub observer: &'a SharedObserver<'a>,

@@ -207,18 +207,19 @@ pub async fn run(session: &Session, plan: &Plan) -> (StepOutcome, Option<Storage
         Ok(e) => e,
         Err(e) => return (out.fail(format!("storage.agent: {e}")), None),
     };
-    // The session's own channel when the plan names the session's agent; else one
-    // connection to the plan's, with the session's client certificate.
-    let channel = if &endpoint == session.endpoint() {
-        session
-            .channel()
-            .await
-            .map_err(|e| dpu_probe::error_chain(&e))
+    // The session's own connection when the plan names the session's agent; else one to
+    // the plan's, with the session's client certificate and timeout.
+    let plans_agent;
+    let agent = if &endpoint == session.agent().endpoint() {
+        session.agent()
     } else {
-        dpu_host::agent::connect(&endpoint, session.tls_files(), session.timeout())
-            .await
-            .map_err(|e| dpu_probe::error_chain(&e))
+        plans_agent = session.agent().to(endpoint);
+        &plans_agent
     };
+    let channel = agent
+        .channel()
+        .await
+        .map_err(|e| dpu_probe::error_chain(&e));
     let channel = match channel {
         Ok(c) => c,
         Err(e) => {

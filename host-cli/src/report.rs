@@ -194,13 +194,12 @@ mod tests {
     async fn an_unreachable_agent_is_said_once_with_a_hint() {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("nobody.sock");
-        let session = dpu_host::session::Session::new(
+        let agent = dpu_host::session::AgentConnection::new(
             dpu_proto::Endpoint::Unix(socket.clone()),
             None,
-            "/",
             std::time::Duration::from_secs(2),
         );
-        let err = anyhow::Error::from(session.channel().await.expect_err("no agent"))
+        let err = anyhow::Error::from(agent.channel().await.expect_err("no agent"))
             .context("cannot list the bridges");
         let lines = error_lines(&err);
         assert_eq!(lines.len(), 2, "{lines:?}");

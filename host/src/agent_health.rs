@@ -10,7 +10,7 @@ use serde::Serialize;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
-use crate::session::{rpc_error, AgentError, Session};
+use crate::session::{rpc_error, AgentConnection, AgentError};
 
 /// One component of the agent's health: the agent, one of its services, or a backend.
 #[derive(Debug, Clone, Serialize)]
@@ -125,8 +125,8 @@ pub fn enum_name(full: &str, prefix: &str) -> String {
 
 /// Asks the agent for its health: `Inventory.GetSystem`, then `grpc.health.v1.Health/Check`
 /// for the agent, each service and the readiness service (where the agent has one).
-pub async fn agent_health(session: &Session) -> Result<AgentHealth, AgentError> {
-    let channel = session.channel().await?;
+pub async fn agent_health(agent: &AgentConnection) -> Result<AgentHealth, AgentError> {
+    let channel = agent.channel().await?;
     let mut health = HealthClient::new(channel.clone());
     let mut rows = Vec::new();
     let system = InventoryClient::new(channel)

@@ -1,5 +1,5 @@
-//! One agent session per command run: the endpoint, the TLS files (read once), the timeout
-//! and the sys root every entry point shares.
+//! One session per command run: the agent connection (the endpoint, the TLS files read
+//! once, the timeout, one channel) and the machine the run reads (its sys root).
 //!
 //! Why one: a proof measures between snapshots, and a dial inside the measurement window
 //! (a new TCP or Unix connection, a TLS handshake, three PEM files re-read) is both slow and
@@ -7,7 +7,6 @@
 //! onto one HTTP/2 connection (reconnecting by itself if the agent restarts).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dpu_probe::SysRoot;
@@ -53,36 +52,38 @@ pub fn rpc_error(rpc: &'static str) -> impl Fn(tonic::Status) -> AgentError {
     move |status| AgentError::Rpc { rpc, status }
 }
 
-/// Everything an entry point of this library needs from the command line's global flags.
+/// The connection to one agent: its endpoint, the TLS files (read once), the per-call
+/// timeout and the one channel every call shares.
+///
+/// Why apart from [`Session`]: a fleet node, a proof's far-end witness and the demo's
+/// storage target are agents to ask, not the machine this run reads; what asks only an
+/// agent takes this, and cannot read a sys root it was never given.
 #[derive(Debug)]
-pub struct Session {
+pub struct AgentConnection {
     endpoint: Endpoint,
     tls: Option<TlsFiles>,
-    sys_root: PathBuf,
     timeout: Duration,
     /// The TLS material, read from the files on first use.
     client_tls: OnceCell<ClientTls>,
     channel: OnceCell<Channel>,
-    dials: AtomicUsize,
 }
 
-impl Session {
-    /// A session towards `endpoint`; nothing is opened or read until first use.
-    pub fn new(
-        endpoint: Endpoint,
-        tls: Option<TlsFiles>,
-        sys_root: impl Into<PathBuf>,
-        timeout: Duration,
-    ) -> Self {
+impl AgentConnection {
+    /// A connection towards `endpoint`; nothing is opened or read until first use.
+    pub fn new(endpoint: Endpoint, tls: Option<TlsFiles>, timeout: Duration) -> Self {
         Self {
             endpoint,
             tls,
-            sys_root: sys_root.into(),
             timeout,
             client_tls: OnceCell::new(),
             channel: OnceCell::new(),
-            dials: AtomicUsize::new(0),
         }
+    }
+
+    /// A connection to another agent with this one's TLS files and timeout (a proof's far
+    /// end, the demo's storage target).
+    pub fn to(&self, endpoint: Endpoint) -> Self {
+        Self::new(endpoint, self.tls.clone(), self.timeout)
     }
 
     /// The agent's channel, dialled on the first call and shared by every later one. A failed
@@ -98,27 +99,48 @@ impl Session {
                     ),
                     None => None,
                 };
-                self.dials.fetch_add(1, Ordering::Relaxed);
                 Ok::<_, AgentError>(connect_with(&self.endpoint, tls, self.timeout).await?)
             })
             .await
             .cloned()
     }
 
-    /// How many connections this session has dialled (1 after any number of calls, unless a
-    /// dial failed): what the one-connection-per-run tests observe.
-    pub fn dials(&self) -> usize {
-        self.dials.load(Ordering::Relaxed)
-    }
-
-    /// The agent this session talks to.
+    /// The agent this connection talks to.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
-    /// The client certificate files, when the session uses mutual TLS.
+    /// The client certificate files, when the connection uses mutual TLS.
     pub fn tls_files(&self) -> Option<&TlsFiles> {
         self.tls.as_ref()
+    }
+
+    /// The per-call limit: connecting, and each RPC.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// One command run on this machine: the agent it asks and the machine it reads (the sys
+/// root). What a proof, the host checklist and the demo take: they count on both sides.
+#[derive(Debug)]
+pub struct Session {
+    agent: AgentConnection,
+    sys_root: PathBuf,
+}
+
+impl Session {
+    /// A run asking `agent` and reading the machine under `sys_root` (`/` on a real host).
+    pub fn new(agent: AgentConnection, sys_root: impl Into<PathBuf>) -> Self {
+        Self {
+            agent,
+            sys_root: sys_root.into(),
+        }
+    }
+
+    /// The agent this run asks.
+    pub fn agent(&self) -> &AgentConnection {
+        &self.agent
     }
 
     /// The directory sysfs and procfs are read under (`/` on a real host; a fixture tree
@@ -130,11 +152,6 @@ impl Session {
     /// [`Self::sys_root_path`] as the probe's root.
     pub fn sys_root(&self) -> SysRoot {
         SysRoot::new(&self.sys_root)
-    }
-
-    /// The per-call limit: connecting, and each RPC.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
     }
 }
 

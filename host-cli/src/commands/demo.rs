@@ -77,7 +77,7 @@ async fn check_serving(env: &Env<'_>, args: &CheckServingArgs) -> anyhow::Result
         url: args.url.clone(),
         health_timeout: Duration::from_secs(args.health_timeout),
         ca: args.ca.clone(),
-        request_timeout: env.session.timeout(),
+        request_timeout: env.session.agent().timeout(),
     };
     let report = check_serving_command(&params).await?;
     if env.json() {

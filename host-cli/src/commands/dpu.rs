@@ -128,7 +128,7 @@ fn print_info(info: &Info) -> anyhow::Result<()> {
 }
 
 async fn health(env: &Env<'_>) -> anyhow::Result<Exit> {
-    let report = agent_health(&env.session).await?;
+    let report = agent_health(env.session.agent()).await?;
     let rows = &report.rows;
     let healthy = report.healthy();
     if env.json() {

@@ -24,7 +24,7 @@ impl Env<'_> {
 
     /// The session's channel to the agent.
     pub(crate) async fn channel(&self) -> anyhow::Result<Channel> {
-        Ok(self.session.channel().await?)
+        Ok(self.session.agent().channel().await?)
     }
 
     /// A `dpu.v1.Storage` client on the session's channel, taking the largest answers the

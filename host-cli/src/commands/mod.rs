@@ -28,7 +28,7 @@ mod switch;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dpu_host::session::Session;
+use dpu_host::session::{AgentConnection, Session};
 
 use crate::cli::{Cli, Command};
 use crate::exit::Exit;
@@ -42,7 +42,10 @@ pub(crate) async fn run(cli: &Cli) -> anyhow::Result<Exit> {
         .context("--timeout must be a positive number of seconds")?;
     let env = Env {
         cli,
-        session: Session::new(cli.agent.clone(), tls_files(cli), &cli.sys_root, timeout),
+        session: Session::new(
+            AgentConnection::new(cli.agent.clone(), tls_files(cli), timeout),
+            &cli.sys_root,
+        ),
     };
     match &cli.command {
         Command::Dpu(cmd) => dpu::run(&env, cmd).await,

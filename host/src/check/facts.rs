@@ -16,7 +16,7 @@ use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use super::gdr::GdrFacts;
 use crate::facts::dcb::DcbFacts;
-use crate::session::Session;
+use crate::session::AgentConnection;
 use dpu_probe::fw_config::{gather_fw, FwFacts, SystemFwTool};
 
 /// The host as sysfs shows it. Each part keeps its own error so one unreadable tree
@@ -335,12 +335,12 @@ impl HostFacts {
 
 impl AgentFacts {
     /// Asks the agent for health, system, netdevs and fabric configuration.
-    pub async fn gather(session: &Session) -> Self {
-        let channel = match session.channel().await {
+    pub async fn gather(agent: &AgentConnection) -> Self {
+        let channel = match agent.channel().await {
             Ok(channel) => channel,
             Err(e) => return Self::Unreachable(format!("{e:#}")),
         };
-        let deadline = session.timeout();
+        let deadline = agent.timeout();
         let health = tokio::time::timeout(
             deadline,
             HealthClient::new(channel.clone()).check(HealthCheckRequest {

@@ -104,7 +104,7 @@ pub async fn run_judged(session: &Session, args: &CheckParams) -> Result<CheckRu
     let agent = if args.no_agent {
         AgentFacts::NotAsked
     } else {
-        AgentFacts::gather(session).await
+        AgentFacts::gather(session.agent()).await
     };
     let expect = Expectations {
         interfaces: args.interfaces.clone(),

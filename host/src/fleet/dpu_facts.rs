@@ -7,7 +7,7 @@
 use dpu_proto::v1::{self, inventory_client::InventoryClient, switch_client::SwitchClient};
 use serde::Serialize;
 
-use crate::session::{rpc_error, AgentError, Session};
+use crate::session::{rpc_error, AgentConnection, AgentError};
 
 /// One DPU's inventory as its agent reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -30,8 +30,8 @@ pub struct DpuFacts {
 impl DpuFacts {
     /// Asks the agent. Any inventory call failing fails the gathering; the offload
     /// settings are optional.
-    pub async fn gather(session: &Session) -> Result<Self, AgentError> {
-        let channel = session.channel().await?;
+    pub async fn gather(agent: &AgentConnection) -> Result<Self, AgentError> {
+        let channel = agent.channel().await?;
         let mut inventory = InventoryClient::new(channel.clone())
             .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES);
         let system = inventory

@@ -1,5 +1,6 @@
 //! What each fleet command asks of one node, as a [`NodeOutcome`]: the runner calls these
-//! once per target, each in its own session.
+//! once per target, each on its own agent connection (a remote node is an agent to ask; no local
+//! machine is read).
 //!
 //! Why here and not in the CLI: they are the single-node commands (`dpu health`, `dpu
 //! info`, the DPU side of `check`, `dpu counters`) made into judged outcomes, and the
@@ -14,12 +15,12 @@ use super::dpu_facts::DpuFacts;
 pub use super::health_causes::problems;
 use super::report::{NodeOutcome, NodeStatus, Problem};
 use crate::agent_health::agent_health;
-use crate::session::{rpc_error, AgentError, Session};
+use crate::session::{rpc_error, AgentConnection, AgentError};
 
 /// `fleet health`: PASS when every component of the agent is healthy, FAIL with one cause
 /// per thing to fix ([`problems`]).
-pub async fn health(session: Session) -> Result<NodeOutcome, AgentError> {
-    let health = agent_health(&session).await?;
+pub async fn health(agent: AgentConnection) -> Result<NodeOutcome, AgentError> {
+    let health = agent_health(&agent).await?;
     let mut compared = BTreeMap::new();
     if !health.system.agent_version.is_empty() {
         compared.insert(
@@ -37,8 +38,8 @@ pub async fn health(session: Session) -> Result<NodeOutcome, AgentError> {
 
 /// `fleet info`: the DPU's inventory, compared across the fleet; PASS when it could be
 /// read.
-pub async fn info(session: Session) -> Result<NodeOutcome, AgentError> {
-    let facts = DpuFacts::gather(&session).await?;
+pub async fn info(agent: AgentConnection) -> Result<NodeOutcome, AgentError> {
+    let facts = DpuFacts::gather(&agent).await?;
     Ok(NodeOutcome {
         problems: Vec::new(),
         compared: dpu_checks::compared(&facts),
@@ -48,9 +49,12 @@ pub async fn info(session: Session) -> Result<NodeOutcome, AgentError> {
 }
 
 /// `fleet check`: the DPU-side checklist ([`dpu_checks`]).
-pub async fn check(session: Session, expect: &DpuExpectations) -> Result<NodeOutcome, AgentError> {
-    let health = agent_health(&session).await?;
-    let facts = DpuFacts::gather(&session).await?;
+pub async fn check(
+    agent: AgentConnection,
+    expect: &DpuExpectations,
+) -> Result<NodeOutcome, AgentError> {
+    let health = agent_health(&agent).await?;
+    let facts = DpuFacts::gather(&agent).await?;
     Ok(dpu_checks::judge(&health, &facts, expect))
 }
 
@@ -59,11 +63,11 @@ pub async fn check(session: Session, expect: &DpuExpectations) -> Result<NodeOut
 /// source is compared, so a node missing counters stands out. `filter` keeps the values
 /// of the counters whose name contains it.
 pub async fn counters(
-    session: Session,
+    agent: AgentConnection,
     selectors: Vec<v1::CounterSelector>,
     filter: Option<&str>,
 ) -> Result<NodeOutcome, AgentError> {
-    let snapshot = CountersClient::new(session.channel().await?)
+    let snapshot = CountersClient::new(agent.channel().await?)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .snapshot(v1::SnapshotRequest { selectors })
         .await

@@ -2,7 +2,7 @@
 //! deadline, cancellable.
 //!
 //! Why this shape: a fleet command is only as useful as its slowest node allows. Each
-//! target gets its own session (its own connection and TLS), at most `parallel` run at a
+//! target gets its own agent connection (and TLS), at most `parallel` run at a
 //! time, and a target that hangs runs out its own deadline while the others finish; a
 //! refused connection or a failed call becomes that node's result, never the run's error.
 //! On cancellation (Ctrl-C) what finished is kept and the rest are CANCELLED.
@@ -16,7 +16,7 @@ use futures_util::stream::{self, StreamExt as _};
 use super::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
 use super::target::Target;
 use crate::agent_dial_cause::DialCause;
-use crate::session::{AgentError, Session};
+use crate::session::{AgentConnection, AgentError};
 
 /// How a fleet run is paced.
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ impl Unasked {
     }
 }
 
-/// Runs `op` against every target (in a session of its own) and builds the report, rows
+/// Runs `op` against every target (on a connection of its own) and builds the report, rows
 /// in target order. `cancel` resolving stops the run: finished rows are kept, the rest
 /// are CANCELLED.
 pub async fn run_fleet<Op, Fut>(
@@ -80,20 +80,19 @@ pub async fn run_fleet<Op, Fut>(
     op: Op,
 ) -> FleetReport
 where
-    Op: Fn(Session, &Target) -> Fut,
+    Op: Fn(AgentConnection, &Target) -> Fut,
     Fut: Future<Output = Result<NodeOutcome, AgentError>>,
 {
     let started = Instant::now();
     let mut rows: Vec<Option<NodeReport>> = vec![None; targets.len()];
     let runs = stream::iter(targets.iter().enumerate())
         .map(|(index, target)| {
-            let session = Session::new(
+            let agent = AgentConnection::new(
                 target.agent.clone(),
                 target.tls.clone(),
-                "/",
                 options.call_timeout,
             );
-            let run = op(session, target);
+            let run = op(agent, target);
             async move { (index, one(target, options, run).await) }
         })
         .buffer_unordered(options.parallel.max(1));

@@ -390,7 +390,7 @@ pub async fn prove_qos(
     interrupted: impl std::future::Future<Output = String>,
 ) -> Result<QosReport, ProveError> {
     check(args)?;
-    let channel = session.channel().await?;
+    let channel = session.agent().channel().await?;
     let root = session.sys_root();
     let (volume, binding) = resolve(&root, &channel, args).await?;
     let (limit, original) = limit_to_prove(&volume, args.bs)?;

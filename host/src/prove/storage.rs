@@ -789,7 +789,7 @@ pub async fn prove_storage(
 ) -> Result<ProofReport, ProveError> {
     let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref(), args.witnesses)?;
-    let channel = session.channel().await?;
+    let channel = session.agent().channel().await?;
     let root = session.sys_root();
     let target = resolve(&root, channel.clone(), args).await?;
     let witnesses = Witnesses::dial(session, args.far_end.as_ref()).await?;

@@ -656,7 +656,7 @@ pub async fn prove_switch(
 ) -> Result<ProofReport, ProveError> {
     let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref().map(|r| &r.agent), args.witnesses)?;
-    let channel = session.channel().await?;
+    let channel = session.agent().channel().await?;
     let settings = SwitchClient::new(channel.clone())
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
         .get_offload_settings(v1::GetOffloadSettingsRequest {})

@@ -68,12 +68,7 @@ impl Witnesses {
                 names,
             });
         };
-        let far = Session::new(
-            endpoint.clone(),
-            session.tls_files().cloned(),
-            session.sys_root_path(),
-            session.timeout(),
-        );
+        let far = session.agent().to(endpoint.clone());
         let channel = far.channel().await.map_err(|source| ProveError::FarEnd {
             endpoint: endpoint.to_string(),
             source,
