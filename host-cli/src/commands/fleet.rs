@@ -163,12 +163,12 @@ fn run_options(
         _ => (Workload::Calls, fleet.parallel),
     };
     let deadline = fleet.deadline()?;
-    RunOptions::for_workload(workload, parallel, deadline, env.session.agent().timeout()).map_err(|e| {
-        match e {
+    RunOptions::for_workload(workload, parallel, deadline, env.session.agent().timeout()).map_err(
+        |e| match e {
             RunOptionsError::NoParallelism => anyhow::anyhow!("--parallel must be at least 1"),
             RunOptionsError::ZeroDeadline => deadline_refused(),
-        }
-    })
+        },
+    )
 }
 
 /// The targets from `--inventory` or `--kube`, and (from `--kube`) the nodes whose agent

@@ -6,11 +6,13 @@
 
 use anyhow::Context as _;
 use dpu_host::fleet::deadline::PAIRS_PROBE_TIMEOUT;
+use dpu_host::fleet::pairs;
 use dpu_host::fleet::pairs::judge::PairVerdict;
+use dpu_host::fleet::pairs::params::{parse_tests, PairsParams};
 use dpu_host::fleet::pairs::plan::{plan, Direction};
 use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
 use dpu_host::fleet::pairs::report::{PairRun, PairsReport};
-use dpu_host::fleet::pairs::run::{parse_tests, run_pairs, PairsEvent, PairsParams};
+use dpu_host::fleet::pairs::run::PairsEvent;
 use dpu_host::fleet::target::Target;
 use dpu_host::roce::perf::PathVerdict;
 
@@ -75,7 +77,7 @@ async fn pairs(
     let job = {
         let cancel = cancel.clone();
         tokio::task::spawn_blocking(move || {
-            run_pairs(&targets, &plan, &params, &cancel, &mut progress)
+            pairs::run(&targets, &plan, &params, &cancel, &mut progress)
         })
     };
     let report = job.await.context("the pair runs stopped")?;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dpu_host::prove::{self, ForwardingLevel, StorageProof, SwitchProof};
+use dpu_host::prove::{self, ForwardingLevel, StorageParams, SwitchParams};
 
 use super::env::Env;
 use super::proof_report;
@@ -14,12 +14,12 @@ use crate::exit::Exit;
 pub(crate) async fn run(env: &Env<'_>, cmd: &ProveCommand) -> anyhow::Result<Exit> {
     let (report, html, metrics) = match cmd {
         ProveCommand::Storage(args) => (
-            prove::prove_storage(&env.session, &storage_proof(args)?).await?,
+            prove::storage::run(&env.session, &storage_params(args)?).await?,
             args.report.as_deref(),
             args.metrics_file.as_deref(),
         ),
         ProveCommand::Switch(args) => (
-            prove::prove_switch(&env.session, &switch_proof(args)?).await?,
+            prove::switch::run(&env.session, &switch_params(args)?).await?,
             args.report.as_deref(),
             args.metrics_file.as_deref(),
         ),
@@ -40,8 +40,8 @@ fn idle(seconds: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(seconds).context("--idle must be a number of seconds")
 }
 
-fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
-    Ok(StorageProof {
+fn storage_params(args: &ProveStorageArgs) -> anyhow::Result<StorageParams> {
+    Ok(StorageParams {
         device: args.device.clone(),
         volume: args.volume.clone(),
         size: args.size,
@@ -61,8 +61,8 @@ fn storage_proof(args: &ProveStorageArgs) -> anyhow::Result<StorageProof> {
     })
 }
 
-fn switch_proof(args: &ProveSwitchArgs) -> anyhow::Result<SwitchProof> {
-    Ok(SwitchProof {
+fn switch_params(args: &ProveSwitchArgs) -> anyhow::Result<SwitchParams> {
+    Ok(SwitchParams {
         interface: args.interface.clone(),
         peer: args.peer,
         representor: args.representor.clone(),

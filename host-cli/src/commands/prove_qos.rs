@@ -3,7 +3,7 @@
 //! and the proof's lines, or fio-shaped JSON; the exit code as every proof's.
 
 use dpu_host::accounting::Verdict;
-use dpu_host::prove::{self, qos_judge, QosProof, QosReport};
+use dpu_host::prove::{self, qos_judge, QosParams, QosReport};
 
 use super::env::Env;
 use super::proof_report::finish;
@@ -12,7 +12,7 @@ use crate::output;
 use crate::prove_qos_cli::ProveQosArgs;
 
 pub(crate) async fn run(env: &Env<'_>, args: &ProveQosArgs) -> anyhow::Result<Exit> {
-    let proof = QosProof {
+    let params = QosParams {
         volume: args.volume.clone(),
         device: args.device.clone(),
         duration: args.duration,
@@ -21,7 +21,7 @@ pub(crate) async fn run(env: &Env<'_>, args: &ProveQosArgs) -> anyhow::Result<Ex
         tolerance: args.tolerance,
         lift: !args.no_lift,
     };
-    let report = prove::prove_qos(&env.session, &proof, interrupted()).await?;
+    let report = prove::qos::run(&env.session, &params, interrupted()).await?;
     let outcome = if env.json() {
         output::json(&report.fio_shaped())?;
         match report.proof.verdict {

@@ -5,7 +5,7 @@
 
 use anyhow::Context as _;
 use dpu_host::roce::perf::{PathVerdict, PerfReport};
-use dpu_host::roce::sweep::{sweep, PerfParams, SweepEvent};
+use dpu_host::roce::sweep::{self, PerfParams, SweepEvent};
 
 use super::env::Env;
 use crate::cli::PerfArgs;
@@ -33,7 +33,7 @@ pub(crate) fn perf(env: &Env<'_>, args: &PerfArgs) -> anyhow::Result<Exit> {
         base_port: args.base_port,
         run_timeout: args.run_timeout,
     };
-    let report = sweep(
+    let report = sweep::run(
         &env.session.sys_root(),
         &params,
         &mut |event: &SweepEvent<'_>| match event {

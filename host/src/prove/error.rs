@@ -14,7 +14,7 @@ use crate::param::ParamError;
 use crate::session::AgentError;
 use crate::storage_read::ReadError;
 
-/// Why a proof (`prove_storage`, `prove_switch`, `prove_qos`) stopped without a verdict.
+/// Why a proof (`storage::run`, `switch::run`, `qos::run`) stopped without a verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
     /// A parameter that cannot be run, named by its field; checked before anything is

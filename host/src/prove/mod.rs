@@ -18,8 +18,8 @@ pub mod upcalls;
 pub mod witness;
 
 pub use error::{ProveError, QosRefusal};
-pub use qos::{prove_qos, QosProof};
+pub use qos::QosParams;
 pub use qos_report::QosReport;
 pub use report::{ProofReport, TrialSummary};
-pub use storage::{prove_storage, StorageProof, StorageWaiver};
-pub use switch::{prove_switch, ForwardingLevel, Receiver, SwitchProof};
+pub use storage::{StorageParams, StorageWaiver};
+pub use switch::{ForwardingLevel, Receiver, SwitchParams};

@@ -32,7 +32,7 @@ use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove qos` as parameters.
 #[derive(Debug, Clone)]
-pub struct QosProof {
+pub struct QosParams {
     /// The DPU volume (`r0n1` or `volumes/r0n1`); default: the agent's only one.
     pub volume: Option<String>,
     /// The host's block device for it; default: the one that carries its identity.
@@ -66,7 +66,7 @@ const IDLE: Duration = Duration::from_millis(500);
 const APPLY_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Checks the parameters before anything is dialled or read.
-pub fn check(args: &QosProof) -> Result<(), ParamError> {
+pub fn check(args: &QosParams) -> Result<(), ParamError> {
     let refuse =
         |field: Field, reason: String| Err(ParamError::new(field).field(field).text(reason));
     if args.duration.is_zero() {
@@ -265,7 +265,7 @@ impl Observe for QosSides {
 struct Run<'a> {
     sides: QosSides,
     device: PathBuf,
-    args: &'a QosProof,
+    args: &'a QosParams,
     channel: Channel,
     volume: String,
     original: v1::QosLimits,
@@ -371,7 +371,7 @@ fn host_nics(observation: &Observation) -> Vec<String> {
 async fn resolve(
     root: &SysRoot,
     channel: &Channel,
-    args: &QosProof,
+    args: &QosParams,
 ) -> Result<(v1::Volume, Binding), ProveError> {
     let volume = choose(list_volumes(channel).await?, args.volume.as_deref())?;
     let wanted = volume_identities(&volume)?;
@@ -384,9 +384,9 @@ async fn resolve(
 
 /// Runs the QoS proof. `interrupted` resolves when the user asks to stop (Ctrl-C,
 /// SIGTERM): the windows stop, and a lifted limit is set back before the error returns.
-pub async fn prove_qos(
+pub async fn run(
     session: &Session,
-    args: &QosProof,
+    args: &QosParams,
     interrupted: impl std::future::Future<Output = String>,
 ) -> Result<QosReport, ProveError> {
     check(args)?;

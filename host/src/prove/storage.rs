@@ -36,7 +36,7 @@ use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove storage` as parameters.
 #[derive(Debug, Clone)]
-pub struct StorageProof {
+pub struct StorageParams {
     /// The host's block device for the volume; default: the one the agent reports.
     pub device: Option<PathBuf>,
     /// The DPU volume (`r0n1` or `volumes/r0n1`); default: the agent's only one.
@@ -120,7 +120,7 @@ pub struct Target {
 async fn resolve(
     root: &SysRoot,
     channel: Channel,
-    args: &StorageProof,
+    args: &StorageParams,
 ) -> Result<Target, ProveError> {
     let remotes = StorageClient::new(channel)
         .max_decoding_message_size(dpu_proto::MAX_MESSAGE_BYTES)
@@ -751,7 +751,7 @@ pub fn host_rdma_ports(root: &SysRoot, host: &Snapshot) -> HostRdmaPorts {
 
 /// The sizes of the read's trials, or why `args` cannot be run (checked before anything is
 /// dialled or read).
-fn plan(args: &StorageProof) -> Result<(Vec<u64>, NonZeroU32), ParamError> {
+fn plan(args: &StorageParams) -> Result<(Vec<u64>, NonZeroU32), ParamError> {
     let trials = trial_count(args.trials)?;
     let sizes = trial_sizes(args.size, args.bs, args.trials).map_err(|needed| {
         if args.trials == 1 {
@@ -783,10 +783,7 @@ fn plan(args: &StorageProof) -> Result<(Vec<u64>, NonZeroU32), ParamError> {
 /// accounts for them on every side: the host under the session's sys root, the DPU through
 /// the session's agent channel, and the far end, when `args.far_end` names one, through its
 /// own agent's channel, dialled before the first reading.
-pub async fn prove_storage(
-    session: &Session,
-    args: &StorageProof,
-) -> Result<ProofReport, ProveError> {
+pub async fn run(session: &Session, args: &StorageParams) -> Result<ProofReport, ProveError> {
     let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref(), args.witnesses)?;
     let channel = session.agent().channel().await?;

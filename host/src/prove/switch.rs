@@ -76,7 +76,7 @@ impl ForwardingLevel {
 
 /// `dpuctl prove switch` as parameters.
 #[derive(Debug, Clone)]
-pub struct SwitchProof {
+pub struct SwitchParams {
     /// The host interface to send from.
     pub interface: String,
     /// An IPv4 address beyond the DPU's switch to send to.
@@ -310,7 +310,7 @@ impl Observe for Sides {
 
 /// What a switch proof expects of `k` packets sent, given the counters that exist
 /// `before` (the receiver's line when `before` read a far end).
-pub fn expectations(args: &SwitchProof, k: u64, before: &Observation) -> Vec<Expectation> {
+pub fn expectations(args: &SwitchParams, k: u64, before: &Observation) -> Vec<Expectation> {
     let dpu_before = &before.dpu;
     let mut good: Vec<String> = ForwardingLevel::ALL
         .iter()
@@ -479,7 +479,7 @@ fn receiver_line(receiver: &Receiver, k: u64, far_end: &Snapshot) -> Expectation
 /// The gap's line: nothing but the trials sends the workload's packets, so between two
 /// trials the flows that cover them stay within the first packets' allowance and a
 /// twentieth of the smallest trial.
-fn gap_expectation(args: &SwitchProof, smallest: u64) -> Expectation {
+fn gap_expectation(args: &SwitchParams, smallest: u64) -> Expectation {
     let objects = ForwardingLevel::ALL
         .iter()
         .map(|level| object(&args.representor, *level))
@@ -510,7 +510,7 @@ fn gap_expectation(args: &SwitchProof, smallest: u64) -> Expectation {
 }
 
 /// The name of the line the workload's flows are judged by: the witness held to agreement.
-fn forwarded(args: &SwitchProof) -> String {
+fn forwarded(args: &SwitchParams) -> String {
     format!(
         "flows from {} forwarded at level {} or better",
         args.representor,
@@ -544,7 +544,7 @@ fn reached(before: &Snapshot, after: &Snapshot, representor: &str) -> Option<For
 /// line and the notes (the settings, the level the traffic reached, what is not
 /// accounted).
 pub fn judge<T>(
-    args: &SwitchProof,
+    args: &SwitchParams,
     work: &[u64],
     m: &Trials<T>,
     settings: &v1::OffloadSettings,
@@ -624,7 +624,7 @@ pub fn judge<T>(
 
 /// The packet counts of the trials, or why `args` cannot be run (checked before anything
 /// is dialled or sent).
-fn plan(args: &SwitchProof) -> Result<(Vec<u64>, NonZeroU32), ProveError> {
+fn plan(args: &SwitchParams) -> Result<(Vec<u64>, NonZeroU32), ProveError> {
     use dpu_proto::names::check_ifname;
     check_ifname("interface", &args.interface)?;
     check_ifname("representor", &args.representor)?;
@@ -650,10 +650,7 @@ fn plan(args: &SwitchProof) -> Result<(Vec<u64>, NonZeroU32), ProveError> {
 /// every side: the host interface under the session's sys root, the DPU's flows per level
 /// through the session's agent channel, and the receiver's interface, when `args.far_end`
 /// names it, through its own agent's channel, dialled before the first reading.
-pub async fn prove_switch(
-    session: &Session,
-    args: &SwitchProof,
-) -> Result<ProofReport, ProveError> {
+pub async fn run(session: &Session, args: &SwitchParams) -> Result<ProofReport, ProveError> {
     let (work, trial_count) = plan(args)?;
     Witnesses::check(args.far_end.as_ref().map(|r| &r.agent), args.witnesses)?;
     let channel = session.agent().channel().await?;

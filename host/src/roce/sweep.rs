@@ -271,7 +271,7 @@ pub fn prepare(
 
 /// Runs the sweep: checks the parameters ([`check`]), resolves both endpoints
 /// ([`prepare`]), then makes every run in order, telling `observer` as it goes.
-pub fn sweep(
+pub fn run(
     root: &SysRoot,
     args: &PerfParams,
     observer: &mut dyn for<'a> Observer<SweepEvent<'a>>,
@@ -415,7 +415,7 @@ mod tests {
         let root = SysRoot::new("/nonexistent-sys-root");
         let mut p = params();
         p.base_port = 65_530;
-        let err = sweep(&root, &p, &mut Ignore).expect_err("ports past 65535");
+        let err = run(&root, &p, &mut Ignore).expect_err("ports past 65535");
         let SweepError::Param(param) = &err else {
             panic!("{err:?}");
         };
@@ -427,7 +427,7 @@ mod tests {
         // Control: in range, the sweep gets as far as the peer's name and the local
         // endpoint (none under an empty sys root), so the port check alone refused above.
         p.base_port = 18_515;
-        let err = sweep(&root, &p, &mut Ignore).expect_err("no RDMA device");
+        let err = run(&root, &p, &mut Ignore).expect_err("no RDMA device");
         assert!(matches!(err, SweepError::LocalEndpoint(_)), "{err:?}");
     }
 }

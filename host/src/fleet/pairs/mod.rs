@@ -9,9 +9,12 @@
 pub mod host_port;
 pub mod isolate;
 pub mod judge;
+pub mod params;
 pub mod pattern;
 pub mod plan;
 pub mod remote;
 pub mod remote_perf;
 pub mod report;
 pub mod run;
+
+pub use run::run;

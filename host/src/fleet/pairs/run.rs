@@ -9,80 +9,18 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dpu_proto::names::{check_ifname, NameError};
-
 use super::host_port::{host_port, listing_command, HostPort};
 use super::judge::{judge, LineRate, Measurement};
+use super::params::{check_targets, planned, PairsError, PairsParams, PORT_ROTATION};
 use super::plan::{PairPlan, PlannedRun};
-use super::remote::{Cancel, Ended, RemoteOutput, SshHop};
+use super::remote::{Cancel, Ended, RemoteOutput};
 use super::remote_perf::{self, PerfCommand, RemoteRun};
 use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
 use crate::fleet::target::Target;
 use crate::observe::Observer;
-use crate::param::{Field, ParamError};
-use crate::roce::peer::SshPeer;
 use crate::roce::perf::{PathVerdict, PerfTest};
 
-/// Consecutive rounds use different server ports, this many strides apart, so that a
-/// server socket of the last round still closing never meets the next round's.
-const PORT_ROTATION: u16 = 8;
-/// What `roce perf` adds to a port when it retries a run (a failed perftest clock).
-const RETRY_PORT_OFFSET: u32 = 500;
-
-/// `fleet roce pairs` as parameters (the flags of the same names).
-#[derive(Debug, Clone)]
-pub struct PairsParams {
-    /// RDMA bandwidth tests ([`parse_tests`]).
-    pub tests: Vec<PerfTest>,
-    /// Message sizes, bytes.
-    pub sizes: Vec<u64>,
-    /// perftest `-n`.
-    pub iterations: u64,
-    /// The first server port.
-    pub base_port: u16,
-    /// Per perftest run limit on the hosts, seconds.
-    pub run_timeout_s: u64,
-    /// The share of the line rate a run must reach, %.
-    pub line_rate_percent: f64,
-    /// The line rate to hold every run to instead of the ports' sysfs rates.
-    pub line_rate_gbps: Option<f64>,
-    /// The dpuctl program on the hosts (a name on their PATH, or a path).
-    pub dpuctl: String,
-    /// How this machine reaches the hosts.
-    pub hop: SshHop,
-    /// How long reading one host's ports over ssh may take.
-    pub probe_timeout: Duration,
-    /// How many hosts are probed at once (runs per round are bounded by the plan).
-    pub parallel: usize,
-}
-
-/// A parameter or a target that cannot be used; nothing has run yet.
-#[derive(Debug, thiserror::Error)]
-pub enum PairsError {
-    /// A parameter out of its range, or a test that is not an RDMA bandwidth test, named
-    /// by its field.
-    #[error("{0}")]
-    Param(#[from] ParamError),
-    /// A target's ssh destination could become an option or shell text.
-    #[error("target {host}: ssh {ssh:?} is not a host: use HOST, USER@HOST or an IP address")]
-    BadSsh {
-        /// The target.
-        host: String,
-        /// Its ssh destination.
-        ssh: String,
-    },
-    /// A target's interface is not an interface name.
-    #[error("target {host}: interface")]
-    BadInterface {
-        /// The target.
-        host: String,
-        /// Why.
-        #[source]
-        source: NameError,
-    },
-}
-
-/// What `run_pairs` tells its caller as it goes.
+/// What [`run`] tells its caller as it goes.
 #[derive(Debug)]
 pub enum PairsEvent<'a> {
     /// A host's port was read (or could not be).
@@ -103,124 +41,6 @@ pub enum PairsEvent<'a> {
     },
     /// A run has ended.
     RunDone(&'a PairRun),
-}
-
-/// The tests from their names (`write_bw` or `ib_write_bw`): RDMA bandwidth tests only;
-/// none: `write_bw`.
-pub fn parse_tests(names: &[String]) -> Result<Vec<PerfTest>, PairsError> {
-    if names.is_empty() {
-        return Ok(vec![PerfTest::WriteBw]);
-    }
-    let mut tests = Vec::new();
-    for name in names {
-        let test = PerfTest::parse(name)
-            .filter(|t| t.is_rdma() && t.is_bandwidth())
-            .ok_or_else(|| {
-                bad(
-                    Field::Tests,
-                    format!(
-                        "{name:?} is not an RDMA bandwidth test (send_bw, write_bw, read_bw): a \
-                         pair is judged by its bandwidth over RDMA"
-                    ),
-                )
-            })?;
-        if !tests.contains(&test) {
-            tests.push(test);
-        }
-    }
-    Ok(tests)
-}
-
-/// `field: reason`, the field said as the caller names it.
-fn bad(field: Field, reason: impl Into<String>) -> PairsError {
-    ParamError::new(field)
-        .field(field)
-        .text(format!(": {}", reason.into()))
-        .into()
-}
-
-impl PairsParams {
-    /// Runs per pair direction: every test at every size.
-    fn stride(&self) -> u32 {
-        u32::try_from(self.tests.len() * self.sizes.len()).unwrap_or(u32::MAX)
-    }
-
-    /// Checks every value before anything runs.
-    pub fn validate(&self) -> Result<(), PairsError> {
-        if self.tests.is_empty() {
-            return Err(bad(Field::Tests, "at least one test"));
-        }
-        if self.sizes.is_empty() || self.sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
-            return Err(bad(Field::Sizes, "each size must be 1 byte .. 1 GiB"));
-        }
-        if self.iterations == 0 || self.iterations > 100_000_000 {
-            return Err(bad(Field::Iterations, "must be 1 .. 100000000"));
-        }
-        if self.run_timeout_s == 0 || self.run_timeout_s > 86_400 {
-            return Err(bad(Field::RunTimeout, "must be 1 .. 86400 seconds"));
-        }
-        if !(self.line_rate_percent > 0.0 && self.line_rate_percent <= 100.0) {
-            return Err(bad(
-                Field::LineRatePercent,
-                "must be above 0 and at most 100",
-            ));
-        }
-        if let Some(g) = self.line_rate_gbps {
-            if !(g.is_finite() && g > 0.0) {
-                return Err(bad(Field::LineRateGbps, "must be a positive number"));
-            }
-        }
-        let last = u32::from(self.base_port)
-            + u32::from(PORT_ROTATION) * self.stride()
-            + RETRY_PORT_OFFSET;
-        if self.base_port < 1024 || last > u32::from(u16::MAX) {
-            return Err(bad(
-                Field::BasePort,
-                format!(
-                    "the runs use ports {} .. {last}, which must lie within 1024 .. 65535",
-                    self.base_port
-                ),
-            ));
-        }
-        if self.dpuctl.is_empty() || self.dpuctl.starts_with('-') || self.dpuctl.contains('\0') {
-            return Err(bad(
-                Field::Dpuctl,
-                "a program name or path, not starting with '-'",
-            ));
-        }
-        if self.parallel == 0 {
-            return Err(bad(Field::Parallel, "must be at least 1"));
-        }
-        Ok(())
-    }
-}
-
-/// The ssh destination and interface of every host in the plan, checked.
-pub fn check_targets(targets: &[Target], plan: &PairPlan) -> Result<(), PairsError> {
-    for t in planned(targets, plan) {
-        let ssh = t.ssh.clone().unwrap_or_default();
-        if SshPeer::new(&ssh, "ssh".into(), None, None).is_err() {
-            return Err(PairsError::BadSsh {
-                host: t.name.clone(),
-                ssh,
-            });
-        }
-        if let Some(interface) = &t.interface {
-            check_ifname("interface", interface).map_err(|source| PairsError::BadInterface {
-                host: t.name.clone(),
-                source,
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// The targets in the plan's pairs, in inventory order.
-fn planned<'a>(targets: &'a [Target], plan: &PairPlan) -> Vec<&'a Target> {
-    targets
-        .iter()
-        .filter(|t| plan.pairs.iter().any(|(a, b)| *a == t.name || *b == t.name))
-        .collect()
 }
 
 /// The last lines of a command's stderr, for a message.
@@ -506,7 +326,7 @@ fn run_one(
 
 /// Runs `plan` over `targets` (the same list the plan was made from), telling `observer`
 /// each port read, each round started and each run ended.
-pub fn run_pairs(
+pub fn run(
     targets: &[Target],
     plan: &PairPlan,
     params: &PairsParams,
@@ -589,71 +409,8 @@ pub fn run_pairs(
 
 #[cfg(test)]
 mod tests {
+    use super::super::params::tests::params;
     use super::*;
-
-    fn params() -> PairsParams {
-        PairsParams {
-            tests: vec![PerfTest::WriteBw],
-            sizes: vec![1 << 20],
-            iterations: 1000,
-            base_port: 18515,
-            run_timeout_s: 300,
-            line_rate_percent: 90.0,
-            line_rate_gbps: None,
-            dpuctl: "dpuctl".into(),
-            hop: SshHop {
-                program: "ssh".into(),
-                port: None,
-                identity: None,
-            },
-            probe_timeout: Duration::from_secs(60),
-            parallel: 128,
-        }
-    }
-
-    #[test]
-    fn only_rdma_bandwidth_tests_are_accepted() {
-        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert_eq!(parse_tests(&[]).expect("default"), [PerfTest::WriteBw]);
-        assert_eq!(
-            parse_tests(&names(&["send_bw", "ib_read_bw", "send_bw"])).expect("tests"),
-            [PerfTest::SendBw, PerfTest::ReadBw]
-        );
-        for bad in ["tcp_bw", "write_lat", "rc_bw"] {
-            let err = parse_tests(&names(&[bad])).expect_err(bad);
-            assert!(
-                err.to_string()
-                    .starts_with(&format!("tests: {bad:?} is not an RDMA bandwidth test")),
-                "{err}"
-            );
-        }
-    }
-
-    #[test]
-    fn values_out_of_range_name_their_field() {
-        assert!(params().validate().is_ok());
-        type Change = fn(&mut PairsParams);
-        let cases: [(Change, Field); 7] = [
-            (|p| p.line_rate_percent = 0.0, Field::LineRatePercent),
-            (|p| p.line_rate_percent = 101.0, Field::LineRatePercent),
-            (|p| p.line_rate_gbps = Some(f64::NAN), Field::LineRateGbps),
-            (|p| p.base_port = 65100, Field::BasePort),
-            (|p| p.dpuctl = "-oProxyCommand=x".into(), Field::Dpuctl),
-            (|p| p.iterations = 0, Field::Iterations),
-            (|p| p.parallel = 0, Field::Parallel),
-        ];
-        for (change, field) in cases {
-            let mut p = params();
-            change(&mut p);
-            let err = p.validate().expect_err(field.words());
-            let PairsError::Param(param) = &err else {
-                panic!("{err:?}");
-            };
-            assert_eq!(param.about(), field, "{err}");
-            assert!(err.to_string().starts_with(field.words()), "{err}");
-            assert!(!err.to_string().contains("--"), "{err}");
-        }
-    }
 
     #[test]
     fn the_line_rate_is_the_lower_port_or_the_flag_and_unknown_without_both() {
@@ -696,28 +453,5 @@ mod tests {
             (given.gbps, given.source.as_str()),
             (25.0, "--line-rate-gbps")
         );
-    }
-
-    #[test]
-    fn targets_with_odd_ssh_or_interface_are_refused_before_anything_runs() {
-        use super::super::pattern::PairPattern;
-        let target = |name: &str, ssh: &str| {
-            let mut t = Target::new(name, "unix:/run/x.sock".parse().expect("endpoint"));
-            t.ssh = Some(ssh.to_owned());
-            t
-        };
-        let mut targets = vec![target("a", "root@a"), target("b", "root@b;reboot")];
-        let plan = super::super::plan::plan(&targets, &PairPattern::Ring, 4).expect("plan");
-        let err = check_targets(&targets, &plan).expect_err("ssh");
-        assert!(
-            err.to_string().contains("target b: ssh \"root@b;reboot\""),
-            "{err}"
-        );
-        targets[1].ssh = Some("root@b".into());
-        targets[1].interface = Some("eth0 -x".into());
-        let err = check_targets(&targets, &plan).expect_err("interface");
-        assert!(err.to_string().starts_with("target b: interface"), "{err}");
-        targets[1].interface = Some("ens1f0np0".into());
-        assert!(check_targets(&targets, &plan).is_ok());
     }
 }

@@ -245,7 +245,7 @@ fn the_tightest_read_limit_is_judged() {
 
 #[test]
 fn bad_parameters_are_refused_by_name() {
-    let good = crate::prove::qos::QosProof {
+    let good = crate::prove::qos::QosParams {
         volume: None,
         device: None,
         duration: Duration::from_secs(2),
@@ -255,24 +255,24 @@ fn bad_parameters_are_refused_by_name() {
         lift: true,
     };
     assert!(crate::prove::qos::check(&good).is_ok());
-    let refused = |p: crate::prove::qos::QosProof| {
+    let refused = |p: crate::prove::qos::QosParams| {
         crate::prove::qos::check(&p)
             .expect_err("refused")
             .to_string()
     };
     for tolerance in [0.0, 1.0, -0.1, f64::NAN] {
-        let why = refused(crate::prove::qos::QosProof {
+        let why = refused(crate::prove::qos::QosParams {
             tolerance,
             ..good.clone()
         });
         assert!(why.starts_with("tolerance must be a fraction"), "{why}");
     }
-    let why = refused(crate::prove::qos::QosProof {
+    let why = refused(crate::prove::qos::QosParams {
         duration: Duration::ZERO,
         ..good.clone()
     });
     assert!(why.starts_with("duration must be"), "{why}");
-    let why = refused(crate::prove::qos::QosProof {
+    let why = refused(crate::prove::qos::QosParams {
         bs: 1000,
         ..good.clone()
     });

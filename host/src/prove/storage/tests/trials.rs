@@ -1,6 +1,6 @@
 //! The storage proof as trials, from in-memory counters: the read through the DPU, and each
 //! way another reader or a bypass shows in trials and gaps, through [`judge`] with three
-//! trials (`prove_storage`'s default).
+//! trials (`storage::run`'s default).
 
 use super::*;
 use crate::accounting::measure::fixture::readings;
@@ -244,7 +244,7 @@ fn a_bypass_in_one_trial_is_not_proven() {
 /// Bad parameters are refused before anything is dialled or read, naming the flag.
 #[test]
 fn a_size_too_small_for_its_trials_or_a_trial_count_out_of_range_is_refused() {
-    let args = |size: u64, trials: u32| StorageProof {
+    let args = |size: u64, trials: u32| StorageParams {
         device: None,
         volume: None,
         size,

@@ -1,7 +1,7 @@
 use super::*;
 
-fn args(require: ForwardingLevel) -> SwitchProof {
-    SwitchProof {
+fn args(require: ForwardingLevel) -> SwitchParams {
+    SwitchParams {
         interface: "ens1f0np0".to_owned(),
         peer: Ipv4Addr::new(192, 0, 2, 20),
         representor: "pf0hpf".to_owned(),

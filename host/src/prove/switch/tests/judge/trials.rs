@@ -1,6 +1,6 @@
 //! The switch proof as trials, from in-memory counters: the workload's packets through the
 //! offload, and each way other traffic shows in trials and gaps, with the receiver's own
-//! count as a second witness, through [`judge`] with three trials (`prove_switch`'s
+//! count as a second witness, through [`judge`] with three trials (`switch::run`'s
 //! default).
 
 use super::*;
@@ -30,8 +30,8 @@ fn per_trial(extra: [u64; 3]) -> Segments {
     ]
 }
 
-fn trial_args(far_end: bool) -> SwitchProof {
-    SwitchProof {
+fn trial_args(far_end: bool) -> SwitchParams {
+    SwitchParams {
         trials: 3,
         far_end: far_end.then(|| Receiver {
             agent: "tcp:192.0.2.20:50051".parse().expect("endpoint"),
@@ -85,7 +85,7 @@ fn counters(host: Segments, tc: Segments) -> Scenario {
     scenario
 }
 
-fn judge_run(args: &SwitchProof, m: &Trials<()>) -> Judged {
+fn judge_run(args: &SwitchParams, m: &Trials<()>) -> Judged {
     judge(args, &WORK, m, &settings(true), 1)
 }
 
@@ -109,7 +109,7 @@ fn trial_packets_follow_one_two_one_with_enough_per_unit() {
 
 #[test]
 fn a_plan_that_cannot_be_split_or_has_too_many_trials_is_refused() {
-    let small = SwitchProof {
+    let small = SwitchParams {
         packets: 150,
         ..trial_args(false)
     };
@@ -123,7 +123,7 @@ fn a_plan_that_cannot_be_split_or_has_too_many_trials_is_refused() {
         err.contains("packets 150") && err.contains("at least 200"),
         "{err}"
     );
-    let many = SwitchProof {
+    let many = SwitchParams {
         trials: MAX_TRIALS + 1,
         ..trial_args(false)
     };
@@ -227,7 +227,7 @@ fn a_burst_during_one_trial_is_named_and_inconclusive() {
     let burst = [0, 3, 460, 0, 0, 0, 0];
     let one = counters(burst, burst);
     let judged = judge(
-        &SwitchProof {
+        &SwitchParams {
             trials: 1,
             ..trial_args(false)
         },
