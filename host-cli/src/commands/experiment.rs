@@ -14,7 +14,7 @@ use dpu_host::experiment::measurement::measurement_for;
 use dpu_host::experiment::page::{render, PageEntry};
 use dpu_host::experiment::plan::Plan;
 use dpu_host::experiment::plan_load::parse;
-use dpu_host::experiment::run::{self, Cancel, Event, RunError, RunReport};
+use dpu_host::experiment::run::{self, Cancel, ExperimentEvent, RunError, RunReport};
 use dpu_host::experiment::verdict::{number, ExperimentVerdict};
 
 use crate::cli::OutputFormat;
@@ -88,7 +88,7 @@ async fn run_plan(
     let worker_cancel = cancel.clone();
     let plan_for_run = plan.clone();
     let result = tokio::task::spawn_blocking(move || {
-        let mut progress = |event: &Event| output::diag(&describe(event));
+        let mut progress = |event: &ExperimentEvent| output::diag(&describe(event));
         run::run(
             &plan_for_run,
             &settings,
@@ -154,16 +154,16 @@ async fn cancel_on_signal(cancel: Cancel) {
 }
 
 /// One progress line.
-fn describe(event: &Event) -> String {
+fn describe(event: &ExperimentEvent) -> String {
     match event {
-        Event::Recovered {
+        ExperimentEvent::Recovered {
             knob,
             original,
             pid,
         } => format!(
             "experiment: a journal left by pid {pid} (no longer running) was undone: {knob} restored to {original}"
         ),
-        Event::Original {
+        ExperimentEvent::Original {
             knob,
             value,
             differs_from_a,
@@ -174,13 +174,13 @@ fn describe(event: &Event) -> String {
                 format!("experiment: {knob} is {value} (A); journal written")
             }
         }
-        Event::Phase { label, value } => format!("experiment: phase {label}: {value}"),
-        Event::Trial {
+        ExperimentEvent::Phase { label, value } => format!("experiment: phase {label}: {value}"),
+        ExperimentEvent::Trial {
             label,
             trial,
             value,
         } => format!("experiment: {label} trial {trial}: {}", number(*value)),
-        Event::Refused {
+        ExperimentEvent::Refused {
             label,
             trial,
             value,
@@ -189,7 +189,7 @@ fn describe(event: &Event) -> String {
             "experiment: {label} trial {trial}: {} REFUSED, not counted: {reason}",
             number(*value)
         ),
-        Event::Reverted { knob, value } => {
+        ExperimentEvent::Reverted { knob, value } => {
             format!("experiment: {knob} restored to {value}; journal removed")
         }
     }

@@ -19,6 +19,7 @@ use super::measure::{Measure, MeasureError};
 use super::plan::{Knob, Plan};
 use super::stats::{analyse, StatsConfig, StatsError};
 use super::verdict::Analysis;
+use crate::observe::Observer;
 use crate::roce::perf::RdmaEvidence;
 
 /// Where a run keeps its journal and finds the kernel's files.
@@ -37,7 +38,7 @@ pub struct RunSettings {
 /// What happens during a run, in order, for progress output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub enum ExperimentEvent {
     /// A journal left by a dead experiment was undone before starting.
     Recovered {
         /// The knob.
@@ -91,18 +92,6 @@ pub enum Event {
         /// The value restored.
         value: String,
     },
-}
-
-/// Receives [`Event`]s while a plan runs.
-pub trait Observer {
-    /// One event.
-    fn event(&mut self, event: &Event);
-}
-
-impl<F: FnMut(&Event)> Observer for F {
-    fn event(&mut self, event: &Event) {
-        self(event)
-    }
 }
 
 /// What a finished run reports.
@@ -208,7 +197,7 @@ pub fn run(
     knob: Option<&dyn MachineKnob>,
     measure: &mut dyn Measure,
     cancel: &Cancel,
-    observer: &mut dyn Observer,
+    observer: &mut dyn Observer<ExperimentEvent>,
 ) -> Result<RunReport, RunError> {
     if let Recovery::Restored {
         knob,
@@ -217,7 +206,7 @@ pub fn run(
         ..
     } = journal::recover(&settings.journal, &settings.root)?
     {
-        observer.event(&Event::Recovered {
+        observer.event(&ExperimentEvent::Recovered {
             knob,
             original,
             pid,
@@ -242,7 +231,7 @@ pub fn run(
     };
     let entry = JournalEntry::for_this_process(journal_knob, original.clone(), &settings.plan_file);
     journal::write_new(&settings.journal, &entry)?;
-    observer.event(&Event::Original {
+    observer.event(&ExperimentEvent::Original {
         knob: described.clone(),
         value: original.clone(),
         differs_from_a: original != a,
@@ -256,7 +245,7 @@ pub fn run(
         });
     }
     journal::remove(&settings.journal)?;
-    observer.event(&Event::Reverted {
+    observer.event(&ExperimentEvent::Reverted {
         knob: described.clone(),
         value: original.clone(),
     });
@@ -277,7 +266,7 @@ fn run_phases(
     control: Option<&dyn MachineKnob>,
     measure: &mut dyn Measure,
     cancel: &Cancel,
-    observer: &mut dyn Observer,
+    observer: &mut dyn Observer<ExperimentEvent>,
     (a, b): (&str, &str),
 ) -> Result<Trials, RunError> {
     let mut phases = Vec::new();
@@ -299,7 +288,7 @@ fn run_phases(
             Knob::Env { name, .. } => vec![(name.clone(), value.to_owned())],
             _ => Vec::new(),
         };
-        observer.event(&Event::Phase {
+        observer.event(&ExperimentEvent::Phase {
             label: label.clone(),
             value: value.to_owned(),
         });
@@ -312,7 +301,7 @@ fn run_phases(
                 Ok(result) => result,
                 Err(MeasureError::Cancelled) => return Err(RunError::Cancelled { label }),
                 Err(MeasureError::Refused(refusal)) => {
-                    observer.event(&Event::Refused {
+                    observer.event(&ExperimentEvent::Refused {
                         label: label.clone(),
                         trial,
                         value: refusal.value,
@@ -346,7 +335,7 @@ fn run_phases(
                 }
                 Some(_) => {}
             }
-            observer.event(&Event::Trial {
+            observer.event(&ExperimentEvent::Trial {
                 label: label.clone(),
                 trial,
                 value: result.value,

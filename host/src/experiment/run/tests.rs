@@ -129,7 +129,7 @@ fn phases_run_in_order_with_the_knob_set_and_the_original_restored() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |e: &Event| events.push(e.clone()),
+        &mut |e: &ExperimentEvent| events.push(e.clone()),
     )
     .expect("the run ends");
     assert_eq!(knob.applied(), ["1500", "9000", "1500", "1500"]);
@@ -140,12 +140,14 @@ fn phases_run_in_order_with_the_knob_set_and_the_original_restored() {
     let labels: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Phase { label, value } => Some(format!("{label}={value}")),
+            ExperimentEvent::Phase { label, value } => Some(format!("{label}={value}")),
             _ => None,
         })
         .collect();
     assert_eq!(labels, ["A1=1500", "B1=9000", "A2=1500"]);
-    assert!(matches!(events.last(), Some(Event::Reverted { value, .. }) if value == "1500"));
+    assert!(
+        matches!(events.last(), Some(ExperimentEvent::Reverted { value, .. }) if value == "1500")
+    );
     assert_eq!(report.analysis.verdict, ExperimentVerdict::Improvement);
     assert_eq!(report.restored.as_deref(), Some("1500"));
     assert_eq!(report.metric, "fake Gb/s");
@@ -168,7 +170,7 @@ fn a_knob_that_does_not_matter_gives_no_effect() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect("the run ends");
     assert_eq!(report.analysis.verdict, ExperimentVerdict::NoEffect);
@@ -191,10 +193,10 @@ fn a_machine_not_at_a_gets_a_first_and_its_own_value_back() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |e: &Event| events.push(e.clone()),
+        &mut |e: &ExperimentEvent| events.push(e.clone()),
     )
     .expect("the run ends");
-    assert!(events.contains(&Event::Original {
+    assert!(events.contains(&ExperimentEvent::Original {
         knob: "fake knob".to_owned(),
         value: "4200".to_owned(),
         differs_from_a: true,
@@ -231,7 +233,7 @@ fn a_failed_trial_restores_the_knob_and_names_the_phase() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect_err("B's first trial fails");
     assert!(
@@ -266,7 +268,7 @@ fn a_cancel_mid_phase_stops_the_trials_and_restores_the_knob() {
         Some(&knob),
         &mut measure,
         &cancel,
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect_err("cancelled");
     assert!(
@@ -303,7 +305,7 @@ fn a_live_journal_refuses_the_run_before_the_knob_is_touched() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect_err("refused");
     assert!(
@@ -333,7 +335,7 @@ fn a_restore_that_fails_keeps_the_journal_and_says_so() {
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect_err("the restore fails");
     assert!(matches!(err, RunError::Revert { after: None, .. }), "{err}");
@@ -364,7 +366,7 @@ fn an_env_knob_reaches_the_measurement_and_needs_no_journal() {
         None,
         &mut measure,
         &Cancel::default(),
-        &mut |_: &Event| {},
+        &mut |_: &ExperimentEvent| {},
     )
     .expect("the run ends");
     let algos: Vec<&str> = measure
@@ -394,7 +396,7 @@ fn refused(value: f64) -> MeasureError {
 
 /// Runs the MTU plan with B at 120 and A at 100; `refuse(mtu, n)` says which trials'
 /// counters did not corroborate them.
-fn run_refusing(refuse: fn(&str, usize) -> bool) -> (RunReport, Vec<Event>, FakeKnob) {
+fn run_refusing(refuse: fn(&str, usize) -> bool) -> (RunReport, Vec<ExperimentEvent>, FakeKnob) {
     let dir = tempfile::tempdir().expect("temp dir");
     let plan = parse(MTU_PLAN).expect("plan");
     let knob = FakeKnob::at("1500");
@@ -417,7 +419,7 @@ fn run_refusing(refuse: fn(&str, usize) -> bool) -> (RunReport, Vec<Event>, Fake
         Some(&knob),
         &mut measure,
         &Cancel::default(),
-        &mut |e: &Event| events.push(e.clone()),
+        &mut |e: &ExperimentEvent| events.push(e.clone()),
     )
     .expect("a refused trial does not stop the run");
     assert!(!dir.path().join("journal.json").exists());
@@ -454,7 +456,7 @@ fn a_refused_trial_is_named_in_the_verdict_and_never_a_data_point() {
     );
     assert!(events
         .iter()
-        .any(|e| matches!(e, Event::Refused { label, trial: 2, .. } if label == "B1")));
+        .any(|e| matches!(e, ExperimentEvent::Refused { label, trial: 2, .. } if label == "B1")));
 }
 
 #[test]
@@ -471,7 +473,9 @@ fn the_same_run_with_every_trial_corroborated_counts_all_of_them() {
         "{}",
         report.analysis.summary
     );
-    assert!(!events.iter().any(|e| matches!(e, Event::Refused { .. })));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, ExperimentEvent::Refused { .. })));
 }
 
 #[test]
