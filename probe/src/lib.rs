@@ -29,6 +29,8 @@ pub mod snapshot;
 #[cfg(feature = "wire")]
 pub mod snapshot_wire;
 pub mod system;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod virtualization;
 
 pub use error::{error_chain, ProbeError};

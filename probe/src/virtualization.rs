@@ -64,16 +64,15 @@ fn cpu_flag(cpuinfo: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::SysTree;
 
-    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, SysRoot) {
-        let dir = tempfile::tempdir().expect("tempdir");
+    fn tree(files: &[(&str, &str)]) -> (SysTree, SysRoot) {
+        let tree = SysTree::new();
         for (rel, text) in files {
-            let path = dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, text).expect("write");
+            tree.write(rel, text);
         }
-        let root = SysRoot::new(dir.path());
-        (dir, root)
+        let root = tree.root();
+        (tree, root)
     }
 
     #[test]

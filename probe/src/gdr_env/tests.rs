@@ -4,11 +4,7 @@ const PROPRIETARY: &str = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.1
 const OPEN: &str = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.126.09  Release Build  (dvs-builder@U22-I3-AF03-09-1)  Wed Jan  7 22:59:56 UTC 2026\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n";
 const PROC_MODULES: &str = "nvidia_peermem 16384 0 - Live 0x0000000000000000 (OE)\nnvidia_uvm 4931584 0 - Live 0x0000000000000000 (OE)\nib_core 516096 9 nvidia_peermem,rdma_ucm, Live 0x0000000000000000\n";
 
-fn write(root: &std::path::Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use crate::testing::SysTree;
 
 #[test]
 fn parses_driver_lines_and_kernel_releases() {
@@ -32,22 +28,20 @@ fn parses_driver_lines_and_kernel_releases() {
 
 #[test]
 fn reads_a_gpu_server_under_the_root() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let at = dir.path();
-    write(at, "sys/module/nvidia_peermem/version", "580.126.09\n");
-    write(at, "proc/modules", PROC_MODULES);
-    write(at, "proc/sys/kernel/osrelease", "6.8.0-49-generic\n");
-    write(at, "proc/driver/nvidia/version", OPEN);
-    write(
-        at,
+    let tree = SysTree::new();
+    tree.write("sys/module/nvidia_peermem/version", "580.126.09\n");
+    tree.write("proc/modules", PROC_MODULES);
+    tree.write("proc/sys/kernel/osrelease", "6.8.0-49-generic\n");
+    tree.write("proc/driver/nvidia/version", OPEN);
+    tree.write(
         "proc/cmdline",
         "BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=x ro intel_iommu=on iommu=pt\n",
     );
-    write(at, "sys/kernel/iommu_groups/12/type", "identity\n");
-    write(at, "sys/kernel/iommu_groups/12/devices/0000:1b:00.0", "");
-    write(at, "sys/kernel/iommu_groups/3/type", "DMA-FQ\n");
-    std::fs::create_dir_all(at.join("sys/kernel/iommu_groups/3/devices")).expect("mkdir");
-    let env = read_gdr_environment(&SysRoot::new(at)).expect("reads");
+    tree.write("sys/kernel/iommu_groups/12/type", "identity\n");
+    tree.write("sys/kernel/iommu_groups/12/devices/0000:1b:00.0", "");
+    tree.write("sys/kernel/iommu_groups/3/type", "DMA-FQ\n");
+    tree.dir("sys/kernel/iommu_groups/3/devices");
+    let env = read_gdr_environment(&tree.root()).expect("reads");
     assert_eq!(
         env.peer_memory,
         [

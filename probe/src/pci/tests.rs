@@ -1,23 +1,12 @@
 use super::*;
-use std::fs;
-use std::os::unix::fs::symlink;
-
-fn write(path: std::path::PathBuf, text: &str) {
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, text).expect("write");
-}
+use crate::testing::SysTree;
 
 /// Writes a function under `sys/devices/pci0000:3a/{bdf}` and links it from
-/// `sys/bus/pci/devices`, the way the kernel lays it out.
-fn function(root: &SysRoot, bdf: &str, attrs: &[(&str, &str)]) -> std::path::PathBuf {
-    let dir = root.sys("devices/pci0000:3a").join(bdf);
-    fs::create_dir_all(&dir).expect("mkdir");
-    for (name, value) in attrs {
-        write(dir.join(name), &format!("{value}\n"));
-    }
-    let bus = root.sys("bus/pci/devices");
-    fs::create_dir_all(&bus).expect("mkdir");
-    symlink(&dir, bus.join(bdf)).expect("link");
+/// `sys/bus/pci/devices`, the way the kernel lays it out. Returns its directory.
+fn function(tree: &SysTree, bdf: &str, attrs: &[(&str, &str)]) -> String {
+    let dir = format!("sys/devices/pci0000:3a/{bdf}");
+    tree.attrs(&dir, attrs);
+    tree.link(&format!("sys/bus/pci/devices/{bdf}"), &dir);
     dir
 }
 
@@ -36,13 +25,12 @@ fn bf3(width: &str) -> Vec<(&str, &str)> {
     ]
 }
 
-fn host_tree() -> (tempfile::TempDir, SysRoot) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = SysRoot::new(dir.path());
-    let pf0 = function(&root, "0000:3b:00.0", &bf3("16"));
-    function(&root, "0000:3b:00.1", &bf3("8"));
+fn host_tree() -> (SysTree, SysRoot) {
+    let tree = SysTree::new();
+    let pf0 = function(&tree, "0000:3b:00.0", &bf3("16"));
+    function(&tree, "0000:3b:00.1", &bf3("8"));
     function(
-        &root,
+        &tree,
         "0000:3b:00.2",
         &[
             ("vendor", "0x15b3"),
@@ -52,7 +40,7 @@ fn host_tree() -> (tempfile::TempDir, SysRoot) {
         ],
     );
     function(
-        &root,
+        &tree,
         "0000:3d:00.0",
         &[
             ("vendor", "0x15b3"),
@@ -61,7 +49,7 @@ fn host_tree() -> (tempfile::TempDir, SysRoot) {
         ],
     );
     function(
-        &root,
+        &tree,
         "0000:01:00.0",
         &[
             ("vendor", "0x8086"),
@@ -70,7 +58,7 @@ fn host_tree() -> (tempfile::TempDir, SysRoot) {
         ],
     );
     function(
-        &root,
+        &tree,
         "0000:5e:00.0",
         &[
             ("vendor", "0x15b3"),
@@ -79,12 +67,13 @@ fn host_tree() -> (tempfile::TempDir, SysRoot) {
         ],
     );
     // Driver, netdev and RDMA device of the first PF.
-    let driver = root.sys("bus/pci/drivers/mlx5_core");
-    fs::create_dir_all(&driver).expect("mkdir");
-    symlink(&driver, pf0.join("driver")).expect("link");
-    fs::create_dir_all(pf0.join("net/ens1f0np0")).expect("mkdir");
-    write(pf0.join("infiniband/mlx5_0/fw_ver"), "32.41.1000\n");
-    (dir, root)
+    let driver = "sys/bus/pci/drivers/mlx5_core";
+    tree.dir(driver);
+    tree.link(&format!("{pf0}/driver"), driver);
+    tree.dir(&format!("{pf0}/net/ens1f0np0"));
+    tree.attr(&format!("{pf0}/infiniband/mlx5_0/fw_ver"), "32.41.1000");
+    let root = tree.root();
+    (tree, root)
 }
 
 #[test]
@@ -199,13 +188,13 @@ fn lists_bluefield_functions_with_details_and_flags_the_narrow_link() {
 
 #[test]
 fn garbage_and_absent_files_never_fail_the_listing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = SysRoot::new(dir.path());
+    let tree = SysTree::new();
+    let root = tree.root();
     assert!(list_pci_functions(&root, PciFilter::All)
         .expect("no bus dir")
         .is_empty());
     function(
-        &root,
+        &tree,
         "0000:00:01.0",
         &[
             ("vendor", "banana"),
@@ -215,9 +204,9 @@ fn garbage_and_absent_files_never_fail_the_listing() {
             ("current_link_width", "0"),
         ],
     );
-    function(&root, "0000:00:02.0", &[]);
+    function(&tree, "0000:00:02.0", &[]);
     // Not a function address: ignored.
-    fs::create_dir_all(root.sys("bus/pci/devices/readme")).expect("mkdir");
+    tree.dir("sys/bus/pci/devices/readme");
     let all = list_pci_functions(&root, PciFilter::All).expect("list");
     assert_eq!(all.len(), 2);
     for f in &all {
@@ -243,11 +232,12 @@ fn reads_one_function_and_reports_absent_ones() {
 
 #[test]
 fn rdma_device_is_found_through_the_class_link_when_the_function_lacks_infiniband() {
-    let (_dir, root) = host_tree();
-    let class = root.sys("class/infiniband/mlx5_1");
-    write(class.join("fw_ver"), "32.41.1000\n");
-    let pf1 = root.sys("devices/pci0000:3a/0000:3b:00.1");
-    symlink(&pf1, class.join("device")).expect("link");
+    let (tree, root) = host_tree();
+    tree.attr("sys/class/infiniband/mlx5_1/fw_ver", "32.41.1000");
+    tree.link(
+        "sys/class/infiniband/mlx5_1/device",
+        "sys/devices/pci0000:3a/0000:3b:00.1",
+    );
     let f = read_pci_function(&root, "0000:3b:00.1").expect("pf1");
     assert_eq!(f.rdma_devices, ["mlx5_1"]);
     assert_eq!(f.firmware_version.as_deref(), Some("32.41.1000"));

@@ -128,20 +128,15 @@ pub fn perftest_default_gid_index(gids: &[GidEntry]) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::rdma::read_rdma_device;
+    use crate::testing::SysTree;
     use std::fs;
-
-    fn write(path: std::path::PathBuf, text: &str) {
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        fs::write(path, text).expect("write");
-    }
 
     /// Two ports' worth of GIDs: v1/v2 link-local and IPv4 on `ens1f0np0`, a VLAN with its
     /// own IPv4, a secondary IPv4, and an empty entry.
-    fn gid_tree() -> (tempfile::TempDir, SysRoot) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = SysRoot::new(dir.path());
-        let port = root.sys("class/infiniband/mlx5_0/ports/1");
-        write(port.join("state"), "4: ACTIVE\n");
+    fn gid_tree() -> (SysTree, SysRoot) {
+        let tree = SysTree::new();
+        let port = "sys/class/infiniband/mlx5_0/ports/1";
+        tree.attrs(port, &[("state", "4: ACTIVE")]);
         for (index, gid, kind, ndev) in [
             (
                 "0",
@@ -180,22 +175,22 @@ mod tests {
                 "ens1f0np0",
             ),
         ] {
-            write(port.join("gids").join(index), &format!("{gid}\n"));
-            write(
-                port.join("gid_attrs/types").join(index),
-                &format!("{kind}\n"),
-            );
-            write(
-                port.join("gid_attrs/ndevs").join(index),
-                &format!("{ndev}\n"),
+            tree.attrs(
+                port,
+                &[
+                    (&format!("gids/{index}"), gid),
+                    (&format!("gid_attrs/types/{index}"), kind),
+                    (&format!("gid_attrs/ndevs/{index}"), ndev),
+                ],
             );
         }
         // Empty entry: zeros, attributes absent (EINVAL on a real kernel).
-        write(
-            port.join("gids/4"),
-            "0000:0000:0000:0000:0000:0000:0000:0000\n",
+        tree.attrs(
+            port,
+            &[("gids/4", "0000:0000:0000:0000:0000:0000:0000:0000")],
         );
-        (dir, root)
+        let root = tree.root();
+        (tree, root)
     }
 
     #[test]

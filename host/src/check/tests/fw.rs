@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use dpu_probe::SysRoot;
+use dpu_probe::testing::SysTree;
 
 use super::super::fw;
 use super::super::fw_profile::FwProfile;
@@ -261,23 +261,23 @@ impl FwToolRunner for FakeTool {
 }
 
 /// A sysfs tree with these PCI functions: (address, vendor, device, is a VF).
-fn tree(functions: &[(&str, u16, u16, bool)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
+fn tree(functions: &[(&str, u16, u16, bool)]) -> SysTree {
+    let tree = SysTree::new();
     for (address, vendor, device, vf) in functions {
-        let d = dir.path().join("sys/bus/pci/devices").join(address);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        write(&d.join("vendor"), &format!("0x{vendor:04x}"));
-        write(&d.join("device"), &format!("0x{device:04x}"));
-        write(&d.join("class"), "0x020000");
+        let d = format!("sys/bus/pci/devices/{address}");
+        tree.attrs(
+            &d,
+            &[
+                ("vendor", &format!("0x{vendor:04x}")),
+                ("device", &format!("0x{device:04x}")),
+                ("class", "0x020000"),
+            ],
+        );
         if *vf {
-            std::fs::create_dir_all(d.join("physfn")).expect("physfn");
+            tree.dir(&format!("{d}/physfn"));
         }
     }
-    dir
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::write(path, format!("{text}\n")).expect("write");
+    tree
 }
 
 const BF3: (&str, u16, u16, bool) = ("0000:03:00.0", 0x15b3, 0xa2dc, false);
@@ -292,7 +292,7 @@ fn bf3_with(output: &str, code: i32) -> (FwFacts, FakeTool) {
         ("0000:5e:00.0", 0x8086, 0x1592, false),
     ]);
     let runner = FakeTool::new("mstconfig", &[("0000:03:00.0", Some(code), output)]);
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     (facts, runner)
 }
 
@@ -406,7 +406,7 @@ fn every_malformed_line_is_an_error_naming_its_line() {
 fn the_tool_missing_is_a_skip_naming_the_debian_package() {
     let dir = tree(&[BF3]);
     let runner = FakeTool::missing();
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     assert!(matches!(facts, FwFacts::NoTool));
     for check in [
         judged(|f| fw::tool(&facts, f)),
@@ -430,7 +430,7 @@ fn the_tool_missing_is_a_skip_naming_the_debian_package() {
 fn a_fixture_root_is_never_queried() {
     let dir = tree(&[BF3]);
     let runner = FakeTool::new("mstconfig", &[("0000:03:00.0", Some(0), BF3_DPU)]);
-    let facts = gather_fw(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw(&dir.root(), &runner);
     let v = judged(|f| fw::tool(&facts, f));
     assert_eq!(v.status, Status::Skip);
     assert!(v.detail.contains("--sys-root"), "{}", v.detail);
@@ -480,7 +480,7 @@ fn only_function_0_of_each_nic_is_queried_read_only() {
 
 /// `count` ConnectX-7 function 0s (and each one's second PF), addresses listed out of
 /// order, and a fake that answers each with a table naming its own address.
-fn connectx_server(count: usize, gate: Option<Gate>) -> (tempfile::TempDir, FakeTool) {
+fn connectx_server(count: usize, gate: Option<Gate>) -> (SysTree, FakeTool) {
     let addresses: Vec<String> = (0..count)
         .rev()
         .map(|i| format!("0000:{:02x}:00.0", 0x18 + 0x10 * i))
@@ -509,7 +509,7 @@ fn connectx_server(count: usize, gate: Option<Gate>) -> (tempfile::TempDir, Fake
 #[test]
 fn eight_cards_are_queried_at_once_and_reported_in_address_order() {
     let (dir, runner) = connectx_server(8, Some(Gate::new(8)));
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     let gate = runner.gate.as_ref().expect("gate");
     let state = gate.state.lock().expect("gate");
     assert_eq!(
@@ -544,7 +544,7 @@ fn eight_cards_are_queried_at_once_and_reported_in_address_order() {
 fn more_cards_than_the_bound_never_run_more_than_the_bound_at_once() {
     let cards = MAX_PARALLEL_QUERIES + 4;
     let (dir, runner) = connectx_server(cards, Some(Gate::new(MAX_PARALLEL_QUERIES)));
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     let state = runner
         .gate
         .as_ref()
@@ -567,7 +567,7 @@ fn more_cards_than_the_bound_never_run_more_than_the_bound_at_once() {
             ..Gate::new(2)
         }),
     );
-    gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    gather_fw_devices(&dir.root(), &runner);
     assert_eq!(
         runner
             .gate
@@ -589,7 +589,7 @@ fn one_unreadable_card_among_eight_fails_only_its_own_entry() {
         broken.clone(),
         (Some(3), OPEN_FAILED.replace("0000:03:00.0", &broken)),
     );
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     let FwFacts::Queried { devices, .. } = &facts else {
         panic!("queried: {facts:?}");
     };
@@ -692,7 +692,7 @@ fn a_pending_mode_change_warns_and_says_how_it_takes_effect() {
 fn a_connectx_is_not_judged_by_fw_mode() {
     let dir = tree(&[("0000:17:00.0", 0x15b3, 0x1021, false)]);
     let runner = FakeTool::new("mlxconfig", &[("0000:17:00.0", Some(0), CX7_ETH)]);
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     let v = judged(|f| fw::mode(&facts, None, f));
     assert_eq!(v.status, Status::Skip);
     assert!(
@@ -739,7 +739,7 @@ fn fw_profile_skips_without_a_profile() {
 fn a_connectx7_with_eth_links_matches_the_shipped_profile() {
     let dir = tree(&[("0000:17:00.0", 0x15b3, 0x1021, false)]);
     let runner = FakeTool::new("mlxconfig", &[("0000:17:00.0", Some(0), CX7_ETH)]);
-    let facts = gather_fw_devices(&SysRoot::new(dir.path()), &runner);
+    let facts = gather_fw_devices(&dir.root(), &runner);
     let shipped = FwProfile::load(&shipped_profile()).expect("shipped profile");
     let v = judged(|f| fw::profile(&facts, Some(&shipped), f));
     assert_eq!(v.status, Status::Pass, "{}", v.detail);

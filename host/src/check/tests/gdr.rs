@@ -6,10 +6,9 @@
 //! (64 bytes of config space without root, no GPU) skips.
 
 use std::fs;
-use std::os::unix::fs::symlink;
-use std::path::Path;
 
 use dpu_probe::pci::acs::PCI_EXT_CAP_ID_ACS;
+use dpu_probe::testing::SysTree;
 use dpu_probe::SysRoot;
 
 use super::super::catalog::spec;
@@ -32,104 +31,54 @@ const OPEN: &str = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580
 const ACS_OFF: u16 = 0x0000;
 const ACS_ISOLATING: u16 = 0x001d;
 
-struct Tree {
-    dir: tempfile::TempDir,
+/// The slot: root port -> switch upstream port -> two downstream ports, the NIC
+/// (`mlx5_0`) below one, the GPU below the other; every bridge with 4096 bytes of config
+/// space whose ACS control is `acs` (root port and upstream port: off).
+fn slot(acs: u16) -> SysTree {
+    let tree = SysTree::new();
+    tree.nic(
+        &format!("{UPSTREAM}/{NIC_PORT}/0000:1a:00.0"),
+        "mlx5_0",
+        "0",
+    );
+    tree.gpu(&format!("{UPSTREAM}/{GPU_PORT}/{GPU}"), "0");
+    tree.config(ROOT_PORT, &config_space(ACS_OFF));
+    tree.config(UPSTREAM, &vec![0u8; 4096]);
+    tree.config(&format!("{UPSTREAM}/{NIC_PORT}"), &config_space(acs));
+    tree.config(&format!("{UPSTREAM}/{GPU_PORT}"), &config_space(acs));
+    tree
 }
 
-impl Tree {
-    /// The slot: root port -> switch upstream port -> two downstream ports, the NIC
-    /// (`mlx5_0`) below one, the GPU below the other; every bridge with 4096 bytes of
-    /// config space whose ACS control is `acs` (root port and upstream port: off).
-    fn slot(acs: u16) -> Self {
-        let tree = Self {
-            dir: tempfile::tempdir().expect("tempdir"),
-        };
-        let nic = format!("{UPSTREAM}/{NIC_PORT}/0000:1a:00.0");
-        let gpu = format!("{UPSTREAM}/{GPU_PORT}/{GPU}");
-        tree.function(&nic, "0x15b3", "0x020700");
-        tree.function(&gpu, "0x10de", "0x030200");
-        let ib = tree.path("sys/class/infiniband/mlx5_0");
-        fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
-        symlink(format!("../../../devices/{nic}"), ib.join("device")).expect("link");
-        tree.config(ROOT_PORT, &config_space(ACS_OFF));
-        tree.config(UPSTREAM, &vec![0u8; 4096]);
-        tree.config(&format!("{UPSTREAM}/{NIC_PORT}"), &config_space(acs));
-        tree.config(&format!("{UPSTREAM}/{GPU_PORT}"), &config_space(acs));
-        tree
-    }
-
-    fn path(&self, rel: &str) -> std::path::PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    /// A function below `sys/devices`, the bridges above it created as PCI bridges, each
-    /// linked from `sys/bus/pci/devices`.
-    fn function(&self, path: &str, vendor: &str, class: &str) {
-        let parts: Vec<&str> = path.split('/').collect();
-        for end in 2..=parts.len() {
-            let at = parts[..end].join("/");
-            let dir = self.path("sys/devices").join(&at);
-            if dir.exists() {
-                continue;
-            }
-            let (v, c) = if end == parts.len() {
-                (vendor, class)
-            } else {
-                ("0x1000", "0x060400")
-            };
-            write(&dir.join("vendor"), v);
-            write(&dir.join("class"), c);
-            write(&dir.join("numa_node"), "0");
-            let bus = self.path("sys/bus/pci/devices");
-            fs::create_dir_all(&bus).expect("mkdir");
-            symlink(format!("../../../devices/{at}"), bus.join(parts[end - 1])).expect("link");
-        }
-    }
-
-    fn config(&self, bridge: &str, bytes: &[u8]) {
-        fs::write(self.path("sys/devices").join(bridge).join("config"), bytes).expect("write");
-    }
-
-    fn file(&self, rel: &str, text: &str) {
-        write(&self.path(rel), text);
-    }
-
-    /// The kernel, driver and command line of a host ready for GPUDirect RDMA.
-    fn ready(acs: u16) -> Self {
-        let tree = Self::slot(acs);
-        tree.file("sys/module/nvidia_peermem/version", "580.126.09");
-        tree.file("proc/modules", "nvidia_peermem 16384 0 - Live 0x0000000000000000 (OE)\nnvidia 104095744 2 nvidia_peermem, Live 0x0 (POE)");
-        tree.file("proc/sys/kernel/osrelease", "6.8.0-49-generic");
-        tree.file("proc/driver/nvidia/version", OPEN);
-        tree.file(
-            "proc/cmdline",
-            "BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=9ff8 ro intel_iommu=on iommu=pt",
-        );
-        tree.group(31, "identity", GPU);
-        tree
-    }
-
-    fn group(&self, id: u32, domain_type: &str, device: &str) {
-        self.file(&format!("sys/kernel/iommu_groups/{id}/type"), domain_type);
-        let devices = self.path(&format!("sys/kernel/iommu_groups/{id}/devices"));
-        fs::create_dir_all(&devices).expect("mkdir");
-        symlink(
-            format!("../../../../devices/pci0000:17/{device}"),
-            devices.join(device),
-        )
-        .expect("link");
-    }
-
-    fn host(&self) -> HostFacts {
-        let host = HostFacts::gather(&SysRoot::new(self.dir.path()));
-        assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
-        host
-    }
+/// The kernel, driver and command line of a host ready for GPUDirect RDMA.
+fn ready(acs: u16) -> SysTree {
+    let tree = slot(acs);
+    tree.attr("sys/module/nvidia_peermem/version", "580.126.09");
+    tree.attr("proc/modules", "nvidia_peermem 16384 0 - Live 0x0000000000000000 (OE)\nnvidia 104095744 2 nvidia_peermem, Live 0x0 (POE)");
+    tree.attr("proc/sys/kernel/osrelease", "6.8.0-49-generic");
+    tree.attr("proc/driver/nvidia/version", OPEN);
+    tree.attr(
+        "proc/cmdline",
+        "BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=9ff8 ro intel_iommu=on iommu=pt",
+    );
+    group(&tree, 31, "identity", GPU);
+    tree
 }
 
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, format!("{text}\n")).expect("write");
+/// IOMMU group `id` of domain type `domain_type` holding `device`.
+fn group(tree: &SysTree, id: u32, domain_type: &str, device: &str) {
+    let group = format!("sys/kernel/iommu_groups/{id}");
+    tree.attr(&format!("{group}/type"), domain_type);
+    tree.link(
+        &format!("{group}/devices/{device}"),
+        &format!("sys/devices/pci0000:17/{device}"),
+    );
+}
+
+/// The host's facts as `dpuctl check` gathers them from `tree`.
+fn gathered(tree: &SysTree) -> HostFacts {
+    let host = HostFacts::gather(&tree.root());
+    assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
+    host
 }
 
 /// 4096 bytes of a Broadcom-style switch port: AER at 0x100, ACS at 0x148 (all seven
@@ -168,7 +117,7 @@ fn judged(host: &HostFacts, id: &str) -> CheckVerdict {
 
 #[test]
 fn a_host_ready_for_gpudirect_rdma_passes_every_check() {
-    let host = Tree::ready(ACS_OFF).host();
+    let host = gathered(&ready(ACS_OFF));
     for (id, _) in CHECKS {
         let v = judged(&host, id);
         assert_eq!(v.status, Status::Pass, "{id}: {}", v.detail);
@@ -203,11 +152,11 @@ fn a_host_ready_for_gpudirect_rdma_passes_every_check() {
 
 #[test]
 fn no_peermem_with_the_proprietary_driver_fails() {
-    let tree = Tree::slot(ACS_OFF);
-    tree.file("proc/modules", "nvidia 104095744 0 - Live 0x0 (POE)");
-    tree.file("proc/sys/kernel/osrelease", "6.8.0-49-generic");
-    tree.file("proc/driver/nvidia/version", PROPRIETARY);
-    let v = judged(&tree.host(), "gdr.peermem");
+    let tree = slot(ACS_OFF);
+    tree.attr("proc/modules", "nvidia 104095744 0 - Live 0x0 (POE)");
+    tree.attr("proc/sys/kernel/osrelease", "6.8.0-49-generic");
+    tree.attr("proc/driver/nvidia/version", PROPRIETARY);
+    let v = judged(&gathered(&tree), "gdr.peermem");
     assert_eq!(v.status, Status::Fail, "{}", v.detail);
     assert!(
         v.detail.contains("nvidia_peermem is not loaded"),
@@ -234,10 +183,10 @@ fn no_peermem_with_the_proprietary_driver_fails() {
 
 #[test]
 fn an_old_kernel_with_the_open_driver_and_no_peermem_fails() {
-    let tree = Tree::slot(ACS_OFF);
-    tree.file("proc/sys/kernel/osrelease", "5.4.0-1103-aws");
-    tree.file("proc/driver/nvidia/version", OPEN);
-    let v = judged(&tree.host(), "gdr.peermem");
+    let tree = slot(ACS_OFF);
+    tree.attr("proc/sys/kernel/osrelease", "5.4.0-1103-aws");
+    tree.attr("proc/driver/nvidia/version", OPEN);
+    let v = judged(&gathered(&tree), "gdr.peermem");
     assert_eq!(v.status, Status::Fail, "{}", v.detail);
     assert!(
         v.detail
@@ -249,11 +198,11 @@ fn an_old_kernel_with_the_open_driver_and_no_peermem_fails() {
 
 #[test]
 fn dmabuf_with_the_open_driver_on_a_6x_kernel_passes_without_peermem() {
-    let tree = Tree::slot(ACS_OFF);
-    tree.file("proc/modules", "nvidia 104095744 0 - Live 0x0 (OE)");
-    tree.file("proc/sys/kernel/osrelease", "6.8.0-49-generic");
-    tree.file("proc/driver/nvidia/version", OPEN);
-    let v = judged(&tree.host(), "gdr.peermem");
+    let tree = slot(ACS_OFF);
+    tree.attr("proc/modules", "nvidia 104095744 0 - Live 0x0 (OE)");
+    tree.attr("proc/sys/kernel/osrelease", "6.8.0-49-generic");
+    tree.attr("proc/driver/nvidia/version", OPEN);
+    let v = judged(&gathered(&tree), "gdr.peermem");
     assert_eq!(v.status, Status::Pass, "{}", v.detail);
     assert!(v.detail.starts_with("no nvidia_peermem, but DMA-BUF: kernel 6.8.0-49-generic with the open kernel module driver 580.126.09"), "{}", v.detail);
     assert_eq!(
@@ -264,12 +213,12 @@ fn dmabuf_with_the_open_driver_on_a_6x_kernel_passes_without_peermem() {
 
 #[test]
 fn acs_request_redirect_on_the_switch_port_fails_naming_the_bridge() {
-    let tree = Tree::ready(ACS_OFF);
+    let tree = ready(ACS_OFF);
     tree.config(
         &format!("{UPSTREAM}/{GPU_PORT}"),
         &config_space(ACS_ISOLATING),
     );
-    let v = judged(&tree.host(), "gdr.acs");
+    let v = judged(&gathered(&tree), "gdr.acs");
     assert_eq!(v.status, Status::Fail, "{}", v.detail);
     assert!(
         v.detail.starts_with(&format!(
@@ -282,10 +231,10 @@ fn acs_request_redirect_on_the_switch_port_fails_naming_the_bridge() {
     // The root port above the switch is not between them: its ACS does not matter here.
     tree.config(ROOT_PORT, &config_space(ACS_ISOLATING));
     tree.config(&format!("{UPSTREAM}/{GPU_PORT}"), &config_space(ACS_OFF));
-    assert_eq!(judged(&tree.host(), "gdr.acs").status, Status::Pass);
+    assert_eq!(judged(&gathered(&tree), "gdr.acs").status, Status::Pass);
     // Request Redirect alone is enough.
     tree.config(&format!("{UPSTREAM}/{NIC_PORT}"), &config_space(0x0004));
-    let v = judged(&tree.host(), "gdr.acs");
+    let v = judged(&gathered(&tree), "gdr.acs");
     assert_eq!(v.status, Status::Fail, "{}", v.detail);
     assert!(
         v.detail
@@ -297,12 +246,12 @@ fn acs_request_redirect_on_the_switch_port_fails_naming_the_bridge() {
 
 #[test]
 fn config_space_of_64_bytes_skips_needing_root() {
-    let tree = Tree::ready(ACS_OFF);
+    let tree = ready(ACS_OFF);
     tree.config(
         &format!("{UPSTREAM}/{GPU_PORT}"),
         &config_space(ACS_OFF)[..64],
     );
-    let v = judged(&tree.host(), "gdr.acs");
+    let v = judged(&gathered(&tree), "gdr.acs");
     assert_eq!(v.status, Status::Skip, "{}", v.detail);
     assert!(
         v.detail
@@ -319,11 +268,11 @@ fn config_space_of_64_bytes_skips_needing_root() {
 
 #[test]
 fn a_malformed_capability_list_skips_naming_the_file() {
-    let tree = Tree::ready(ACS_OFF);
+    let tree = ready(ACS_OFF);
     let mut looped = vec![0u8; 4096];
     looped[0x100..0x104].copy_from_slice(&(1u32 | (0x100 << 20)).to_le_bytes());
     tree.config(&format!("{UPSTREAM}/{NIC_PORT}"), &looped);
-    let v = judged(&tree.host(), "gdr.acs");
+    let v = judged(&gathered(&tree), "gdr.acs");
     assert_eq!(v.status, Status::Skip, "{}", v.detail);
     assert!(
         v.detail.contains(&format!("{NIC_PORT}/config")),
@@ -335,13 +284,13 @@ fn a_malformed_capability_list_skips_naming_the_file() {
 
 #[test]
 fn a_translated_iommu_warns_naming_the_gpu_group() {
-    let tree = Tree::ready(ACS_OFF);
-    tree.file(
+    let tree = ready(ACS_OFF);
+    tree.attr(
         "proc/cmdline",
         "BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=9ff8 ro intel_iommu=on",
     );
-    tree.file("sys/kernel/iommu_groups/31/type", "DMA-FQ");
-    let v = judged(&tree.host(), "gdr.iommu");
+    tree.attr("sys/kernel/iommu_groups/31/type", "DMA-FQ");
+    let v = judged(&gathered(&tree), "gdr.iommu");
     assert_eq!(v.status, Status::Warn, "{}", v.detail);
     assert!(
         v.detail.starts_with(&format!(
@@ -352,11 +301,11 @@ fn a_translated_iommu_warns_naming_the_gpu_group() {
     );
     assert!(v.detail.contains("iommu=pt"), "{}", v.detail);
     // Strict translation too.
-    tree.file("sys/kernel/iommu_groups/31/type", "DMA");
-    assert_eq!(judged(&tree.host(), "gdr.iommu").status, Status::Warn);
+    tree.attr("sys/kernel/iommu_groups/31/type", "DMA");
+    assert_eq!(judged(&gathered(&tree), "gdr.iommu").status, Status::Warn);
     // Passthrough by default (CONFIG_IOMMU_DEFAULT_PASSTHROUGH) without iommu=pt passes.
-    tree.file("sys/kernel/iommu_groups/31/type", "identity");
-    let v = judged(&tree.host(), "gdr.iommu");
+    tree.attr("sys/kernel/iommu_groups/31/type", "identity");
+    let v = judged(&gathered(&tree), "gdr.iommu");
     assert_eq!(v.status, Status::Pass, "{}", v.detail);
     assert_eq!(
         v.detail,
@@ -366,14 +315,14 @@ fn a_translated_iommu_warns_naming_the_gpu_group() {
 
 #[test]
 fn no_iommu_groups_pass_and_unknown_types_skip() {
-    let tree = Tree::slot(ACS_OFF);
-    tree.file("proc/cmdline", "ro quiet");
-    let v = judged(&tree.host(), "gdr.iommu");
+    let tree = slot(ACS_OFF);
+    tree.attr("proc/cmdline", "ro quiet");
+    let v = judged(&gathered(&tree), "gdr.iommu");
     assert_eq!(v.status, Status::Pass, "{}", v.detail);
     assert!(v.detail.starts_with("no IOMMU groups"), "{}", v.detail);
     // A group without a type file (kernel before 5.11) and no iommu=pt: not known.
-    fs::create_dir_all(tree.path("sys/kernel/iommu_groups/4/devices")).expect("mkdir");
-    let v = judged(&tree.host(), "gdr.iommu");
+    tree.dir("sys/kernel/iommu_groups/4/devices");
+    let v = judged(&gathered(&tree), "gdr.iommu");
     assert_eq!(v.status, Status::Skip, "{}", v.detail);
     assert!(
         v.detail.contains(&format!("GPU {GPU} (in no IOMMU group)")),
@@ -384,9 +333,9 @@ fn no_iommu_groups_pass_and_unknown_types_skip() {
 
 #[test]
 fn without_gpus_or_rdma_nics_every_check_skips() {
-    let tree = Tree::slot(ACS_OFF);
+    let tree = slot(ACS_OFF);
     fs::remove_dir_all(tree.path("sys/class/infiniband")).expect("rm");
-    let host = tree.host();
+    let host = gathered(&tree);
     for (id, _) in CHECKS {
         let v = judged(&host, id);
         assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
@@ -411,15 +360,12 @@ fn without_gpus_or_rdma_nics_every_check_skips() {
 
 #[test]
 fn a_gpu_and_nic_on_different_root_ports_are_not_judged_for_acs() {
-    let tree = Tree::ready(ACS_ISOLATING);
+    let tree = ready(ACS_ISOLATING);
     // Move the NIC below another root port of the same host bridge (PHB).
     fs::remove_dir_all(tree.path("sys/class/infiniband")).expect("rm");
     let nic = "pci0000:17/0000:17:02.0/0000:30:00.0";
-    tree.function(nic, "0x15b3", "0x020700");
-    let ib = tree.path("sys/class/infiniband/mlx5_1");
-    fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
-    symlink(format!("../../../devices/{nic}"), ib.join("device")).expect("link");
-    let v = judged(&tree.host(), "gdr.acs");
+    tree.nic(nic, "mlx5_1", "0");
+    let v = judged(&gathered(&tree), "gdr.acs");
     assert_eq!(v.status, Status::Skip, "{}", v.detail);
     assert!(
         v.detail.contains(&format!("{GPU} -> mlx5_1 PHB")),

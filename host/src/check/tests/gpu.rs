@@ -3,77 +3,17 @@
 //! socket, two GPUs on one NIC beside an idle one, a GPU and NIC on different NUMA
 //! nodes) is named; a host without GPUs or NICs skips, never passes.
 
-use std::fs;
-use std::os::unix::fs::symlink;
-use std::path::Path;
-
-use dpu_probe::SysRoot;
+use dpu_probe::testing::SysTree;
 
 use super::super::facts::{AgentFacts, HostFacts};
 use super::super::rules::{judge, CheckVerdict, Expectations, Status};
 use super::rules::verdict;
 
-/// A sysfs tree: functions under `sys/devices/pciDDDD:BB/...` (the bridges on the way
-/// created as PCI bridges), each linked relatively from `sys/bus/pci/devices`.
-struct Tree {
-    dir: tempfile::TempDir,
-}
-
-impl Tree {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
-    }
-
-    fn sys(&self) -> std::path::PathBuf {
-        self.dir.path().join("sys")
-    }
-
-    fn function(&self, path: &str, vendor: &str, class: &str, numa: &str) {
-        let parts: Vec<&str> = path.split('/').collect();
-        for end in 2..=parts.len() {
-            let at = parts[..end].join("/");
-            let dir = self.sys().join("devices").join(&at);
-            if dir.exists() {
-                continue;
-            }
-            let (vendor, class) = if end == parts.len() {
-                (vendor, class)
-            } else {
-                ("0x1000", "0x060400")
-            };
-            write(&dir.join("vendor"), vendor);
-            write(&dir.join("class"), class);
-            write(&dir.join("numa_node"), numa);
-            let bus = self.sys().join("bus/pci/devices");
-            fs::create_dir_all(&bus).expect("mkdir");
-            symlink(format!("../../../devices/{at}"), bus.join(parts[end - 1])).expect("link");
-        }
-    }
-
-    fn gpu(&self, path: &str, numa: &str) {
-        self.function(path, "0x10de", "0x030200", numa);
-    }
-
-    fn nic(&self, path: &str, ibdev: &str, numa: &str) {
-        self.function(path, "0x15b3", "0x020700", numa);
-        let ib = self.sys().join("class/infiniband").join(ibdev);
-        fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
-        symlink(format!("../../../devices/{path}"), ib.join("device")).expect("link");
-    }
-
-    /// The host as `dpuctl check` gathers it.
-    fn judged(&self) -> Vec<(&'static str, CheckVerdict)> {
-        let host = HostFacts::gather(&SysRoot::new(self.dir.path()));
-        assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
-        judge(&host, &AgentFacts::NotAsked, &Expectations::default())
-    }
-}
-
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, format!("{text}\n")).expect("write");
+/// The host as `dpuctl check` gathers and judges it from `tree`.
+fn judged(tree: &SysTree) -> Vec<(&'static str, CheckVerdict)> {
+    let host = HostFacts::gather(&tree.root());
+    assert!(host.gpu_topology.is_ok(), "{:?}", host.gpu_topology);
+    judge(&host, &AgentFacts::NotAsked, &Expectations::default())
 }
 
 /// A PCIe switch below root port `0000:{hb}:01.0` of host bridge `pci0000:{hb}`; its
@@ -88,7 +28,7 @@ fn switch_port(hb: u8, port: u8) -> String {
 
 /// One DGX H100 GPU tray slot: a ConnectX-7 (bus hb+3) and an H100 (bus hb+6) on two
 /// downstream ports of one PCIe switch below host bridge `hb`.
-fn dgx_pair(tree: &Tree, hb: u8, ibdev: &str, numa: &str, nic_numa: &str) {
+fn dgx_pair(tree: &SysTree, hb: u8, ibdev: &str, numa: &str, nic_numa: &str) {
     tree.nic(
         &format!("{}/0000:{:02x}:00.0", switch_port(hb, 0), hb + 3),
         ibdev,
@@ -114,8 +54,8 @@ const DGX_H100: [(u8, &str, &str); 8] = [
     (0xd9, "mlx5_11", "1"),
 ];
 
-fn dgx_h100() -> Tree {
-    let tree = Tree::new();
+fn dgx_h100() -> SysTree {
+    let tree = SysTree::new();
     for (hb, ibdev, numa) in DGX_H100 {
         dgx_pair(&tree, hb, ibdev, numa, numa);
     }
@@ -126,7 +66,7 @@ const GPU_CHECKS: [&str; 3] = ["gpu.nic-affinity", "gpu.nic-sharing", "gpu.numa"
 
 #[test]
 fn a_dgx_h100_passes_every_gpu_check() {
-    let results = dgx_h100().judged();
+    let results = judged(&dgx_h100());
     for id in GPU_CHECKS {
         let v = verdict(&results, id);
         assert_eq!(v.status, Status::Pass, "{id}: {}", v.detail);
@@ -147,7 +87,7 @@ fn a_dgx_h100_passes_every_gpu_check() {
 
 #[test]
 fn the_json_carries_the_topology_matrix() {
-    let results = super::super::describe(dgx_h100().judged());
+    let results = super::super::describe(judged(&dgx_h100()));
     let json = serde_json::to_value(&results).expect("serialize");
     let facts = json
         .as_array()
@@ -172,8 +112,8 @@ fn the_json_carries_the_topology_matrix() {
 
 /// GPU 1b sits behind a switch on socket 0 with no NIC; the only NIC shares a switch with
 /// GPU 9d on socket 1.
-fn a_gpu_behind_a_switch_without_a_nic() -> Tree {
-    let tree = Tree::new();
+fn a_gpu_behind_a_switch_without_a_nic() -> SysTree {
+    let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
     dgx_pair(&tree, 0x97, "mlx5_6", "1", "1");
     tree
@@ -181,7 +121,7 @@ fn a_gpu_behind_a_switch_without_a_nic() -> Tree {
 
 #[test]
 fn a_gpu_whose_nearest_nic_is_on_the_other_socket_warns() {
-    let results = a_gpu_behind_a_switch_without_a_nic().judged();
+    let results = judged(&a_gpu_behind_a_switch_without_a_nic());
     let v = verdict(&results, "gpu.nic-affinity");
     assert_eq!(v.status, Status::Warn, "{}", v.detail);
     assert!(
@@ -215,14 +155,14 @@ fn a_gpu_whose_nearest_nic_is_on_the_other_socket_warns() {
 
 #[test]
 fn a_gpu_behind_another_switch_of_its_socket_warns_that_nccl_gives_it_no_gdr() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
     tree.nic(
         &format!("{}/0000:40:00.0", switch_port(0x3d, 0)),
         "mlx5_3",
         "0",
     );
-    let results = tree.judged();
+    let results = judged(&tree);
     let v = verdict(&results, "gpu.nic-affinity");
     assert_eq!(v.status, Status::Warn, "{}", v.detail);
     assert!(
@@ -235,7 +175,7 @@ fn a_gpu_behind_another_switch_of_its_socket_warns_that_nccl_gives_it_no_gdr() {
 
 #[test]
 fn two_gpus_on_one_nic_beside_an_idle_nic_warn() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     // GPUs 1b and 1c and mlx5_0 behind one switch; mlx5_1 alone behind another.
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
     tree.gpu(&format!("{}/0000:1c:00.0", switch_port(0x15, 2)), "0");
@@ -249,7 +189,7 @@ fn two_gpus_on_one_nic_beside_an_idle_nic_warn() {
         "mlx5_1",
         "0",
     );
-    let results = tree.judged();
+    let results = judged(&tree);
     let v = verdict(&results, "gpu.nic-sharing");
     assert_eq!(v.status, Status::Warn, "{}", v.detail);
     assert!(
@@ -272,12 +212,12 @@ fn two_gpus_on_one_nic_beside_an_idle_nic_warn() {
 #[test]
 fn a_gpu_and_its_nic_on_different_numa_nodes_warn() {
     // DGX layout, but the firmware puts GPU 43's switch partner mlx5_3 on node 1.
-    let tree = Tree::new();
+    let tree = SysTree::new();
     for (hb, ibdev, numa) in DGX_H100 {
         let nic_numa = if ibdev == "mlx5_3" { "1" } else { numa };
         dgx_pair(&tree, hb, ibdev, numa, nic_numa);
     }
-    let results = tree.judged();
+    let results = judged(&tree);
     let v = verdict(&results, "gpu.numa");
     assert_eq!(v.status, Status::Warn, "{}", v.detail);
     assert!(
@@ -299,14 +239,14 @@ fn a_gpu_and_its_nic_on_different_numa_nodes_warn() {
 
 #[test]
 fn an_unknown_numa_node_skips_instead_of_guessing() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "-1");
     tree.nic(
         &format!("{}/0000:9a:00.0", switch_port(0x97, 0)),
         "mlx5_6",
         "-1",
     );
-    let results = tree.judged();
+    let results = judged(&tree);
     let v = verdict(&results, "gpu.nic-affinity");
     assert_eq!(v.status, Status::Skip, "{}", v.detail);
     assert!(
@@ -322,13 +262,13 @@ fn an_unknown_numa_node_skips_instead_of_guessing() {
 
 #[test]
 fn a_host_without_gpus_or_nics_skips_with_the_reason() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.nic(
         &format!("{}/0000:18:00.0", switch_port(0x15, 0)),
         "mlx5_0",
         "0",
     );
-    let results = tree.judged();
+    let results = judged(&tree);
     for id in GPU_CHECKS {
         let v = verdict(&results, id);
         assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
@@ -339,10 +279,10 @@ fn a_host_without_gpus_or_nics_skips_with_the_reason() {
         );
     }
 
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
-    fs::create_dir_all(tree.sys().join("class/infiniband/rxe0/ports/1")).expect("mkdir");
-    let results = tree.judged();
+    tree.dir("sys/class/infiniband/rxe0/ports/1");
+    let results = judged(&tree);
     for id in GPU_CHECKS {
         let v = verdict(&results, id);
         assert_eq!(v.status, Status::Skip, "{id}: {}", v.detail);
@@ -357,9 +297,9 @@ fn a_host_without_gpus_or_nics_skips_with_the_reason() {
 
 #[test]
 fn an_unreadable_topology_skips_with_the_error() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "node0");
-    let host = HostFacts::gather(&SysRoot::new(tree.dir.path()));
+    let host = HostFacts::gather(&tree.root());
     let results = judge(&host, &AgentFacts::NotAsked, &Expectations::default());
     for id in GPU_CHECKS {
         let v = verdict(&results, id);

@@ -3,10 +3,7 @@
 //! healthy NDR port passes, each classic InfiniBand fault is named with its port, and
 //! RoCE ports are skipped with the reason.
 
-use std::fs;
-use std::path::Path;
-
-use dpu_probe::SysRoot;
+use dpu_probe::testing::SysTree;
 
 use super::super::facts::{AgentFacts, HostFacts};
 use super::super::rules::{judge, CheckVerdict, Expectations, Status};
@@ -60,24 +57,14 @@ fn roce() -> Attrs {
 
 /// A sysfs tree with these ports (`device`, `port`, attributes), gathered.
 fn gathered(ports: &[(&str, u32, Attrs)]) -> HostFacts {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = SysTree::new();
     for (ibdev, number, attrs) in ports {
-        let port_dir = dir
-            .path()
-            .join("sys/class/infiniband")
-            .join(ibdev)
-            .join("ports")
-            .join(number.to_string());
-        for (name, value) in attrs {
-            write(&port_dir.join(name), &format!("{value}\n"));
-        }
+        tree.attrs(
+            &format!("sys/class/infiniband/{ibdev}/ports/{number}"),
+            attrs,
+        );
     }
-    HostFacts::gather(&SysRoot::new(dir.path()))
-}
-
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, text).expect("write");
+    HostFacts::gather(&tree.root())
 }
 
 fn judged(host: &HostFacts, ib_rate: Option<u32>) -> Vec<(&'static str, CheckVerdict)> {

@@ -1,35 +1,31 @@
-use std::fs;
-
 use super::*;
 use crate::snapshot::{diff, Change, Source, SourceErrorKind, Unit};
+use crate::testing::SysTree;
 
-fn write(root: &std::path::Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, text).expect("write");
-}
-
-fn fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = dir.path();
-    write(r, "proc/sys/kernel/random/boot_id", "boot-1\n");
-    let port = "sys/class/infiniband/mlx5_0/ports/1";
-    write(r, &format!("{port}/counters/port_rcv_data"), "1000\n");
-    write(r, &format!("{port}/counters/port_rcv_packets"), "10\n");
-    write(r, &format!("{port}/counters/unicast_rcv_packets"), "10\n");
-    write(r, &format!("{port}/hw_counters/np_cnp_sent"), "3\n");
-    write(
-        r,
+/// A boot id, one RDMA port's counters (PMA and hw) and one disk's `stat`.
+fn fixture() -> SysTree {
+    let tree = SysTree::new();
+    tree.attr("proc/sys/kernel/random/boot_id", "boot-1");
+    tree.attrs(
+        "sys/class/infiniband/mlx5_0/ports/1",
+        &[
+            ("counters/port_rcv_data", "1000"),
+            ("counters/port_rcv_packets", "10"),
+            ("counters/unicast_rcv_packets", "10"),
+            ("hw_counters/np_cnp_sent", "3"),
+        ],
+    );
+    tree.write(
         "sys/block/nvme0n1/stat",
         "     100        0     8000       50        0        0        0        0        0       40       50        0        0        0        0        0        0\n",
     );
-    dir
+    tree
 }
 
 #[test]
 fn reads_every_selected_source_in_one_window() {
-    let dir = fixture();
-    let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+    let tree = fixture();
+    let mut sampler = Sampler::new(tree.root());
     let snap = sampler.snapshot(&[
         "rdma:mlx5_0/1".parse().expect("selector"),
         "block".parse().expect("selector"),
@@ -51,8 +47,8 @@ fn reads_every_selected_source_in_one_window() {
 
 #[test]
 fn the_window_is_the_reads_and_each_source_is_stamped() {
-    let dir = fixture();
-    let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+    let tree = fixture();
+    let mut sampler = Sampler::new(tree.root());
     // One read whatever the machine's load: a preempted window past the default bound
     // would be read again (CI beside the lab did), which is another test's subject.
     sampler.set_window_bound(Duration::from_secs(3600));
@@ -73,10 +69,10 @@ fn the_window_is_the_reads_and_each_source_is_stamped() {
 
 #[test]
 fn a_placed_sampler_reads_the_same_counters_on_its_own_thread() {
-    let dir = fixture();
+    let tree = fixture();
     let selectors = ["rdma:mlx5_0/1".parse().expect("selector")];
-    let mut plain = Sampler::new(SysRoot::new(dir.path()));
-    let mut placed = Sampler::new(SysRoot::new(dir.path())).placed(ReadPlacement {
+    let mut plain = Sampler::new(tree.root());
+    let mut placed = Sampler::new(tree.root()).placed(ReadPlacement {
         cpus: Some("0".parse().expect("cpu list")),
         priority: ReadPriority::Normal,
     });
@@ -91,8 +87,8 @@ fn a_placed_sampler_reads_the_same_counters_on_its_own_thread() {
 
 #[test]
 fn only_a_preempted_read_past_the_bound_is_read_again() {
-    let dir = fixture();
-    let mut snap = Sampler::new(SysRoot::new(dir.path())).snapshot(&[]);
+    let tree = fixture();
+    let mut snap = Sampler::new(tree.root()).snapshot(&[]);
     snap.monotonic_start = Duration::from_millis(10);
     snap.monotonic_end = Duration::from_millis(13);
     let bound = Duration::from_millis(2);
@@ -105,8 +101,8 @@ fn only_a_preempted_read_past_the_bound_is_read_again() {
 
 #[test]
 fn a_missing_device_is_an_error_entry_not_zeros() {
-    let dir = fixture();
-    let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+    let tree = fixture();
+    let mut sampler = Sampler::new(tree.root());
     let snap = sampler.snapshot(&["rdma:mlx5_9".parse().expect("selector")]);
     assert!(snap.samples.is_empty());
     assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
@@ -135,9 +131,9 @@ fn a_missing_device_is_an_error_entry_not_zeros() {
 
 #[test]
 fn tc_on_an_interface_the_sys_root_has_is_unreadable_not_missing() {
-    let dir = fixture();
-    write(dir.path(), "sys/class/net/pf0hpf/mtu", "1500\n");
-    let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+    let tree = fixture();
+    tree.write("sys/class/net/pf0hpf/mtu", "1500\n");
+    let mut sampler = Sampler::new(tree.root());
     let snap = sampler.snapshot(&["tc:pf0hpf".parse().expect("selector")]);
     assert!(snap.samples.is_empty());
     assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
@@ -159,12 +155,12 @@ fn tc_on_an_interface_the_sys_root_has_is_unreadable_not_missing() {
 
 #[test]
 fn traffic_between_snapshots_shows_as_deltas_and_a_reset_as_a_reset() {
-    let dir = fixture();
-    let mut sampler = Sampler::new(SysRoot::new(dir.path()));
+    let tree = fixture();
+    let mut sampler = Sampler::new(tree.root());
     let selectors = ["rdma:mlx5_0/1".parse().expect("selector")];
     let before = sampler.snapshot(&selectors);
     let port = "sys/class/infiniband/mlx5_0/ports/1/counters";
-    write(dir.path(), &format!("{port}/port_rcv_data"), "1250\n");
+    tree.write(&format!("{port}/port_rcv_data"), "1250\n");
     let after = sampler.snapshot(&selectors);
     let key = |s: &crate::snapshot::Snapshot| {
         s.get(Source::Rdma, "rdmaDevices/mlx5_0/ports/1", "port_rcv_data")
@@ -177,7 +173,7 @@ fn traffic_between_snapshots_shows_as_deltas_and_a_reset_as_a_reset() {
         d.get(&key(&after)).expect("delta").change,
         Change::Delta(1000)
     );
-    write(dir.path(), &format!("{port}/port_rcv_data"), "5\n");
+    tree.write(&format!("{port}/port_rcv_data"), "5\n");
     let reset = sampler.snapshot(&selectors);
     let d = diff(&after, &reset);
     assert_eq!(d.get(&key(&reset)).expect("delta").change, Change::Reset);

@@ -1,67 +1,12 @@
 use super::*;
-use std::os::unix::fs::symlink;
+use crate::testing::SysTree;
 
 use PciRelation::*;
-
-/// A sysfs tree in a temp directory, laid out as the kernel does: every function a
-/// directory under `sys/devices/pciDDDD:BB/...`, linked (relatively) from
-/// `sys/bus/pci/devices`; every bridge on the way a function too.
-struct Tree {
-    _dir: tempfile::TempDir,
-    root: SysRoot,
-}
-
-impl Tree {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = SysRoot::new(dir.path());
-        Self { _dir: dir, root }
-    }
-
-    /// A function at `path` (below `sys/devices`), its bridges created as PCI bridges.
-    fn function(&self, path: &str, vendor: &str, class: &str, numa: Option<&str>) {
-        let parts: Vec<&str> = path.split('/').collect();
-        for end in 2..parts.len() {
-            let bridge = parts[..end].join("/");
-            if !self.root.sys("devices").join(&bridge).exists() {
-                self.attrs(&bridge, "0x1000", "0x060400", numa);
-            }
-        }
-        self.attrs(path, vendor, class, numa);
-    }
-
-    fn attrs(&self, path: &str, vendor: &str, class: &str, numa: Option<&str>) {
-        let dir = self.root.sys("devices").join(path);
-        fs::create_dir_all(&dir).expect("mkdir");
-        fs::write(dir.join("vendor"), format!("{vendor}\n")).expect("write");
-        fs::write(dir.join("class"), format!("{class}\n")).expect("write");
-        if let Some(numa) = numa {
-            fs::write(dir.join("numa_node"), format!("{numa}\n")).expect("write");
-        }
-        let bus = self.root.sys("bus/pci/devices");
-        fs::create_dir_all(&bus).expect("mkdir");
-        let bdf = path.rsplit('/').next().expect("bdf");
-        symlink(format!("../../../devices/{path}"), bus.join(bdf)).expect("link");
-    }
-
-    fn gpu(&self, path: &str, numa: &str) {
-        self.function(path, "0x10de", "0x030200", Some(numa));
-    }
-
-    /// A ConnectX function with RDMA device `ibdev` (port 1), linked the way
-    /// `sys/class/infiniband/<ibdev>/device` is.
-    fn nic(&self, path: &str, ibdev: &str, numa: &str) {
-        self.function(path, "0x15b3", "0x020700", Some(numa));
-        let ib = self.root.sys("class/infiniband").join(ibdev);
-        fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
-        symlink(format!("../../../devices/{path}"), ib.join("device")).expect("link");
-    }
-}
 
 /// One GPU + NIC pair of a DGX H100 on host bridge `pci0000:{hb}` (bus `hb`): root port,
 /// a PCIe switch, the NIC at bus hb+3 and the GPU at bus hb+6 on two of its downstream
 /// ports.
-fn dgx_pair(tree: &Tree, hb: u8, ibdev: &str, numa: &str) {
+fn dgx_pair(tree: &SysTree, hb: u8, ibdev: &str, numa: &str) {
     let switch = format!(
         "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0",
         hb + 1
@@ -80,7 +25,7 @@ fn dgx_pair(tree: &Tree, hb: u8, ibdev: &str, numa: &str) {
 
 #[test]
 fn a_dgx_h100_pairs_each_gpu_with_its_own_connectx7() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     for (hb, ibdev, numa) in [
         (0x15, "mlx5_0", "0"),
         (0x3d, "mlx5_3", "0"),
@@ -93,7 +38,7 @@ fn a_dgx_h100_pairs_each_gpu_with_its_own_connectx7() {
     ] {
         dgx_pair(&tree, hb, ibdev, numa);
     }
-    let topo = read_pci_topology(&tree.root).expect("topology");
+    let topo = read_pci_topology(&tree.root()).expect("topology");
     let gpus: Vec<_> = topo.gpus().iter().map(|g| &g.placement.address).collect();
     assert_eq!(
         gpus,
@@ -189,23 +134,17 @@ fn relations_follow_the_nvidia_smi_legend() {
 
 #[test]
 fn an_unknown_numa_node_is_never_guessed() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "-1");
     // No numa_node file at all (a kernel without CONFIG_NUMA).
-    tree.function(
+    tree.pci_function(
         "pci0000:97/0000:97:01.0/0000:98:00.0",
         "0x15b3",
         "0x020000",
         None,
     );
-    let ib = tree.root.sys("class/infiniband/mlx5_0");
-    fs::create_dir_all(ib.join("ports/1")).expect("mkdir");
-    symlink(
-        "../../../devices/pci0000:97/0000:97:01.0/0000:98:00.0",
-        ib.join("device"),
-    )
-    .expect("link");
-    let topo = read_pci_topology(&tree.root).expect("topology");
+    tree.rdma_device("mlx5_0", "pci0000:97/0000:97:01.0/0000:98:00.0");
+    let topo = read_pci_topology(&tree.root()).expect("topology");
     assert_eq!(topo.gpus()[0].placement.numa_node, None);
     assert_eq!(topo.nics()[0].placement.numa_node, None);
     assert_eq!(topo.relation(0, 0), Some(NodeOrSys));
@@ -213,25 +152,25 @@ fn an_unknown_numa_node_is_never_guessed() {
 
 #[test]
 fn only_nvidia_3d_and_vga_functions_are_gpus_and_soft_rdma_is_unplaced() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
     // An H100's sibling functions that are not GPUs: NVSwitch (bridge class), audio.
-    tree.function(
+    tree.pci_function(
         "pci0000:15/0000:15:02.0/0000:17:00.0",
         "0x10de",
         "0x068000",
         Some("0"),
     );
-    tree.function(
+    tree.pci_function(
         "pci0000:15/0000:15:01.0/0000:16:00.1",
         "0x10de",
         "0x040300",
         Some("0"),
     );
-    tree.function("pci0000:00/0000:00:02.0", "0x10de", "0x030000", Some("0"));
+    tree.pci_function("pci0000:00/0000:00:02.0", "0x10de", "0x030000", Some("0"));
     // rxe0 has no PCI function: no `device` link.
-    fs::create_dir_all(tree.root.sys("class/infiniband/rxe0/ports/1")).expect("mkdir");
-    let topo = read_pci_topology(&tree.root).expect("topology");
+    tree.dir("sys/class/infiniband/rxe0/ports/1");
+    let topo = read_pci_topology(&tree.root()).expect("topology");
     let gpus: Vec<_> = topo
         .gpus()
         .iter()
@@ -249,32 +188,26 @@ fn only_nvidia_3d_and_vga_functions_are_gpus_and_soft_rdma_is_unplaced() {
 
 #[test]
 fn an_empty_root_has_no_gpu_and_no_nic() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let topo = read_pci_topology(&SysRoot::new(dir.path())).expect("topology");
+    let topo = read_pci_topology(&SysTree::new().root()).expect("topology");
     assert_eq!(topo, PciTopology::default());
 }
 
 #[test]
 fn a_hyper_v_host_bridge_below_vmbus_is_found() {
     // Azure GPU VMs: each passed-through device gets its own host bridge under VMBus.
-    let tree = Tree::new();
+    let tree = SysTree::new();
     let vmbus = "LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/00000001-0000";
-    let dir = tree
-        .root
-        .sys("devices")
-        .join(format!("{vmbus}/pci0001:00/0001:00:00.0"));
-    fs::create_dir_all(&dir).expect("mkdir");
-    fs::write(dir.join("vendor"), "0x10de\n").expect("write");
-    fs::write(dir.join("class"), "0x030200\n").expect("write");
-    fs::write(dir.join("numa_node"), "0\n").expect("write");
-    let bus = tree.root.sys("bus/pci/devices");
-    fs::create_dir_all(&bus).expect("mkdir");
-    symlink(
-        format!("../../../devices/{vmbus}/pci0001:00/0001:00:00.0"),
-        bus.join("0001:00:00.0"),
-    )
-    .expect("link");
-    let topo = read_pci_topology(&tree.root).expect("topology");
+    let dir = format!("sys/devices/{vmbus}/pci0001:00/0001:00:00.0");
+    tree.attrs(
+        &dir,
+        &[
+            ("vendor", "0x10de"),
+            ("class", "0x030200"),
+            ("numa_node", "0"),
+        ],
+    );
+    tree.link("sys/bus/pci/devices/0001:00:00.0", &dir);
+    let topo = read_pci_topology(&tree.root()).expect("topology");
     let gpu = &topo.gpus()[0].placement;
     assert_eq!(gpu.host_bridge_name(), "pci0001:00");
     assert!(gpu.host_bridge.starts_with("LNXSYSTM:00/"), "{gpu:?}");
@@ -288,32 +221,32 @@ fn error_text(root: &SysRoot) -> String {
 
 #[test]
 fn malformed_or_unreadable_files_are_errors_naming_the_file() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "zero");
-    let text = error_text(&tree.root);
+    let text = error_text(&tree.root());
     assert!(
         text.contains("0000:16:00.0/numa_node") && text.contains("\"zero\""),
         "{text}"
     );
 
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
-    let class = tree
-        .root
-        .sys("devices/pci0000:15/0000:15:01.0/0000:16:00.0/class");
-    fs::write(&class, "3D controller\n").expect("write");
-    let text = error_text(&tree.root);
+    tree.attr(
+        "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/class",
+        "3D controller",
+    );
+    let text = error_text(&tree.root());
     assert!(
         text.contains("0000:16:00.0/class") && text.contains("hexadecimal"),
         "{text}"
     );
 
-    let tree = Tree::new();
+    let tree = SysTree::new();
     tree.gpu("pci0000:15/0000:15:01.0/0000:16:00.0", "0");
-    let vendor = tree.root.sys("devices/pci0000:15/0000:15:01.0/vendor");
+    let vendor = tree.path("sys/devices/pci0000:15/0000:15:01.0/vendor");
     fs::remove_file(&vendor).expect("rm");
     fs::create_dir(&vendor).expect("a directory where the file should be");
-    let text = error_text(&tree.root);
+    let text = error_text(&tree.root());
     assert!(
         text.contains("cannot read") && text.contains("0000:15:01.0/vendor"),
         "{text}"
@@ -322,45 +255,34 @@ fn malformed_or_unreadable_files_are_errors_naming_the_file() {
 
 #[test]
 fn a_gpu_outside_any_pci_hierarchy_is_an_error_naming_its_link() {
-    let tree = Tree::new();
+    let tree = SysTree::new();
     // A copied tree where the entry is a plain directory instead of a link into
     // sys/devices: its place on PCIe is unknowable.
-    let dir = tree.root.sys("bus/pci/devices/0000:16:00.0");
-    fs::create_dir_all(&dir).expect("mkdir");
-    fs::write(dir.join("vendor"), "0x10de\n").expect("write");
-    fs::write(dir.join("class"), "0x030200\n").expect("write");
-    let text = error_text(&tree.root);
+    tree.attrs(
+        "sys/bus/pci/devices/0000:16:00.0",
+        &[("vendor", "0x10de"), ("class", "0x030200")],
+    );
+    let text = error_text(&tree.root());
     assert!(
         text.contains("bus/pci/devices/0000:16:00.0") && text.contains("not under sys/devices"),
         "{text}"
     );
 
-    let tree = Tree::new();
-    let gpu = tree.root.sys("devices/platform/gpu0/0000:16:00.0");
-    fs::create_dir_all(&gpu).expect("mkdir");
-    fs::write(gpu.join("vendor"), "0x10de\n").expect("write");
-    fs::write(gpu.join("class"), "0x030200\n").expect("write");
-    let bus = tree.root.sys("bus/pci/devices");
-    fs::create_dir_all(&bus).expect("mkdir");
-    symlink(
-        "../../../devices/platform/gpu0/0000:16:00.0",
-        bus.join("0000:16:00.0"),
-    )
-    .expect("link");
-    let text = error_text(&tree.root);
+    let tree = SysTree::new();
+    let gpu = "sys/devices/platform/gpu0/0000:16:00.0";
+    tree.attrs(gpu, &[("vendor", "0x10de"), ("class", "0x030200")]);
+    tree.link("sys/bus/pci/devices/0000:16:00.0", gpu);
+    let text = error_text(&tree.root());
     assert!(text.contains("no PCI host bridge"), "{text}");
 }
 
 #[test]
 fn a_dangling_rdma_device_link_is_an_error_naming_it() {
-    let tree = Tree::new();
-    let ib = tree.root.sys("class/infiniband/mlx5_0");
-    fs::create_dir_all(&ib).expect("mkdir");
-    symlink(
-        "../../../devices/pci0000:15/0000:15:01.0",
-        ib.join("device"),
-    )
-    .expect("link");
-    let text = error_text(&tree.root);
+    let tree = SysTree::new();
+    tree.link(
+        "sys/class/infiniband/mlx5_0/device",
+        "sys/devices/pci0000:15/0000:15:01.0",
+    );
+    let text = error_text(&tree.root());
     assert!(text.contains("mlx5_0/device"), "{text}");
 }
