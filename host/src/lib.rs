@@ -8,8 +8,9 @@
 //! product over these foundations in its own crate (`dpu-demo`), so its HTTP and
 //! Kubernetes clients are not linked by every consumer of this one.
 //!
-//! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points take
-//! a [`session::Session`] and plain parameter structs and return report values; `dpuctl`
+//! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points are
+//! `area::run` over a [`session::Session`] (or only its agent, [`session::AgentConnection`],
+//! or only a sys root) and the area's parameter struct, and return report values; `dpuctl`
 //! (host-cli/) maps its flags onto those parameters and renders the reports. Progress goes
 //! to an [`observe::Observer`] of the entry point's event type, which `dpuctl` draws. The
 //! package has no clap, comfy-table or indicatif dependency, so the compiler holds that line.
