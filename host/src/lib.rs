@@ -27,6 +27,7 @@ pub mod fleet;
 pub mod observe;
 pub mod param;
 pub mod prove;
+pub mod remote;
 pub mod render;
 pub mod roce;
 pub mod session;

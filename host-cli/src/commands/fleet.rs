@@ -13,12 +13,13 @@ use dpu_host::fleet::deadline::{RunOptionsError, Workload};
 use dpu_host::fleet::dpu_checks::DpuExpectations;
 use dpu_host::fleet::experiment::FleetExperimentReport;
 use dpu_host::fleet::on_host::OnHost;
-use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
 use dpu_host::fleet::report::{FleetReport, NodeStatus};
 use dpu_host::fleet::runner::{run_fleet, unreachable, RunOptions};
 use dpu_host::fleet::select::{select, Selector};
 use dpu_host::fleet::target::Target;
 use dpu_host::fleet::{html, inventory, ops};
+use dpu_host::remote::ssh::Ssh;
+use dpu_host::remote::watched::Cancel;
 use dpu_proto::v1;
 
 use super::env::Env;
@@ -141,11 +142,7 @@ async fn prove(targets: &[Target], options: &RunOptions, cmd: &FleetProveCommand
 /// How the fleet reaches each host's dpuctl.
 fn on_host(args: &OnHostArgs) -> OnHost {
     OnHost {
-        hop: SshHop {
-            program: args.ssh.clone(),
-            port: args.ssh_port,
-            identity: args.ssh_identity.clone(),
-        },
+        hop: Ssh::new(args.ssh.clone(), args.ssh_port, args.ssh_identity.clone()),
         dpuctl: args.dpuctl.clone(),
     }
 }

@@ -8,10 +8,10 @@ use std::future::Future;
 use dpu_host::experiment::plan_load::parse;
 use dpu_host::fleet::experiment::Distribution;
 use dpu_host::fleet::on_host::OnHost;
-use dpu_host::fleet::pairs::remote::Cancel;
 use dpu_host::fleet::report::FleetReport;
 use dpu_host::fleet::runner::{run_fleet, unreachable, RunOptions};
 use dpu_host::fleet::target::Target;
+use dpu_host::remote::watched::Cancel;
 
 use crate::fleet_cli::FleetExperimentArgs;
 

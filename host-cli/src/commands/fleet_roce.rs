@@ -10,10 +10,11 @@ use dpu_host::fleet::pairs;
 use dpu_host::fleet::pairs::judge::PairVerdict;
 use dpu_host::fleet::pairs::params::{parse_tests, PairsParams};
 use dpu_host::fleet::pairs::plan::{plan, Direction};
-use dpu_host::fleet::pairs::remote::{Cancel, SshHop};
 use dpu_host::fleet::pairs::report::{PairRun, PairsReport};
 use dpu_host::fleet::pairs::run::PairsEvent;
 use dpu_host::fleet::target::Target;
+use dpu_host::remote::ssh::Ssh;
+use dpu_host::remote::watched::Cancel;
 use dpu_host::roce::perf::PathVerdict;
 
 use super::env::Env;
@@ -44,11 +45,7 @@ fn params(fleet: &FleetTargets, args: &FleetPairsArgs) -> anyhow::Result<PairsPa
         line_rate_percent: args.line_rate_percent,
         line_rate_gbps: args.line_rate_gbps,
         dpuctl: args.dpuctl.clone(),
-        hop: SshHop {
-            program: args.ssh.clone(),
-            port: args.ssh_port,
-            identity: args.ssh_identity.clone(),
-        },
+        hop: Ssh::new(args.ssh.clone(), args.ssh_port, args.ssh_identity.clone()),
         probe_timeout,
         parallel: fleet.parallel,
     })

@@ -15,7 +15,7 @@ use super::plan_check_knob::knob;
 use super::plan_error::PlanError;
 use super::plan_file::{MeasurementFile, PlanFile};
 use super::plan_problems::{extra_keys, required, Problems};
-use crate::roce::peer::valid_destination;
+use crate::remote::ssh::valid_destination;
 use crate::roce::perf::PerfTest;
 use crate::storage_read::size::{parse_block_size, parse_positive_size};
 

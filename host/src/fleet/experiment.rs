@@ -19,9 +19,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::on_host::{ended_early, no_report, OnHost};
-use super::pairs::remote::{Cancel, RemoteOutput};
 use super::report::{FleetReport, NodeOutcome, NodeStatus};
 use super::target::Target;
+use crate::remote::watched::{Cancel, RemoteOutput};
 
 /// The check id of an experiment's result on a host.
 pub const EXPERIMENT_CHECK: &str = "experiment";

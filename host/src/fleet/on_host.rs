@@ -10,15 +10,16 @@
 
 use std::time::Duration;
 
-use super::pairs::remote::{Cancel, Ended, RemoteOutput, SshHop};
 use super::report::{NodeOutcome, NodeStatus, Problem};
 use super::target::Target;
+use crate::remote::ssh::Ssh;
+use crate::remote::watched::{Cancel, Ended, RemoteOutput};
 
 /// How commands reach the hosts.
 #[derive(Debug, Clone)]
 pub struct OnHost {
     /// ssh, its port and identity.
-    pub hop: SshHop,
+    pub hop: Ssh,
     /// The dpuctl program on the hosts (a name on their PATH or a path).
     pub dpuctl: String,
 }
@@ -74,7 +75,7 @@ impl OnHost {
             };
         };
         let words = self.words(target, command);
-        match self.hop.run(ssh, &words, limit, cancel) {
+        match self.hop.run_watched(ssh, &words, limit, cancel) {
             Err(e) => one(
                 NodeStatus::Unreachable,
                 HOST_REACHABLE,

@@ -1,6 +1,7 @@
 //! The far side of a benchmark, started on the peer over ssh, the way a lab engineer would
-//! by hand, but with the arguments passed as words (quoted once, by `shlex`, for the remote
-//! shell ssh always goes through) and with the server's own CPU time measured where it ran.
+//! by hand, but with the arguments passed as words (`crate::remote::ssh`: the destination
+//! rule, the options, the quoting and the shared connection) and with the server's own CPU
+//! time measured where it ran.
 //!
 //! The server runs under a fixed wrapper script: it starts the tool in the background,
 //! says `DPUCTL-SERVER-STARTED` on stderr, waits until dpuctl closes the ssh session's
@@ -16,6 +17,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::remote::ssh::{check_destination, ControlMaster, Ssh, SshError};
 
 /// Printed by the wrapper once the tool was started.
 const STARTED: &str = "DPUCTL-SERVER-STARTED";
@@ -40,12 +43,9 @@ echo "DPUCTL-SERVER-END rc=$rc cutime=${14} cstime=${15} clk_tck=$(getconf CLK_T
 /// Why the peer could not be used; each names the peer and what ssh said.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
-    /// The destination is not a host name or address ssh would take as one.
-    #[error("{0:?} is not a host: use HOST, USER@HOST or an IP address")]
-    BadDestination(String),
-    /// A word could not be quoted for the remote shell (a NUL byte).
-    #[error("cannot pass {0:?} to the remote shell")]
-    Unquotable(String),
+    /// The destination or a word cannot be given to ssh.
+    #[error(transparent)]
+    Ssh(#[from] SshError),
     /// ssh could not be started at all.
     #[error("cannot run {program}")]
     Spawn {
@@ -88,33 +88,11 @@ pub enum PeerError {
     },
 }
 
-/// How to reach the peer over ssh.
+/// The peer of a benchmark: its destination and how to reach it.
 #[derive(Debug, Clone)]
 pub struct SshPeer {
     destination: String,
-    program: PathBuf,
-    port: Option<u16>,
-    identity: Option<PathBuf>,
-    /// The socket of a running [`ControlMaster`]: every later session rides on its one
-    /// connection instead of a new handshake per run.
-    control_path: Option<PathBuf>,
-}
-
-/// One ssh connection shared by all the sessions of a sweep (`ssh -M`). A sweep opens a
-/// session per run plus the GID listing; the handshake dominates short runs. Stopped and
-/// its socket removed when dropped. Without it sessions simply connect one by one.
-#[derive(Debug)]
-pub struct ControlMaster {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Drop for ControlMaster {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.socket);
-    }
+    ssh: Ssh,
 }
 
 /// What the server side did, measured on the peer.
@@ -141,28 +119,6 @@ pub struct PeerServer {
     early_stderr: Vec<String>,
 }
 
-/// Only what a host name, an IPv4/IPv6 address or `user@` can contain, and never a
-/// leading `-` that ssh would read as an option.
-pub(crate) fn valid_destination(text: &str) -> bool {
-    let host = text.rsplit_once('@').map_or(text, |(user, host)| {
-        if user.is_empty()
-            || !user
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        {
-            ""
-        } else {
-            host
-        }
-    });
-    !host.is_empty()
-        && host.len() <= 253
-        && !host.starts_with('-')
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c))
-}
-
 fn tail(lines: &[String]) -> String {
     let start = lines.len().saturating_sub(6);
     lines[start..].join(" | ")
@@ -176,15 +132,10 @@ impl SshPeer {
         port: Option<u16>,
         identity: Option<PathBuf>,
     ) -> Result<Self, PeerError> {
-        if !valid_destination(destination) {
-            return Err(PeerError::BadDestination(destination.to_owned()));
-        }
+        check_destination(destination)?;
         Ok(Self {
             destination: destination.to_owned(),
-            program,
-            port,
-            identity,
-            control_path: None,
+            ssh: Ssh::new(program, port, identity),
         })
     }
 
@@ -192,84 +143,22 @@ impl SshPeer {
     /// could not be opened within `timeout` (the sessions then connect one by one; the
     /// first of them reports what is wrong).
     pub fn start_master(&mut self, timeout: Duration) -> Option<ControlMaster> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let socket =
-            std::env::temp_dir().join(format!("dpuctl-ssh-{}-{nanos}.sock", std::process::id()));
-        let mut argv = self.options();
-        argv.splice(
-            0..0,
-            ["-M", "-N", "-o", "ControlPersist=no", "-o"]
-                .into_iter()
-                .map(OsString::from)
-                .chain([format!("ControlPath={}", socket.display()).into()]),
-        );
-        argv.extend(["--".into(), self.destination.clone().into()]);
-        let child = Command::new(&self.program)
-            .args(&argv)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut master = ControlMaster { child, socket };
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if master.socket.exists() {
-                self.control_path = Some(master.socket.clone());
-                return Some(master);
-            }
-            if !matches!(master.child.try_wait(), Ok(None)) {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        drop(master.child.kill());
-        None
+        self.ssh.start_master(&self.destination, timeout)
     }
 
-    /// The options every session gets: never prompt (a benchmark must not hang on a
-    /// password), give up connecting after 10 s, the port, identity and shared socket.
-    fn options(&self) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        if let Some(port) = self.port {
-            argv.push("-p".into());
-            argv.push(port.to_string().into());
-        }
-        if let Some(identity) = &self.identity {
-            argv.push("-i".into());
-            argv.push(identity.into());
-        }
-        if let Some(socket) = &self.control_path {
-            argv.push("-o".into());
-            argv.push(format!("ControlPath={}", socket.display()).into());
-        }
-        argv
-    }
-
-    /// ssh's arguments for one session: the options, the destination and the quoted
-    /// remote command.
+    /// ssh's arguments for one session on the peer.
     fn argv(&self, words: &[&str]) -> Result<Vec<OsString>, PeerError> {
-        let remote = shlex::try_join(words.iter().copied())
-            .map_err(|_| PeerError::Unquotable(words.join(" ")))?;
-        let mut argv = self.options();
-        argv.extend(["--".into(), self.destination.clone().into(), remote.into()]);
-        Ok(argv)
+        Ok(self.ssh.argv(&self.destination, words)?)
     }
 
     /// Runs a short command on the peer and returns its stdout.
     pub fn run(&self, words: &[&str], timeout: Duration) -> Result<String, PeerError> {
         let argv = self.argv(words)?;
-        let run = crate::roce::local_run::run_measured(&self.program, &argv, timeout).map_err(
-            |source| PeerError::Spawn {
-                program: self.program.display().to_string(),
+        let run = crate::roce::local_run::run_measured(self.ssh.program(), &argv, timeout)
+            .map_err(|source| PeerError::Spawn {
+                program: self.ssh.program().display().to_string(),
                 source,
-            },
-        )?;
+            })?;
         if run.timed_out || !run.status_success {
             return Err(PeerError::Remote {
                 peer: self.destination.clone(),
@@ -284,7 +173,7 @@ impl SshPeer {
     /// The address the client should connect to: what ssh would connect to (`ssh -G`
     /// applies the user's config, so host aliases work), resolved like ssh does.
     pub fn resolve_address(&self) -> Option<IpAddr> {
-        let host = Command::new(&self.program)
+        let host = Command::new(self.ssh.program())
             .args(["-G", "--", &self.destination])
             .stdin(Stdio::null())
             .stderr(Stdio::null())
@@ -321,10 +210,10 @@ impl SshPeer {
         all.extend_from_slice(words);
         let argv = self.argv(&all)?;
         let spawn_error = |source| PeerError::Spawn {
-            program: self.program.display().to_string(),
+            program: self.ssh.program().display().to_string(),
             source,
         };
-        let mut child = Command::new(&self.program)
+        let mut child = Command::new(self.ssh.program())
             .args(&argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -458,75 +347,6 @@ fn parse_end(rest: &str, run: &mut ServerRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn destinations_that_could_become_options_or_shell_are_refused() {
-        for good in [
-            "target",
-            "10.0.0.1",
-            "root@bf-arm",
-            "fe80::1",
-            "a-b.example.org",
-        ] {
-            assert!(valid_destination(good), "{good}");
-        }
-        for bad in [
-            "",
-            "-oProxyCommand=x",
-            "a b",
-            "h;rm",
-            "$(x)",
-            "@host",
-            "u@",
-            "h`x`",
-        ] {
-            assert!(!valid_destination(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn the_remote_command_is_quoted_word_by_word() {
-        let peer = SshPeer::new("target", "ssh".into(), Some(2222), None).expect("peer");
-        let argv = peer
-            .argv(&["ib_write_bw", "-d", "my dev", "$(x)"])
-            .expect("argv");
-        let last = argv.last().expect("last").to_string_lossy().into_owned();
-        assert_eq!(
-            shlex::split(&last).expect("split"),
-            ["ib_write_bw", "-d", "my dev", "$(x)"]
-        );
-        assert!(argv.iter().any(|a| a == "BatchMode=yes"));
-        assert_eq!(argv[argv.len() - 3], "--");
-    }
-
-    #[test]
-    fn sessions_ride_on_the_master_only_once_its_socket_exists() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().expect("dir");
-        // A stand-in for `ssh -M`: creates the ControlPath socket file and stays up.
-        let fake = dir.path().join("fake-ssh");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\nfor a; do case $a in ControlPath=*) : > \"${a#ControlPath=}\";; esac; done\nexec sleep 30\n",
-        )
-        .expect("write");
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let mut peer = SshPeer::new("target", fake, None, None).expect("peer");
-        let master = peer.start_master(Duration::from_secs(10)).expect("master");
-        let argv = peer.argv(&["true"]).expect("argv");
-        let path = format!("ControlPath={}", master.socket.display());
-        assert!(argv.iter().any(|a| a.to_string_lossy() == path), "{argv:?}");
-        let socket = master.socket.clone();
-        drop(master);
-        assert!(!socket.exists(), "the socket is removed with the master");
-
-        let mut failing = SshPeer::new("target", "false".into(), None, None).expect("peer");
-        assert!(failing.start_master(Duration::from_secs(5)).is_none());
-        let argv = failing.argv(&["true"]).expect("argv");
-        assert!(!argv
-            .iter()
-            .any(|a| a.to_string_lossy().starts_with("ControlPath")));
-    }
 
     #[test]
     fn the_end_line_gives_exit_and_cpu_seconds() {

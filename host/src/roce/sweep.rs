@@ -17,6 +17,7 @@ use super::perf::{
 use super::rdma_evidence::read_port;
 use crate::observe::Observer;
 use crate::param::{Field, ParamError};
+use crate::remote::ssh::SshError;
 
 /// `dpuctl roce perf` as parameters (the flags of the same names).
 #[derive(Debug, Clone)]
@@ -184,7 +185,7 @@ pub struct Prepared {
     pub peer: SshPeer,
     /// Both endpoints, the peer's address and the background every run is net of.
     pub plan: PerfPlan,
-    _master: Option<super::peer::ControlMaster>,
+    _master: Option<crate::remote::ssh::ControlMaster>,
 }
 
 /// Resolves both endpoints of `tests` (checked by [`check`]) and measures the local port's
@@ -202,7 +203,7 @@ pub fn prepare(
         args.ssh_identity.clone(),
     )
     .map_err(|e| match e {
-        PeerError::BadDestination(_) => SweepError::from(
+        PeerError::Ssh(SshError::BadDestination(_)) => SweepError::from(
             ParamError::new(Field::Peer)
                 .field(Field::Peer)
                 .text(format!(" {e}")),

@@ -1,8 +1,8 @@
 use std::time::Duration;
 
 use super::{distribution, judge_experiment, FleetExperimentReport, Spread, VERDICT_FACT};
-use crate::fleet::pairs::remote::{Ended, RemoteOutput};
 use crate::fleet::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus};
+use crate::remote::watched::{Ended, RemoteOutput};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -4,9 +4,10 @@ use std::time::Duration;
 use dpu_proto::Endpoint;
 
 use super::{judge_proof, OnHost};
-use crate::fleet::pairs::remote::{Ended, RemoteOutput, SshHop};
 use crate::fleet::report::NodeStatus;
 use crate::fleet::target::Target;
+use crate::remote::ssh::Ssh;
+use crate::remote::watched::{Ended, RemoteOutput};
 
 fn output(stdout: &str, stderr: &str, ended: Ended) -> RemoteOutput {
     RemoteOutput {
@@ -113,11 +114,7 @@ fn a_host_that_cannot_run_the_proof_is_named_for_why() {
 #[test]
 fn the_host_agent_is_passed_and_nothing_runs_without_ssh() {
     let on_host = OnHost {
-        hop: SshHop {
-            program: PathBuf::from("ssh"),
-            port: None,
-            identity: None,
-        },
+        hop: Ssh::new(PathBuf::from("ssh"), None, None),
         dpuctl: "dpuctl".into(),
     };
     let mut target = Target::new("gpu-01", Endpoint::Unix("/s".into()));

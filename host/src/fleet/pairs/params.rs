@@ -7,10 +7,9 @@ use std::time::Duration;
 use dpu_proto::names::{check_ifname, NameError};
 
 use super::plan::PairPlan;
-use super::remote::SshHop;
 use crate::fleet::target::Target;
 use crate::param::{Field, ParamError};
-use crate::roce::peer::SshPeer;
+use crate::remote::ssh::{valid_destination, Ssh};
 use crate::roce::perf::PerfTest;
 
 /// Consecutive rounds use different server ports, this many strides apart, so that a
@@ -39,7 +38,7 @@ pub struct PairsParams {
     /// The dpuctl program on the hosts (a name on their PATH, or a path).
     pub dpuctl: String,
     /// How this machine reaches the hosts.
-    pub hop: SshHop,
+    pub hop: Ssh,
     /// How long reading one host's ports over ssh may take.
     pub probe_timeout: Duration,
     /// How many hosts are probed at once (runs per round are bounded by the plan).
@@ -166,7 +165,7 @@ impl PairsParams {
 pub fn check_targets(targets: &[Target], plan: &PairPlan) -> Result<(), PairsError> {
     for t in planned(targets, plan) {
         let ssh = t.ssh.clone().unwrap_or_default();
-        if SshPeer::new(&ssh, "ssh".into(), None, None).is_err() {
+        if !valid_destination(&ssh) {
             return Err(PairsError::BadSsh {
                 host: t.name.clone(),
                 ssh,

@@ -13,11 +13,11 @@ use super::host_port::{host_port, listing_command, HostPort};
 use super::judge::{judge, LineRate, Measurement};
 use super::params::{check_targets, planned, PairsError, PairsParams, PORT_ROTATION};
 use super::plan::{PairPlan, PlannedRun};
-use super::remote::{Cancel, Ended, RemoteOutput};
 use super::remote_perf::{self, PerfCommand, RemoteRun};
 use super::report::{HostReport, PairRun, PairsReport, PairsSettings};
 use crate::fleet::target::Target;
 use crate::observe::Observer;
+use crate::remote::watched::{Cancel, Ended, RemoteOutput};
 use crate::roce::perf::{PathVerdict, PerfTest};
 
 /// What [`run`] tells its caller as it goes.
@@ -54,7 +54,7 @@ fn probe(target: &Target, params: &PairsParams, cancel: &Cancel) -> Result<HostP
     let ssh = target.ssh.as_deref().unwrap_or_default();
     let out = params
         .hop
-        .run(ssh, &listing_command(), params.probe_timeout, cancel)
+        .run_watched(ssh, &listing_command(), params.probe_timeout, cancel)
         .map_err(|e| e.to_string())?;
     match out.ended {
         Ended::Exited(Some(0)) => {
@@ -305,7 +305,7 @@ fn run_one(
     );
     let rate = line_rate(params, (&run.client, client), (&run.server, server));
     let ssh = client_t.ssh.as_deref().unwrap_or_default();
-    let out = match params.hop.run(ssh, &words, limit, cancel) {
+    let out = match params.hop.run_watched(ssh, &words, limit, cancel) {
         Ok(out) => out,
         Err(e) => return Some(failed_rows(run, params, &e.to_string())),
     };

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::super::remote::SshHop;
 use super::*;
+use crate::remote::ssh::Ssh;
 
 /// Parameters every check accepts; each test changes one value.
 pub(in crate::fleet::pairs) fn params() -> PairsParams {
@@ -16,11 +16,7 @@ pub(in crate::fleet::pairs) fn params() -> PairsParams {
         line_rate_percent: 90.0,
         line_rate_gbps: None,
         dpuctl: "dpuctl".into(),
-        hop: SshHop {
-            program: "ssh".into(),
-            port: None,
-            identity: None,
-        },
+        hop: Ssh::new("ssh".into(), None, None),
         probe_timeout: Duration::from_secs(60),
         parallel: 128,
     }
