@@ -82,7 +82,7 @@ impl Backends {
                 rundir: config.ovs.rundir.clone(),
             }),
             Err(_) if !config.ovs.enabled => OvsdbState::Disabled,
-            Err(status) => OvsdbState::Unusable(status.message().to_owned()),
+            Err(unavailable) => OvsdbState::Unusable(unavailable.to_string()),
         };
         Self {
             snap,

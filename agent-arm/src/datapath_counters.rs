@@ -37,7 +37,7 @@ pub(crate) async fn read(
             .show_datapaths()
             .await
             .map_err(|e| crate::errors::error_chain(&e)),
-        Err(status) => Err(status.message().to_owned()),
+        Err(unavailable) => Err(unavailable.to_string()),
     };
     match listed {
         Ok(all) => samples_of(&all, wanted),

@@ -13,7 +13,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use crate::services::switch_convert::forwarding_of;
+use crate::ovs::flow_wire::forwarding_of;
 
 /// The label of tc traffic whose hardware share the kernel did not report.
 const UNATTRIBUTED: &str = "unattributed";
@@ -111,7 +111,7 @@ impl FlowLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::switch_convert::place_by_level;
+    use crate::ovs::flow_wire::place_by_level;
 
     fn flow(in_port: &str, dp: &str, offloaded: v1::OffloadStatus, packets: u64) -> v1::Flow {
         v1::Flow {

@@ -24,7 +24,7 @@ use super::ovs_levels::FlowLevels;
 use super::roles::{role_name, RoleReader};
 use crate::config::MetricsConfig;
 use crate::context::AgentContext;
-use crate::services::switch_flows::FlowQuery;
+use crate::ovs::flows::{list_flows, FlowQuery};
 
 /// The latest reading and when it finished.
 #[derive(Debug)]
@@ -350,14 +350,11 @@ impl Scraper {
             datapath: "",
             covering: None,
         };
-        let listed = tokio::time::timeout(
-            deadline,
-            crate::services::switch_flows::list_flows(clients, &self.ctx.tc_netlink, &query),
-        )
-        .await;
+        let listed =
+            tokio::time::timeout(deadline, list_flows(clients, &self.ctx.tc_netlink, &query)).await;
         Some(match listed {
             Ok(Ok(listed)) => Ok(FlowLevels::from_flows(&listed.flows)),
-            Ok(Err(status)) => Err(status.message().to_owned()),
+            Ok(Err(e)) => Err(e.to_string()),
             Err(_elapsed) => Err(format!(
                 "ovs-vswitchd did not dump its flows within {deadline:?}"
             )),

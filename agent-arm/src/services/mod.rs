@@ -5,19 +5,11 @@
 
 mod convert;
 mod counters;
-mod counters_convert;
-mod counters_limits;
 mod fabric;
 mod inventory;
 pub(crate) mod status;
 mod storage;
-mod storage_validate;
 mod switch;
-mod switch_bridges;
-pub(crate) mod switch_convert;
-pub(crate) mod switch_flows;
-mod switch_offload;
-mod switch_status;
 
 pub(crate) use counters::CountersService;
 pub(crate) use inventory::InventoryService;

@@ -6,10 +6,10 @@ use dpu_proto::names::Collection;
 use dpu_proto::v1;
 use tonic::{Request, Response, Status};
 
-use super::super::status::{from_backend, invalid, invalid_field};
-use super::super::storage_validate as check;
+use super::validate as check;
 use super::{deleted, flat_id, not_found, Reply, StorageService, OBSERVE_DEADLINE};
 use crate::security::audit_request;
+use crate::services::status::{from_backend, invalid, invalid_field};
 use crate::storage::desired::{split_volume_id, Key};
 use crate::storage::virtio_blk;
 use crate::storage::virtio_blk_doc::VirtioBlkDoc;

@@ -2,11 +2,14 @@
 //!
 //! Selectors are checked at the edge (names become sysfs path components), capped,
 //! deduplicated and the answer's size estimated before anything is read
-//! ([`counters_limits`](super::counters_limits)). Reading is blocking (sysfs files, a
+//! ([`limits`]). Reading is blocking (sysfs files, a
 //! netlink dump) and runs on the blocking pool; a `Watch` keeps one [`Sampler`] for its
 //! whole life, and `Snapshot` calls share a small pool of them, so the netlink sockets
 //! and counter files are opened once; a `Watch` stops as soon as the client goes away,
 //! and ends with `RESOURCE_EXHAUSTED` when its client stops reading.
+
+mod convert;
+mod limits;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,10 +23,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::counters_convert::{selectors_from_wire, snapshot_to_wire, Selectors};
-use super::counters_limits::{check_built, check_estimate};
-use super::status::invalid;
+use self::convert::{selectors_from_wire, snapshot_to_wire, Selectors};
+use self::limits::{check_built, check_estimate};
 use crate::context::AgentContext;
+use crate::services::status::invalid;
 
 /// Bounds of `WatchRequest.interval`: faster than 100 ms measures the agent, not the
 /// traffic; slower than an hour is a cron job.

@@ -7,12 +7,26 @@
 //! (new pid, new socket) is picked up too. The agent therefore starts without OVS and
 //! serves the Switch API as soon as OVS appears, with no agent restart.
 
+pub(crate) mod flow_wire;
+pub(crate) mod flows;
+
 use dpu_jsonrpc::ClientOptions;
 use dpu_ovs::ovsdb::{Ovsdb, OvsdbOptions};
 use dpu_ovs::unixctl::Unixctl;
-use tonic::Status;
 
 use crate::config::Config;
+
+/// Why the OVS backend has no clients; the Switch service answers it as `UNAVAILABLE`,
+/// the readiness checks and `/metrics` report its text.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OvsUnavailable {
+    /// `[ovs] enabled = false`.
+    #[error("ovsdb: the OVS backend is disabled by configuration ([ovs] enabled = false)")]
+    Disabled,
+    /// The configured address cannot be used.
+    #[error("ovsdb: the OVS backend cannot be used: {0}")]
+    Unusable(String),
+}
 
 /// The OVS clients, or why there are none.
 #[derive(Debug)]
@@ -65,18 +79,14 @@ impl OvsBackend {
         Self { state }
     }
 
-    /// The clients, or `UNAVAILABLE` naming OVS when the backend is switched off or
-    /// misconfigured. Reachability is not checked here: the call that uses a client finds
-    /// out, and its error says which daemon is missing.
-    pub(crate) fn clients(&self) -> Result<&OvsClients, Status> {
+    /// The clients, or why there are none (switched off or misconfigured). Reachability is
+    /// not checked here: the call that uses a client finds out, and its error says which
+    /// daemon is missing.
+    pub(crate) fn clients(&self) -> Result<&OvsClients, OvsUnavailable> {
         match &self.state {
             State::Ready(clients) => Ok(clients),
-            State::Disabled => Err(Status::unavailable(
-                "ovsdb: the OVS backend is disabled by configuration ([ovs] enabled = false)",
-            )),
-            State::Unusable(reason) => Err(Status::unavailable(format!(
-                "ovsdb: the OVS backend cannot be used: {reason}"
-            ))),
+            State::Disabled => Err(OvsUnavailable::Disabled),
+            State::Unusable(reason) => Err(OvsUnavailable::Unusable(reason.clone())),
         }
     }
 }
@@ -88,12 +98,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn disabled_backend_answers_unavailable_naming_ovs() {
+    fn disabled_backend_says_so_naming_ovs() {
         let mut config = Config::default();
         config.ovs.enabled = false;
         let err = OvsBackend::new(&config).clients().expect_err("disabled");
-        assert_eq!(err.code(), tonic::Code::Unavailable);
-        assert!(err.message().contains("ovsdb"), "{}", err.message());
+        assert!(matches!(err, OvsUnavailable::Disabled), "{err:?}");
+        assert!(err.to_string().starts_with("ovsdb: "), "{err}");
+        assert!(err.to_string().contains("[ovs] enabled = false"), "{err}");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use dpu_proto::names::{self, check_client_id, Collection};
 use dpu_proto::v1;
 use tonic::Status;
 
-use super::status::{echo, invalid, invalid_field, required};
+use crate::services::status::{echo, invalid, invalid_field, required};
 use crate::storage::desired::QosDoc;
 use crate::storage::remote::RemoteTarget;
 use dpu_nvmeof::snap::QosLimitError;

@@ -7,6 +7,7 @@ use dpu_probe::netlink::NetlinkError;
 use tonic::Status;
 
 use crate::errors::error_chain;
+use crate::ovs::flows::FlowsError;
 
 /// Maps an OVSDB client error: ovsdb-server away is `UNAVAILABLE`, a missing bridge or
 /// port `NOT_FOUND`, an existing one with other settings `ALREADY_EXISTS`, a value OVS
@@ -60,6 +61,21 @@ pub(crate) fn from_unixctl(err: &unixctl::Error) -> Status {
         )),
         E::Command { .. } => Status::failed_precondition(format!("ovs-vswitchd: {chain}")),
         _ => Status::internal(format!("ovs-vswitchd: {chain}")),
+    }
+}
+
+/// Maps a flow or tc-filter listing error: the control socket's and netlink's as above, an
+/// unknown datapath or netdev `NOT_FOUND`, several datapaths and none chosen
+/// `FAILED_PRECONDITION`, output the agent cannot parse and a dead reader `INTERNAL`.
+pub(crate) fn from_flows(err: &FlowsError) -> Status {
+    match err {
+        FlowsError::Vswitchd(e) => from_unixctl(e),
+        FlowsError::Netlink(e) => from_netlink(e),
+        FlowsError::NoSuchDatapath { .. } | FlowsError::NoSuchNetdev(_) => {
+            Status::not_found(err.to_string())
+        }
+        FlowsError::SeveralDatapaths(_) => Status::failed_precondition(err.to_string()),
+        FlowsError::Unparsable(_) | FlowsError::ReaderTask(_) => Status::internal(err.to_string()),
     }
 }
 

@@ -15,8 +15,8 @@ use tonic::{Request, Response, Status};
 
 use crate::security::audit_request;
 
-use super::status::{echo, invalid, invalid_field};
-use super::storage_validate as check;
+use self::validate as check;
+use crate::services::status::{echo, invalid, invalid_field};
 use crate::storage::backend::FailureKind;
 use crate::storage::desired::{
     split_volume_id, ControllerDoc, Desired, Key, NamespaceDoc, SubsystemDoc,
@@ -27,6 +27,7 @@ use crate::storage::uplink::{self, RouteLookup};
 use crate::storage::view::{self, Observed};
 use crate::storage::StorageEngine;
 
+mod validate;
 mod virtio_blk;
 
 /// How long a listing waits for the backend's view of what exists before it answers with
@@ -97,7 +98,7 @@ impl StorageService {
     ) -> Result<(Desired, bool), Status> {
         let dry_run = options.is_some_and(|o| o.dry_run);
         let timeout = match options {
-            Some(options) => super::status::apply_timeout(options)?,
+            Some(options) => crate::services::status::apply_timeout(options)?,
             None => None,
         };
         let applied = self.engine.change(dry_run, timeout, edit).await?;

@@ -1,18 +1,53 @@
 //! Datapath flows (`dpctl/dump-flows -m --names` through ovs-vswitchd's control socket)
-//! and the tc filters that hold offloaded ones (netlink), joined by ufid.
+//! and the tc filters that hold offloaded ones (netlink), joined by ufid: what
+//! `Switch.ListFlows` answers and `/metrics` sums, so it lives below both, with the OVS
+//! backend. Its errors are [`FlowsError`]; the Switch service maps them to gRPC statuses
+//! once (`services::switch::status::from_flows`), `/metrics` reports their text.
 
 use std::time::Duration;
 
 use dpu_ovs::flow::{parse_dump, DumpType, Ipv4Packet};
-use dpu_probe::netlink::{NetlinkAccess, RouteSocket, RouteStats, TcParent};
+use dpu_ovs::unixctl;
+use dpu_probe::netlink::{NetlinkAccess, NetlinkError, RouteSocket, RouteStats, TcParent};
 use dpu_proto::v1;
-use tonic::Status;
 
-use super::switch_convert::{
+use super::flow_wire::{
     flow_to_wire, is_real_filter, join_tc_filters, place_by_level, tc_filter_to_wire, tc_ports,
 };
-use super::switch_status::{from_netlink, from_unixctl};
-use crate::ovs::OvsClients;
+use super::OvsClients;
+use crate::errors::error_chain;
+
+/// Why flows or tc filters could not be listed; each text names the daemon or the kernel
+/// interface it came from.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FlowsError {
+    /// ovs-vswitchd's control socket failed or refused the command.
+    #[error("ovs-vswitchd: {}", error_chain(.0))]
+    Vswitchd(#[source] unixctl::Error),
+    /// A line of `dpctl/dump-flows` the parser does not accept.
+    #[error("ovs-vswitchd: cannot parse dpctl/dump-flows output: {0}")]
+    Unparsable(String),
+    /// The requested datapath is not among `dpctl/dump-dps`.
+    #[error("ovs-vswitchd: datapath {requested} not found; datapaths: {available:?}")]
+    NoSuchDatapath {
+        /// What was asked for.
+        requested: String,
+        /// What ovs-vswitchd has.
+        available: Vec<String>,
+    },
+    /// Several datapaths and none asked for.
+    #[error("ovs-vswitchd has several datapaths {0:?}: set `datapath` to one of them")]
+    SeveralDatapaths(Vec<String>),
+    /// A netdev asked for by name is not in the agent's network namespace.
+    #[error("netlink: netdev {0} not found in the agent's network namespace")]
+    NoSuchNetdev(String),
+    /// The kernel's answer could not be read.
+    #[error("netlink: {}", error_chain(.0))]
+    Netlink(#[source] NetlinkError),
+    /// The blocking reader task died (a panic in it).
+    #[error("netlink reader task failed: {0}")]
+    ReaderTask(String),
+}
 
 /// A dump of a busy datapath (100,000 flows) takes seconds; the control socket's default
 /// call deadline is sized for small commands.
@@ -36,7 +71,7 @@ pub(crate) async fn list_flows(
     ovs: &OvsClients,
     tc: &NetlinkAccess,
     query: &FlowQuery<'_>,
-) -> Result<v1::ListFlowsResponse, Status> {
+) -> Result<v1::ListFlowsResponse, FlowsError> {
     let Some(datapath) = choose_datapath(ovs, query.datapath).await? else {
         // No bridge yet, so no datapath and no flows.
         return Ok(v1::ListFlowsResponse::default());
@@ -44,11 +79,7 @@ pub(crate) async fn list_flows(
     let text = dump_flows(ovs, &datapath, query.dump_type, DUMP_TIMEOUT).await?;
     let mut flows = Vec::new();
     for parsed in parse_dump(&text) {
-        let flow = parsed.map_err(|e| {
-            Status::internal(format!(
-                "ovs-vswitchd: cannot parse dpctl/dump-flows output: {e}"
-            ))
-        })?;
+        let flow = parsed.map_err(|e| FlowsError::Unparsable(e.to_string()))?;
         // OVS applied type= already; the same rule here guards against an OVS that
         // ignored it. A line that cannot tell (`None`) is kept.
         if query.dump_type.matches(&flow) == Some(false) {
@@ -77,7 +108,7 @@ async fn dump_flows(
     datapath: &str,
     dump_type: DumpType,
     timeout: Duration,
-) -> Result<String, Status> {
+) -> Result<String, FlowsError> {
     let mut dump = ovs
         .vswitchd
         .dump_flows()
@@ -94,7 +125,7 @@ async fn dump_flows(
         .timeout(timeout)
         .execute()
         .await
-        .map_err(|e| from_unixctl(&e))
+        .map_err(FlowsError::Vswitchd)
 }
 
 /// The ingress tc filters of one netdev in the agent's network namespace (or in the
@@ -102,19 +133,19 @@ async fn dump_flows(
 pub(crate) async fn list_tc_filters(
     tc: &NetlinkAccess,
     netdev: &str,
-) -> Result<Vec<v1::TcFilter>, Status> {
+) -> Result<Vec<v1::TcFilter>, FlowsError> {
     read_tc_filters(tc, vec![netdev.to_owned()], true).await
 }
 
 /// `dpctl/dump-flows` needs a datapath when there are several; the request's, checked
 /// against `dpctl/dump-dps`, or the only one. `None` when there is none at all.
-async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<String>, Status> {
+async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<String>, FlowsError> {
     let text = ovs
         .vswitchd
         .command("dpctl/dump-dps")
         .execute()
         .await
-        .map_err(|e| from_unixctl(&e))?;
+        .map_err(FlowsError::Vswitchd)?;
     let datapaths: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -124,46 +155,45 @@ async fn choose_datapath(ovs: &OvsClients, requested: &str) -> Result<Option<Str
         return if datapaths.contains(&requested) {
             Ok(Some(requested.to_owned()))
         } else {
-            Err(Status::not_found(format!(
-                "ovs-vswitchd: datapath {requested} not found; datapaths: {datapaths:?}"
-            )))
+            Err(FlowsError::NoSuchDatapath {
+                requested: requested.to_owned(),
+                available: datapaths.iter().map(|d| (*d).to_owned()).collect(),
+            })
         };
     }
     match datapaths.as_slice() {
         [] => Ok(None),
         [only] => Ok(Some((*only).to_owned())),
-        several => Err(Status::failed_precondition(format!(
-            "ovs-vswitchd has several datapaths {several:?}: set `datapath` to one of them"
-        ))),
+        several => Err(FlowsError::SeveralDatapaths(
+            several.iter().map(|d| (*d).to_owned()).collect(),
+        )),
     }
 }
 
 /// Reads the ingress filters of `netdevs` through `tc` on the blocking pool (netlink is
-/// synchronous). A netdev that does not exist is `NOT_FOUND` when `required`, else
+/// synchronous). A netdev that does not exist is an error when `required`, else
 /// skipped: a flow's in_port may be a port that is not a netdev of this namespace.
 async fn read_tc_filters(
     tc: &NetlinkAccess,
     netdevs: Vec<String>,
     required: bool,
-) -> Result<Vec<v1::TcFilter>, Status> {
+) -> Result<Vec<v1::TcFilter>, FlowsError> {
     let tc = tc.clone();
     tokio::task::spawn_blocking(move || {
-        let mut socket = RouteSocket::open_via(&tc).map_err(|e| from_netlink(&e))?;
-        let links = socket.links().map_err(|e| from_netlink(&e))?;
+        let mut socket = RouteSocket::open_via(&tc).map_err(FlowsError::Netlink)?;
+        let links = socket.links().map_err(FlowsError::Netlink)?;
         let mut filters = Vec::new();
         for netdev in &netdevs {
             let Some(link) = links.iter().find(|l| l.ifname == *netdev) else {
                 if required {
-                    return Err(Status::not_found(format!(
-                        "netlink: netdev {netdev} not found in the agent's network namespace"
-                    )));
+                    return Err(FlowsError::NoSuchNetdev(netdev.clone()));
                 }
                 tracing::debug!(%netdev, "no such netdev; its flows get no tc filters");
                 continue;
             };
             let found = socket
                 .tc_filters(link.ifindex, TcParent::Ingress)
-                .map_err(|e| from_netlink(&e))?;
+                .map_err(FlowsError::Netlink)?;
             filters.extend(
                 found
                     .iter()
@@ -174,5 +204,5 @@ async fn read_tc_filters(
         Ok(filters)
     })
     .await
-    .map_err(|e| Status::internal(format!("netlink reader task failed: {e}")))?
+    .map_err(|e| FlowsError::ReaderTask(e.to_string()))?
 }

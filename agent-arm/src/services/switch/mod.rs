@@ -3,9 +3,14 @@
 //!
 //! Each handler validates its request here (nothing invalid reaches OVS), takes the OVS
 //! clients from the context (`UNAVAILABLE` naming OVS when the backend is off), and
-//! delegates to `switch_bridges`, `switch_offload` or `switch_flows`; errors become
-//! statuses in `switch_status`. The clients connect lazily, so OVS may appear or restart
+//! delegates to [`bridges`], [`offload`] or the OVS backend's flow listing
+//! (`crate::ovs::flows`); errors become statuses in [`status`]. The clients connect lazily, so OVS may appear or restart
 //! while the agent runs.
+
+mod bridges;
+mod convert;
+mod offload;
+mod status;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -19,13 +24,13 @@ use tonic::{Request, Response, Status};
 
 use crate::security::audit_request;
 
-use super::status::{echo, invalid, invalid_field};
-use super::switch_bridges::{self as bridges, Apply, NewBridge, NewPort};
-use super::switch_convert::{bridge_to_wire, dump_type, port_to_wire};
-use super::switch_flows::{self as flows, FlowQuery};
-use super::switch_offload as offload;
+use self::bridges::{Apply, NewBridge, NewPort};
+use self::convert::{bridge_to_wire, dump_type, port_to_wire};
+use self::status::from_flows;
 use crate::context::AgentContext;
+use crate::ovs::flows::{self, FlowQuery};
 use crate::ovs::OvsClients;
+use crate::services::status::{echo, invalid, invalid_field};
 
 /// Serves the switch API from the agent's OVS clients.
 #[derive(Debug, Clone)]
@@ -38,8 +43,12 @@ impl SwitchService {
         Self { ctx }
     }
 
+    /// The OVS clients; a backend switched off or misconfigured is `UNAVAILABLE` naming OVS.
     fn ovs(&self) -> Result<&OvsClients, Status> {
-        self.ctx.ovs.clients()
+        self.ctx
+            .ovs
+            .clients()
+            .map_err(|e| Status::unavailable(e.to_string()))
     }
 }
 
@@ -151,7 +160,7 @@ fn apply_options(options: Option<&v1::ApplyOptions>) -> Result<Apply, Status> {
     let Some(options) = options else {
         return Ok(Apply::default());
     };
-    let timeout = super::status::apply_timeout(options)?;
+    let timeout = crate::services::status::apply_timeout(options)?;
     Ok(Apply {
         timeout,
         dry_run: options.dry_run,
@@ -312,7 +321,9 @@ impl Switch for SwitchService {
             covering,
         };
         Ok(Response::new(
-            flows::list_flows(self.ovs()?, &self.ctx.tc_netlink, &query).await?,
+            flows::list_flows(self.ovs()?, &self.ctx.tc_netlink, &query)
+                .await
+                .map_err(|e| from_flows(&e))?,
         ))
     }
 
@@ -323,7 +334,9 @@ impl Switch for SwitchService {
         let netdev = request.into_inner().netdev;
         check_ifname("netdev", &netdev).map_err(invalid_field("netdev"))?;
         // tc lives in the kernel: this call needs netlink only, not OVS.
-        let filters = flows::list_tc_filters(&self.ctx.tc_netlink, &netdev).await?;
+        let filters = flows::list_tc_filters(&self.ctx.tc_netlink, &netdev)
+            .await
+            .map_err(|e| from_flows(&e))?;
         Ok(Response::new(v1::ListTcFiltersResponse { filters }))
     }
 }

@@ -7,8 +7,8 @@ use dpu_probe::counters::CounterSelector;
 use dpu_proto::v1::{self, counter_selector::Selector};
 use tonic::Status;
 
-use super::counters_limits::{check_count, dedup};
-use super::status::{echo, invalid, not_yet};
+use super::limits::{check_count, dedup};
+use crate::services::status::{echo, invalid, not_yet};
 
 /// A checked request: what the probe reads, which storage volumes the storage engine is
 /// asked about (`None`: every volume the agent manages), and which OVS datapaths
@@ -42,7 +42,7 @@ fn datapath_name(field: &str, name: &str) -> Result<String, Status> {
 }
 
 /// Checks and converts the request's selectors: at most
-/// [`MAX_SELECTORS`](super::counters_limits::MAX_SELECTORS), counted before any is looked
+/// [`MAX_SELECTORS`](super::limits::MAX_SELECTORS), counted before any is looked
 /// at, and repeats dropped once every one is checked (so an error still names the index
 /// the client sent). OVS flow counters are not served yet: asking for them is
 /// `UNIMPLEMENTED`, never an empty answer that looks like "no traffic".

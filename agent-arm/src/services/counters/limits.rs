@@ -13,7 +13,7 @@ use dpu_probe::snapshot::Snapshot;
 use dpu_probe::SysRoot;
 use tonic::Status;
 
-use super::status::{invalid, too_much};
+use crate::services::status::{invalid, too_much};
 
 /// Most selectors one `SnapshotRequest` or `WatchRequest` may carry. Each selector names
 /// one object (`rdma:mlx5_0/1`, `netdev:pf0hpf`) or a whole family (`netdev` for every

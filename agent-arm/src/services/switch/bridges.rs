@@ -14,8 +14,8 @@ use dpu_proto::names::Collection;
 use dpu_proto::v1;
 use tonic::Status;
 
-use super::switch_convert::{bridge_to_wire, datapath_label, port_name, port_to_wire};
-use super::switch_status::from_ovsdb;
+use super::convert::{bridge_to_wire, datapath_label, port_name, port_to_wire};
+use super::status::from_ovsdb;
 use crate::ovs::OvsClients;
 
 /// What a request's `ApplyOptions` asks for.

@@ -6,9 +6,9 @@ use dpu_ovs::unixctl;
 use dpu_proto::v1;
 use tonic::Status;
 
-use super::switch_bridges::Apply;
-use super::switch_convert::{settings_to_wire, tc_policy_value, HW_OFFLOAD, MAX_IDLE, TC_POLICY};
-use super::switch_status::from_ovsdb;
+use super::bridges::Apply;
+use super::convert::{settings_to_wire, tc_policy_value, HW_OFFLOAD, MAX_IDLE, TC_POLICY};
+use super::status::from_ovsdb;
 use crate::ovs::OvsClients;
 
 /// The settings in OVSDB plus what ovs-vswitchd says about offload now.
