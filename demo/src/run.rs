@@ -13,10 +13,10 @@ use super::steps::{
     accounting, merge_step, review_step, serving_checks, step, storage_and_communication, Cx,
 };
 use super::yaml::to_yaml;
+use dpu_host::agent::session::Session;
 use dpu_host::observe::Observer;
 use dpu_host::param::{Field, ParamError};
 use dpu_host::roce::nccl::corroborate::snapshot;
-use dpu_host::session::Session;
 
 pub use super::error::DemoError;
 pub use super::params::TrainingStorage;

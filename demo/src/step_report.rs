@@ -279,7 +279,7 @@ mod tests {
     /// the observer the caller lends is `+ Send`); without that bound this does not build.
     #[allow(dead_code)]
     fn a_run_is_a_send_future(
-        session: &dpu_host::session::Session,
+        session: &dpu_host::agent::session::Session,
         args: &crate::run::TrainingStorage,
         observer: &mut (dyn for<'e> Observer<StepEvent<'e>> + Send),
     ) {

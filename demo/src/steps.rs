@@ -11,8 +11,8 @@ use super::serving::{self, ServingCheck, ServingReport};
 use super::step_report::{Progress, SharedObserver, StepOutcome, StepReport};
 use super::storage_step::{self, volume_reading, StorageAccount};
 use dpu_host::accounting::deltas::{sum, Movement};
+use dpu_host::agent::session::Session;
 use dpu_host::roce::rdma_evidence::{movement, PortReading};
-use dpu_host::session::Session;
 
 /// The number of steps a run has, for "step i of N".
 pub const STEPS: usize = 7;

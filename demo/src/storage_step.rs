@@ -22,7 +22,7 @@ use tonic::transport::Channel;
 use super::plan::{ManifestEntry, Plan};
 use super::step_report::StepOutcome;
 use dpu_host::accounting::{self, Evidence, Expectation, Line, Rule, Select, Side};
-use dpu_host::session::Session;
+use dpu_host::agent::session::Session;
 
 /// The idle window before the manifest is read, over which the volume's background is
 /// measured: long enough to see a concurrent reader, short next to a demo run.

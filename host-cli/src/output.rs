@@ -156,7 +156,7 @@ pub(crate) fn enum_label<E: TryFrom<i32>>(
     prefix: &str,
 ) -> String {
     match E::try_from(value) {
-        Ok(known) => dpu_host::agent_health::enum_name(name(&known), prefix),
+        Ok(known) => dpu_host::agent::health::enum_name(name(&known), prefix),
         Err(_) => format!("unknown({value})"),
     }
 }
@@ -216,7 +216,7 @@ mod tests {
         use dpu_proto::v1::DpuMode;
         assert_eq!(
             enum_label(DpuMode::Dpu as i32, DpuMode::as_str_name, "DPU_MODE_"),
-            dpu_host::agent_health::enum_name(DpuMode::Dpu.as_str_name(), "DPU_MODE_")
+            dpu_host::agent::health::enum_name(DpuMode::Dpu.as_str_name(), "DPU_MODE_")
         );
         assert_eq!(
             enum_label(99, DpuMode::as_str_name, "DPU_MODE_"),

@@ -2,11 +2,11 @@
 //! one line, each said once, and for an agent that could not be dialled one hint line that
 //! says what to do next.
 
-use dpu_host::agent::ConnectError;
-use dpu_host::agent_dial_cause::DialCause;
+use dpu_host::agent::connect::ConnectError;
+use dpu_host::agent::dial_cause::DialCause;
+use dpu_host::agent::session::AgentError;
 use dpu_host::param::ParamError;
 use dpu_host::prove::QosRefusal;
-use dpu_host::session::AgentError;
 
 mod param_flags;
 
@@ -194,7 +194,7 @@ mod tests {
     async fn an_unreachable_agent_is_said_once_with_a_hint() {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("nobody.sock");
-        let agent = dpu_host::session::AgentConnection::new(
+        let agent = dpu_host::agent::session::AgentConnection::new(
             dpu_proto::Endpoint::Unix(socket.clone()),
             None,
             std::time::Duration::from_secs(2),

@@ -1,15 +1,27 @@
 //! `dpu-host`: everything `dpuctl` does on the host, as a library.
 //!
-//! Owns: the agent [`session`] (one channel per run), the before/after counter accounting
-//! engine ([`accounting`]) and the proofs built on it ([`prove`]), the host checklist
-//! ([`check`]), the RoCE benchmark runs and their tool-output parsers ([`roce`]), the
-//! NVMe-oF read engine ([`storage_read`]), the A/B/A tuning experiments ([`experiment`]),
-//! and the textfile metrics of a run ([`textfile`]). The training-storage demo is a
-//! product over these foundations in its own crate (`dpu-demo`), so its HTTP and
-//! Kubernetes clients are not linked by every consumer of this one.
+//! Two layers, products importing foundations:
+//!
+//! - **Foundations**, what every product stands on: how a run reaches its agent ([`agent`]:
+//!   dialling, the run's [`agent::session::Session`], health, why a dial failed), ssh to
+//!   other machines ([`remote`]), the one before/after counter accounting engine
+//!   ([`accounting`]), progress ([`observe`]), parameter errors by field ([`param`]), shared
+//!   facts ([`facts`]), HTML parts ([`render`]), the io_uring read engine ([`storage_read`]),
+//!   the snapshot wire mapping ([`snapshot_wire`]), TOML locations ([`toml_keys`]) and
+//!   textfile metrics ([`textfile`]).
+//! - **Products**, one per command family: the offload proofs ([`prove`]), the host
+//!   checklist ([`check`]), RoCE runs and tool-output parsers ([`roce`]), the A/B/A
+//!   experiments ([`experiment`]), the fleet ([`fleet`]) and machine capture ([`capture`]).
+//!   A product may use another's public entry point, report or parser (the experiments measure
+//!   with `roce`, the fleet runs `check` and `roce` on each node) but never its internals.
+//!
+//! The training-storage demo is a product over these foundations in its own crate
+//! (`dpu-demo`), so its HTTP and Kubernetes clients are not linked by every consumer of this
+//! one.
 //!
 //! Must not: parse argv, print, draw progress bars or choose an exit code. Entry points are
-//! `area::run` over a [`session::Session`] (or only its agent, [`session::AgentConnection`],
+//! `area::run` over an [`agent::session::Session`] (or only its agent,
+//! [`agent::session::AgentConnection`],
 //! or only a sys root) and the area's parameter struct, and return report values; `dpuctl`
 //! (host-cli/) maps its flags onto those parameters and renders the reports. Progress goes
 //! to an [`observe::Observer`] of the entry point's event type, which `dpuctl` draws. The
@@ -17,8 +29,6 @@
 
 pub mod accounting;
 pub mod agent;
-pub mod agent_dial_cause;
-pub mod agent_health;
 pub mod capture;
 pub mod check;
 pub mod experiment;
@@ -30,7 +40,6 @@ pub mod prove;
 pub mod remote;
 pub mod render;
 pub mod roce;
-pub mod session;
 pub mod snapshot_wire;
 pub mod storage_read;
 #[cfg(any(test, feature = "testing"))]

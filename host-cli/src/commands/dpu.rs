@@ -1,6 +1,6 @@
 //! `dpuctl dpu ...`: inventory, health and counters through the agent.
 
-use dpu_host::agent_health::agent_health;
+use dpu_host::agent::health::agent_health;
 use dpu_proto::v1::{self, inventory_client::InventoryClient};
 use serde::Serialize;
 

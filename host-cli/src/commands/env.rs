@@ -1,13 +1,13 @@
 //! What every handler gets: the global flags and the run's one agent session.
 
-use dpu_host::agent::TlsFiles;
-use dpu_host::session::Session;
+use dpu_host::agent::connect::TlsFiles;
+use dpu_host::agent::session::Session;
 use dpu_proto::v1::storage_client::StorageClient;
 use tonic::transport::Channel;
 
 use crate::cli::{Cli, OutputFormat};
 
-pub(crate) use dpu_host::session::rpc_error;
+pub(crate) use dpu_host::agent::session::rpc_error;
 
 /// What every handler needs from the global flags: the flags themselves and the one
 /// agent session of this run (dialled on first use, then shared by every call).

@@ -3,7 +3,7 @@
 //! refused with the reason. Discovered targets use the global `--ca/--cert/--key` for
 //! the agents' mutual-TLS listeners.
 
-use dpu_host::agent::TlsFiles;
+use dpu_host::agent::connect::TlsFiles;
 use dpu_host::fleet::not_ready::NotReady;
 use dpu_host::fleet::report::FleetReport;
 use dpu_host::fleet::target::Target;

@@ -28,7 +28,7 @@ mod switch;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dpu_host::session::{AgentConnection, Session};
+use dpu_host::agent::session::{AgentConnection, Session};
 
 use crate::cli::{Cli, Command};
 use crate::exit::Exit;

@@ -15,8 +15,8 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use super::gdr::GdrFacts;
+use crate::agent::session::AgentConnection;
 use crate::facts::dcb::DcbFacts;
-use crate::session::AgentConnection;
 use dpu_probe::fw_config::{gather_fw, FwFacts, SystemFwTool};
 
 /// The host as sysfs shows it. Each part keeps its own error so one unreadable tree

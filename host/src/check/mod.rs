@@ -22,7 +22,7 @@ mod verdict;
 
 use serde::Serialize;
 
-use crate::session::Session;
+use crate::agent::session::Session;
 use catalog::spec;
 use facts::{AgentFacts, HostFacts};
 use rules::{judge, CheckVerdict, Expectations, Facts, Status};

@@ -15,7 +15,7 @@ use dpu_proto::v1;
 use super::dpu_facts::DpuFacts;
 use super::health_causes;
 use super::report::{NodeOutcome, NodeStatus, Problem};
-use crate::agent_health::{enum_name, AgentHealth};
+use crate::agent::health::{enum_name, AgentHealth};
 
 /// What `fleet check` holds every node to.
 #[derive(Debug, Clone, Default)]

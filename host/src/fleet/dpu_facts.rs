@@ -7,7 +7,7 @@
 use dpu_proto::v1::{self, inventory_client::InventoryClient, switch_client::SwitchClient};
 use serde::Serialize;
 
-use crate::session::{rpc_error, AgentConnection, AgentError};
+use crate::agent::session::{rpc_error, AgentConnection, AgentError};
 
 /// One DPU's inventory as its agent reports it.
 #[derive(Debug, Clone, Serialize)]

@@ -3,7 +3,7 @@
 //! of `fleet check` ([`super::dpu_checks`]), so both group a node's fault the same way.
 
 use super::report::{NodeStatus, Problem};
-use crate::agent_health::{AgentHealth, HealthRow, BACKEND_GROUPS};
+use crate::agent::health::{AgentHealth, HealthRow, BACKEND_GROUPS};
 
 /// The cause the agent itself not SERVING is given (the one cause `fleet check` fails on;
 /// the others are warnings there).

@@ -32,7 +32,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::target::Target;
-use crate::agent::TlsFiles;
+use crate::agent::connect::TlsFiles;
 
 /// One problem of an inventory file, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use super::dpu_checks::{self, DpuExpectations};
 use super::dpu_facts::DpuFacts;
 pub use super::health_causes::problems;
 use super::report::{NodeOutcome, NodeStatus, Problem};
-use crate::agent_health::agent_health;
-use crate::session::{rpc_error, AgentConnection, AgentError};
+use crate::agent::health::agent_health;
+use crate::agent::session::{rpc_error, AgentConnection, AgentError};
 
 /// `fleet health`: PASS when every component of the agent is healthy, FAIL with one cause
 /// per thing to fix ([`problems`]).

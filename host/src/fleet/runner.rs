@@ -15,8 +15,8 @@ use futures_util::stream::{self, StreamExt as _};
 
 use super::report::{FleetReport, NodeOutcome, NodeReport, NodeStatus, Problem};
 use super::target::Target;
-use crate::agent_dial_cause::DialCause;
-use crate::session::{AgentConnection, AgentError};
+use crate::agent::dial_cause::DialCause;
+use crate::agent::session::{AgentConnection, AgentError};
 
 /// How a fleet run is paced.
 #[derive(Debug, Clone)]
@@ -198,7 +198,7 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
 /// made into a status, which drops the error itself).
 const TIMEOUT_EXPIRED: &str = "Timeout expired";
 
-/// Which kind of unreachable `error` is: the dial's own cause first (agent_dial_cause.rs:
+/// Which kind of unreachable `error` is: the dial's own cause first (agent/dial_cause.rs:
 /// missing socket, refused, permission), then a call that ran out its time, then what the
 /// error chain holds.
 fn classify(error: &AgentError) -> Unasked {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use dpu_proto::Endpoint;
 
-use crate::agent::TlsFiles;
+use crate::agent::connect::TlsFiles;
 
 /// A node of the fleet, as the inventory file or Kubernetes discovery describes it.
 #[derive(Debug, Clone, PartialEq)]

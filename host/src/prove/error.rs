@@ -10,8 +10,8 @@ use std::net::Ipv4Addr;
 use dpu_proto::names::NameError;
 
 use super::binding::BindError;
+use crate::agent::session::AgentError;
 use crate::param::ParamError;
-use crate::session::AgentError;
 use crate::storage_read::ReadError;
 
 /// Why a proof (`storage::run`, `switch::run`, `qos::run`) stopped without a verdict.

@@ -27,8 +27,8 @@ use super::report::ProofReport;
 use super::witness::agent_snapshot;
 use crate::accounting::measure::{Observation, Observe};
 use crate::accounting::Evidence;
+use crate::agent::session::{rpc_error, AgentError, Session};
 use crate::param::{Field, ParamError};
-use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove qos` as parameters.
 #[derive(Debug, Clone)]

@@ -31,8 +31,8 @@ use super::witness::{agent_snapshot, snapshot_far_end, Witnesses};
 use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
 use crate::accounting::trials::{self, trial_count};
 use crate::accounting::{evaluate, Expectation, Line, Outcome, Rule, Select, Side, Waiver};
+use crate::agent::session::{rpc_error, AgentError, Session};
 use crate::param::{Field, ParamError};
-use crate::session::{rpc_error, AgentError, Session};
 
 /// `dpuctl prove storage` as parameters.
 #[derive(Debug, Clone)]

@@ -35,8 +35,8 @@ use super::witness::{agent_snapshot, Witnesses};
 use crate::accounting::measure::{measure, Observation, Observe, Timing, Trials};
 use crate::accounting::trials::{self, trial_count};
 use crate::accounting::{evaluate, Expectation, Line, Rule, Select, Side};
+use crate::agent::session::{rpc_error, AgentError, Session};
 use crate::param::{Field, ParamError};
-use crate::session::{rpc_error, AgentError, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
 /// The forwarding level a switch proof must show, slowest first (so `>=` means "as good

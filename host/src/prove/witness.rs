@@ -8,8 +8,8 @@ use dpu_proto::Endpoint;
 use tonic::transport::Channel;
 
 use super::error::ProveError;
+use crate::agent::session::{rpc_error, AgentError, Session};
 use crate::param::{Field, ParamError};
-use crate::session::{rpc_error, AgentError, Session};
 use crate::snapshot_wire::snapshot_from_wire;
 
 /// How many independent witnesses a proof may be asked to have: the DPU, and the far end.

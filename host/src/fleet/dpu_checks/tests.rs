@@ -1,7 +1,7 @@
 use dpu_proto::v1;
 
 use super::{ids, judge, DpuExpectations};
-use crate::agent_health::{AgentHealth, HealthRow};
+use crate::agent::health::{AgentHealth, HealthRow};
 use crate::fleet::dpu_facts::DpuFacts;
 use crate::fleet::report::NodeStatus;
 

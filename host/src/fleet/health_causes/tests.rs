@@ -1,7 +1,7 @@
 use dpu_proto::v1;
 
 use super::problems;
-use crate::agent_health::{AgentHealth, HealthRow};
+use crate::agent::health::{AgentHealth, HealthRow};
 use crate::fleet::report::NodeStatus;
 
 fn row(component: &str, state: &str, detail: &str) -> HealthRow {

@@ -19,7 +19,7 @@ use kube::Client;
 
 use super::error::{bounded, KubeError};
 use super::names;
-use crate::agent::TlsFiles;
+use crate::agent::connect::TlsFiles;
 use crate::fleet::target::Target;
 
 /// Upper bound of one list request: the API server answers in milliseconds, so this only

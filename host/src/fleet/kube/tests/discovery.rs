@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::super::{discover, target_labels, Discovery, KubeError, NotReadyPod};
 use super::objects::{agent_pod, forbidden, node_metadata_list};
-use crate::agent::TlsFiles;
+use crate::agent::connect::TlsFiles;
 use crate::testing::kube_api::{fake, list, requests, status, Answer, Seen};
 
 const PODS: &str = "/api/v1/namespaces/dpu-system/pods";

@@ -14,7 +14,7 @@ use dpu_proto::Endpoint;
 use tokio::sync::OnceCell;
 use tonic::transport::Channel;
 
-use crate::agent::{connect_with, ClientTls, ConnectError, TlsFiles};
+use crate::agent::connect::{connect_with, ClientTls, ConnectError, TlsFiles};
 
 /// Why the agent could not be reached or a call failed, with the call's name.
 #[derive(Debug, thiserror::Error)]

@@ -5,8 +5,8 @@
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::agent::ConnectError;
-use crate::session::AgentError;
+use crate::agent::connect::ConnectError;
+use crate::agent::session::AgentError;
 
 /// The cause of a failed dial that has one obvious next step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ mod tests {
     use super::*;
 
     async fn dial(socket: &Path) -> ConnectError {
-        crate::agent::connect(
+        crate::agent::connect::connect(
             &Endpoint::Unix(socket.to_owned()),
             None,
             Duration::from_secs(2),

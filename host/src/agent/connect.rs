@@ -154,7 +154,7 @@ impl ClientTls {
 
 /// Opens a channel to the agent, failing fast (within `timeout`) when it is unreachable.
 /// Reads the TLS files on every call: for one-off connections; a
-/// [`crate::session::Session`] reads them once.
+/// [`crate::agent::session::Session`] reads them once.
 pub async fn connect(
     agent: &Endpoint,
     tls: Option<&TlsFiles>,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
-use crate::session::{rpc_error, AgentConnection, AgentError};
+use crate::agent::session::{rpc_error, AgentConnection, AgentError};
 
 /// One component of the agent's health: the agent, one of its services, or a backend.
 #[derive(Debug, Clone, Serialize)]
