@@ -8,9 +8,9 @@ use tonic::body::Body;
 use tonic::Status;
 use tower::{Layer, Service};
 
-use super::policy;
 use super::Caller;
 use crate::config::SecurityConfig;
+use crate::role::policy;
 use crate::role::Role;
 use crate::service_future::ServiceFuture;
 

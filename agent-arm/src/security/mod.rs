@@ -4,14 +4,13 @@
 //!   (`SO_PEERCRED`); TCP listeners require TLS 1.3 ([`tls`]) with a client certificate signed by
 //!   the configured CA, unless `insecure_listen` (or `--insecure-listen`) allows plaintext,
 //!   which is logged as a warning at start.
-//! - **Authorization**: one policy table ([`policy`]) says which role each RPC needs; the
+//! - **Authorization**: one policy table ([`crate::role::policy`]) says which role each RPC needs; the
 //!   caller's role comes from the configuration (Unix uids, certificate names). A method
 //!   without an entry is denied.
 //! - **Audit**: every call that needs the operator role is logged with the caller, the
 //!   method and the outcome (target `audit`).
 
 pub(crate) mod layer;
-pub(crate) mod policy;
 pub(crate) mod tls;
 
 use std::fmt;

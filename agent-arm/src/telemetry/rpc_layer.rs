@@ -23,7 +23,7 @@ use tower::{Layer, Service};
 
 use super::AgentMetrics;
 use crate::grpc_status::grpc_code;
-use crate::security::policy;
+use crate::role::policy;
 use crate::service_future::ServiceFuture;
 
 /// The label of a path that is not `/package.Service/Method`.

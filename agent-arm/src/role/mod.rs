@@ -1,6 +1,9 @@
 //! What a caller may do: the vocabulary the configuration names roles in (`[security]
-//! insecure_role`, `unix_role`) and the policy table ([`crate::security::policy`]) grants
-//! by. Below both, so the configuration does not import the security layer it configures.
+//! insecure_role`, `unix_role`) and the one policy table ([`policy`]) of which role each
+//! RPC needs. Below the configuration, the security layer and the telemetry, so none of
+//! them imports another to know a role or whether a method is served.
+
+pub(crate) mod policy;
 
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,7 @@
 //! a test fails when the API has a method this table does not name, so a new RPC cannot
 //! ship open by accident.
 
-use crate::role::Role;
+use super::Role;
 
 use Role::{Operator, Viewer};
 
