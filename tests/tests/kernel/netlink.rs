@@ -528,6 +528,19 @@ fn stats_dump_and_link_watch_on_a_real_namespace() {
     }
     let pair = Pair::create("watch").expect("namespaces and veth");
     let mut a = RouteSocket::open_in_netns(pair.a.path()).expect("socket in a");
+    // The kernel reports va's carrier coming on through its link-watch work, up to a
+    // second after both ends are up (`linkwatch_fire_event` batches non-urgent events by
+    // HZ); the operstate turns "up" in the same step that notifies. Until then a
+    // notification is still on its way, and the watch below would rightly see it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while link(&a.links().expect("links"), "va").operstate != "up" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "va never came up: {:?}",
+            a.links()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(a.link_events().expect("watch"), LinkEvents::Unknown);
     assert_eq!(a.link_events().expect("watch"), LinkEvents::Quiet);
 
