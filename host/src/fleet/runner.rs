@@ -127,16 +127,24 @@ async fn one(
 ) -> NodeReport {
     let started = Instant::now();
     let deadline = options.deadline;
-    let outcome = match tokio::time::timeout(deadline, run).await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => failed(error, options.call_timeout),
-        Err(_) => unasked(
+    let ran_out = || {
+        unasked(
             Unasked::Hung,
             format!(
                 "no answer within its {} deadline",
                 humantime::format_duration(deadline)
             ),
-        ),
+        )
+    };
+    let outcome = match tokio::time::timeout(deadline, run).await {
+        Ok(Ok(outcome)) => outcome,
+        // The call's own timeout and the deadline both ran out (the call timeout is held
+        // to the deadline, and a late wake-up on a loaded machine sees both at once; the
+        // run is polled first): the node's deadline is the limit it ran out, not a
+        // `--timeout` the user set longer.
+        Ok(Err(error)) if is_call_timeout(&error) && started.elapsed() >= deadline => ran_out(),
+        Ok(Err(error)) => failed(error, options.call_timeout),
+        Err(_) => ran_out(),
     };
     NodeReport {
         name: target.name.clone(),
@@ -173,7 +181,7 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
     };
     let kind = classify(&error);
     let detail = match &error {
-        AgentError::Rpc { rpc, status } if status.message() == TIMEOUT_EXPIRED => format!(
+        AgentError::Rpc { rpc, .. } if is_call_timeout(&error) => format!(
             "{rpc}: no answer within the per-call --timeout of {}",
             humantime::format_duration(call_timeout)
         ),
@@ -192,6 +200,11 @@ fn failed(error: AgentError, call_timeout: Duration) -> NodeOutcome {
         },
         _ => unasked(kind, detail),
     }
+}
+
+/// Whether the call ran out the channel's per-call timeout.
+fn is_call_timeout(error: &AgentError) -> bool {
+    matches!(error, AgentError::Rpc { status, .. } if status.message() == TIMEOUT_EXPIRED)
 }
 
 /// tonic's message for a call that ran out the channel's timeout (`tonic::TimeoutExpired`

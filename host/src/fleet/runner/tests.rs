@@ -7,6 +7,7 @@ use dpu_proto::Endpoint;
 use super::{
     classify_chain, run_fleet, RunOptions, Unasked, HUNG_CAUSE, NOT_LISTENING_CAUSE, TLS_CAUSE,
 };
+use crate::agent::session::AgentError;
 use crate::fleet::ops;
 use crate::fleet::report::{FleetReport, NodeStatus};
 use crate::fleet::target::Target;
@@ -125,4 +126,65 @@ fn a_tls_failure_is_found_inside_the_io_error_that_carries_it() {
     let other = std::io::Error::other("no route to host");
     assert_eq!(classify_chain(&other), Unasked::Other);
     assert_ne!(TLS_CAUSE, HUNG_CAUSE);
+}
+
+/// A run that blocks its thread for `block`, then reports that its call ran out the
+/// channel's per-call timeout, as tonic does.
+async fn late_call_timeout(
+    block: Duration,
+) -> Result<crate::fleet::report::NodeOutcome, AgentError> {
+    std::thread::sleep(block);
+    Err(AgentError::Rpc {
+        rpc: "Inventory.GetSystem",
+        status: tonic::Status::cancelled(super::TIMEOUT_EXPIRED),
+    })
+}
+
+#[tokio::test]
+async fn a_call_timeout_seen_after_the_deadline_is_the_deadline_it_ran_out() {
+    // A late wake-up on a loaded machine (seen in CI's fleet tier: `--timeout 30
+    // --deadline 10` reported "the per-call --timeout of 10s"): the call's own timeout,
+    // held to the deadline, and the deadline have both run out when the run is polled,
+    // and the run answers first. The limit the node ran out is its deadline.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let targets = [target("late", &dir.path().join("late.sock"))];
+    let deadline = Duration::from_millis(200);
+    let options = RunOptions {
+        parallel: 1,
+        deadline,
+        call_timeout: deadline,
+    };
+    let report = run_fleet(
+        "health",
+        &targets,
+        &options,
+        std::future::pending(),
+        |_, _| late_call_timeout(deadline + Duration::from_millis(50)),
+    )
+    .await;
+    assert_eq!(
+        detail(&report, "late"),
+        "no answer within its 200ms deadline"
+    );
+    assert_eq!(groups(&report), [(HUNG_CAUSE, vec!["late"])]);
+
+    // Control: the same timeout well inside the deadline is the per-call timeout.
+    let options = RunOptions {
+        parallel: 1,
+        deadline: Duration::from_secs(30),
+        call_timeout: deadline,
+    };
+    let report = run_fleet(
+        "health",
+        &targets,
+        &options,
+        std::future::pending(),
+        |_, _| late_call_timeout(Duration::ZERO),
+    )
+    .await;
+    assert_eq!(
+        detail(&report, "late"),
+        "Inventory.GetSystem: no answer within the per-call --timeout of 200ms"
+    );
+    assert_eq!(groups(&report), [(HUNG_CAUSE, vec!["late"])]);
 }
