@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use dpu_ovs::flow::{parse_dump, DumpType, Ipv4Packet};
+use dpu_ovs::flow::{parse_dump, DumpType, FlowParseError, Ipv4Packet};
 use dpu_ovs::unixctl;
 use dpu_probe::netlink::{NetlinkAccess, NetlinkError, RouteSocket, RouteStats, TcParent};
 use dpu_proto::v1;
@@ -26,7 +26,7 @@ pub(crate) enum FlowsError {
     Vswitchd(#[source] unixctl::Error),
     /// A line of `dpctl/dump-flows` the parser does not accept.
     #[error("ovs-vswitchd: cannot parse dpctl/dump-flows output: {0}")]
-    Unparsable(String),
+    Unparsable(#[source] FlowParseError),
     /// The requested datapath is not among `dpctl/dump-dps`.
     #[error("ovs-vswitchd: datapath {requested} not found; datapaths: {available:?}")]
     NoSuchDatapath {
@@ -46,7 +46,7 @@ pub(crate) enum FlowsError {
     Netlink(#[source] NetlinkError),
     /// The blocking reader task died (a panic in it).
     #[error("netlink reader task failed: {0}")]
-    ReaderTask(String),
+    ReaderTask(#[source] tokio::task::JoinError),
 }
 
 /// A dump of a busy datapath (100,000 flows) takes seconds; the control socket's default
@@ -79,7 +79,7 @@ pub(crate) async fn list_flows(
     let text = dump_flows(ovs, &datapath, query.dump_type, DUMP_TIMEOUT).await?;
     let mut flows = Vec::new();
     for parsed in parse_dump(&text) {
-        let flow = parsed.map_err(|e| FlowsError::Unparsable(e.to_string()))?;
+        let flow = parsed.map_err(FlowsError::Unparsable)?;
         // OVS applied type= already; the same rule here guards against an OVS that
         // ignored it. A line that cannot tell (`None`) is kept.
         if query.dump_type.matches(&flow) == Some(false) {
@@ -204,5 +204,5 @@ async fn read_tc_filters(
         Ok(filters)
     })
     .await
-    .map_err(|e| FlowsError::ReaderTask(e.to_string()))?
+    .map_err(FlowsError::ReaderTask)?
 }

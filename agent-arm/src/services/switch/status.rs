@@ -177,4 +177,45 @@ mod tests {
         };
         assert_eq!(from_unixctl(&refused).code(), Code::FailedPrecondition);
     }
+
+    #[test]
+    fn flow_listing_errors_keep_their_codes_and_texts() {
+        let cases = [
+            (
+                FlowsError::NoSuchDatapath {
+                    requested: "netdev@ovs-netdev".to_owned(),
+                    available: vec!["system@ovs-system".to_owned()],
+                },
+                Code::NotFound,
+                "ovs-vswitchd: datapath netdev@ovs-netdev not found; datapaths: [\"system@ovs-system\"]",
+            ),
+            (
+                FlowsError::SeveralDatapaths(vec!["a".to_owned(), "b".to_owned()]),
+                Code::FailedPrecondition,
+                "ovs-vswitchd has several datapaths [\"a\", \"b\"]: set `datapath` to one of them",
+            ),
+            (
+                FlowsError::NoSuchNetdev("pf0hpf".to_owned()),
+                Code::NotFound,
+                "netlink: netdev pf0hpf not found in the agent's network namespace",
+            ),
+        ];
+        for (err, code, text) in cases {
+            let status = from_flows(&err);
+            assert_eq!((status.code(), status.message()), (code, text), "{err:?}");
+        }
+        // The control socket's errors map as `from_unixctl` maps them.
+        let down = unixctl::Error::PidFile {
+            path: "/run/openvswitch/ovs-vswitchd.pid".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let status = from_flows(&FlowsError::Vswitchd(down));
+        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+        assert!(
+            status
+                .message()
+                .starts_with("ovs-vswitchd: ovs-vswitchd is not running"),
+            "{status:?}"
+        );
+    }
 }
