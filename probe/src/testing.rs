@@ -34,6 +34,33 @@ const GPU_IDS: (&str, &str) = ("0x10de", "0x030200");
 /// shows.
 const NIC_IDS: (&str, &str) = ("0x15b3", "0x020700");
 
+/// The DGX H100 rail layout as (host bridge, ConnectX-7, NUMA node): GPU -> NIC 1b ->
+/// mlx5_0, 43 -> mlx5_3, 52 -> mlx5_4, 61 -> mlx5_5 on node 0; 9d -> mlx5_6, c3 -> mlx5_9,
+/// d1 -> mlx5_10, df -> mlx5_11 on node 1, each pair on its own host bridge
+/// ([`SysTree::gpu_tray_slot`]). The server both the topology reader's and the GPU checks'
+/// tests stand on.
+pub const DGX_H100_RAILS: [(u8, &str, &str); 8] = [
+    (0x15, "mlx5_0", "0"),
+    (0x3d, "mlx5_3", "0"),
+    (0x4c, "mlx5_4", "0"),
+    (0x5b, "mlx5_5", "0"),
+    (0x97, "mlx5_6", "1"),
+    (0xbd, "mlx5_9", "1"),
+    (0xcb, "mlx5_10", "1"),
+    (0xd9, "mlx5_11", "1"),
+];
+
+/// A PCIe switch below root port `0000:{hb}:01.0` of host bridge `pci0000:{hb}` (its
+/// upstream port on bus hb+1); the path (below `sys/devices`) of its downstream port
+/// `port`, `0000:{hb+2}:{port}.0`.
+pub fn switch_port(hb: u8, port: u8) -> String {
+    format!(
+        "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0/0000:{:02x}:{port:02x}.0",
+        hb + 1,
+        hb + 2
+    )
+}
+
 /// Writes `{root}/{rel}` with `text` exactly as given, creating the directories on the
 /// way; for files that are not one-value attributes (`proc/modules`, a `stat` line).
 pub fn write(root: &Path, rel: &str, text: &str) -> io::Result<()> {
@@ -171,6 +198,21 @@ impl SysTree {
     pub fn nic(&self, path: &str, ibdev: &str, numa: &str) {
         self.pci_function(path, NIC_IDS.0, NIC_IDS.1, Some(numa));
         self.rdma_device(ibdev, path);
+    }
+
+    /// One GPU tray slot of a DGX H100: a ConnectX-7 `ibdev` (bus hb+3, on `nic_numa`) and
+    /// an H100 (bus hb+6, on `gpu_numa`) on downstream ports 0 and 1 of one PCIe switch
+    /// below host bridge `hb` ([`switch_port`]).
+    pub fn gpu_tray_slot(&self, hb: u8, ibdev: &str, gpu_numa: &str, nic_numa: &str) {
+        self.nic(
+            &format!("{}/0000:{:02x}:00.0", switch_port(hb, 0), hb + 3),
+            ibdev,
+            nic_numa,
+        );
+        self.gpu(
+            &format!("{}/0000:{:02x}:00.0", switch_port(hb, 1), hb + 6),
+            gpu_numa,
+        );
     }
 
     /// RDMA device `ibdev` with port 1, its `sys/class/infiniband/<ibdev>/device` linked to

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Why a session could not be put together; nothing was started.
+/// Why a session could not be put together or started; nothing ran remotely.
 #[derive(Debug, thiserror::Error)]
 pub enum SshError {
     /// The destination is not a host name or address ssh would take as one.
@@ -16,6 +16,15 @@ pub enum SshError {
     /// A word could not be quoted for the remote shell (a NUL byte).
     #[error("cannot pass {0:?} to the remote shell")]
     Unquotable(String),
+    /// The ssh program could not be started at all.
+    #[error("cannot run {program}")]
+    Spawn {
+        /// The ssh program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Only what a host name, an IPv4/IPv6 address or `user@` can contain, and never a
@@ -101,6 +110,14 @@ impl Ssh {
     /// The ssh program.
     pub fn program(&self) -> &Path {
         &self.program
+    }
+
+    /// The error for the ssh program failing to start with `source`.
+    pub fn spawn_error(&self, source: std::io::Error) -> SshError {
+        SshError::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        }
     }
 
     /// Opens a shared connection to `destination` and makes every later session of this

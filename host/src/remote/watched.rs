@@ -101,23 +101,6 @@ pub struct RemoteOutput {
     pub ended: Ended,
 }
 
-/// Why a remote command could not be started.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    /// The destination or a word cannot be given to ssh.
-    #[error(transparent)]
-    Ssh(#[from] SshError),
-    /// ssh itself could not be run.
-    #[error("cannot run {program}")]
-    Spawn {
-        /// The ssh program.
-        program: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 impl Ssh {
     /// ssh's arguments to run `words` on `destination` under the watcher.
     fn watched_argv(
@@ -137,7 +120,7 @@ impl Ssh {
         words: &[String],
         limit: Duration,
         cancel: &Cancel,
-    ) -> Result<RemoteOutput, RemoteError> {
+    ) -> Result<RemoteOutput, SshError> {
         let argv = self.watched_argv(destination, words)?;
         let mut child = Command::new(self.program())
             .args(&argv)
@@ -145,10 +128,7 @@ impl Ssh {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| RemoteError::Spawn {
-                program: self.program().display().to_string(),
-                source,
-            })?;
+            .map_err(|source| self.spawn_error(source))?;
         let stdin = child.stdin.take();
         let stdout = drain(child.stdout.take());
         let stderr = drain(child.stderr.take());

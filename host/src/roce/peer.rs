@@ -46,15 +46,6 @@ pub enum PeerError {
     /// The destination or a word cannot be given to ssh.
     #[error(transparent)]
     Ssh(#[from] SshError),
-    /// ssh could not be started at all.
-    #[error("cannot run {program}")]
-    Spawn {
-        /// The ssh program.
-        program: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// ssh ran but the remote side never started the server.
     #[error("the server on {peer} did not start within {secs} s: {stderr}")]
     NotStarted {
@@ -155,10 +146,7 @@ impl SshPeer {
     pub fn run(&self, words: &[&str], timeout: Duration) -> Result<String, PeerError> {
         let argv = self.argv(words)?;
         let run = crate::roce::local_run::run_measured(self.ssh.program(), &argv, timeout)
-            .map_err(|source| PeerError::Spawn {
-                program: self.ssh.program().display().to_string(),
-                source,
-            })?;
+            .map_err(|source| self.ssh.spawn_error(source))?;
         if run.timed_out || !run.status_success {
             return Err(PeerError::Remote {
                 peer: self.destination.clone(),
@@ -209,17 +197,13 @@ impl SshPeer {
         let mut all = vec!["sh", "-c", WRAPPER, "dpuctl-peer", &tenths];
         all.extend_from_slice(words);
         let argv = self.argv(&all)?;
-        let spawn_error = |source| PeerError::Spawn {
-            program: self.ssh.program().display().to_string(),
-            source,
-        };
         let mut child = Command::new(self.ssh.program())
             .args(&argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(spawn_error)?;
+            .map_err(|source| self.ssh.spawn_error(source))?;
         let stdin = child.stdin.take();
         let mut out = child.stdout.take();
         let stdout = std::thread::spawn(move || {

@@ -3,7 +3,7 @@
 //! socket, two GPUs on one NIC beside an idle one, a GPU and NIC on different NUMA
 //! nodes) is named; a host without GPUs or NICs skips, never passes.
 
-use dpu_probe::testing::SysTree;
+use dpu_probe::testing::{switch_port, SysTree, DGX_H100_RAILS};
 
 use super::super::facts::{AgentFacts, HostFacts};
 use super::super::rules::{judge, CheckVerdict, Expectations, Status};
@@ -16,48 +16,11 @@ fn judged(tree: &SysTree) -> Vec<(&'static str, CheckVerdict)> {
     judge(&host, &AgentFacts::NotAsked, &Expectations::default())
 }
 
-/// A PCIe switch below root port `0000:{hb}:01.0` of host bridge `pci0000:{hb}`; its
-/// downstream port `port` is `0000:{hb+2}:{port}.0`. Returns the downstream port's path.
-fn switch_port(hb: u8, port: u8) -> String {
-    format!(
-        "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0/0000:{:02x}:{port:02x}.0",
-        hb + 1,
-        hb + 2
-    )
-}
-
-/// One DGX H100 GPU tray slot: a ConnectX-7 (bus hb+3) and an H100 (bus hb+6) on two
-/// downstream ports of one PCIe switch below host bridge `hb`.
-fn dgx_pair(tree: &SysTree, hb: u8, ibdev: &str, numa: &str, nic_numa: &str) {
-    tree.nic(
-        &format!("{}/0000:{:02x}:00.0", switch_port(hb, 0), hb + 3),
-        ibdev,
-        nic_numa,
-    );
-    tree.gpu(
-        &format!("{}/0000:{:02x}:00.0", switch_port(hb, 1), hb + 6),
-        numa,
-    );
-}
-
-/// The DGX H100 rail layout (GPU -> NIC: 1b -> mlx5_0, 43 -> mlx5_3, 52 -> mlx5_4,
-/// 61 -> mlx5_5 on NUMA node 0; 9d -> mlx5_6, c3 -> mlx5_9, d1 -> mlx5_10, df -> mlx5_11
-/// on node 1), each pair on its own host bridge.
-const DGX_H100: [(u8, &str, &str); 8] = [
-    (0x15, "mlx5_0", "0"),
-    (0x3d, "mlx5_3", "0"),
-    (0x4c, "mlx5_4", "0"),
-    (0x5b, "mlx5_5", "0"),
-    (0x97, "mlx5_6", "1"),
-    (0xbd, "mlx5_9", "1"),
-    (0xcb, "mlx5_10", "1"),
-    (0xd9, "mlx5_11", "1"),
-];
-
+/// A DGX H100 laid out as its rails are (`DGX_H100_RAILS`).
 fn dgx_h100() -> SysTree {
     let tree = SysTree::new();
-    for (hb, ibdev, numa) in DGX_H100 {
-        dgx_pair(&tree, hb, ibdev, numa, numa);
+    for (hb, ibdev, numa) in DGX_H100_RAILS {
+        tree.gpu_tray_slot(hb, ibdev, numa, numa);
     }
     tree
 }
@@ -115,7 +78,7 @@ fn the_json_carries_the_topology_matrix() {
 fn a_gpu_behind_a_switch_without_a_nic() -> SysTree {
     let tree = SysTree::new();
     tree.gpu(&format!("{}/0000:1b:00.0", switch_port(0x15, 1)), "0");
-    dgx_pair(&tree, 0x97, "mlx5_6", "1", "1");
+    tree.gpu_tray_slot(0x97, "mlx5_6", "1", "1");
     tree
 }
 
@@ -213,9 +176,9 @@ fn two_gpus_on_one_nic_beside_an_idle_nic_warn() {
 fn a_gpu_and_its_nic_on_different_numa_nodes_warn() {
     // DGX layout, but the firmware puts GPU 43's switch partner mlx5_3 on node 1.
     let tree = SysTree::new();
-    for (hb, ibdev, numa) in DGX_H100 {
+    for (hb, ibdev, numa) in DGX_H100_RAILS {
         let nic_numa = if ibdev == "mlx5_3" { "1" } else { numa };
-        dgx_pair(&tree, hb, ibdev, numa, nic_numa);
+        tree.gpu_tray_slot(hb, ibdev, numa, nic_numa);
     }
     let results = judged(&tree);
     let v = verdict(&results, "gpu.numa");

@@ -140,28 +140,33 @@ async fn late_call_timeout(
     })
 }
 
+/// One target whose run blocks for `block` and then reports a per-call timeout, under
+/// `deadline` with `call_timeout`.
+async fn late_run(deadline: Duration, call_timeout: Duration, block: Duration) -> FleetReport {
+    let targets = [target("late", Path::new("/nonexistent/late.sock"))];
+    let options = RunOptions {
+        parallel: 1,
+        deadline,
+        call_timeout,
+    };
+    run_fleet(
+        "health",
+        &targets,
+        &options,
+        std::future::pending(),
+        |_, _| late_call_timeout(block),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_call_timeout_seen_after_the_deadline_is_the_deadline_it_ran_out() {
     // A late wake-up on a loaded machine (seen in CI's fleet tier: `--timeout 30
     // --deadline 10` reported "the per-call --timeout of 10s"): the call's own timeout,
     // held to the deadline, and the deadline have both run out when the run is polled,
     // and the run answers first. The limit the node ran out is its deadline.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let targets = [target("late", &dir.path().join("late.sock"))];
     let deadline = Duration::from_millis(200);
-    let options = RunOptions {
-        parallel: 1,
-        deadline,
-        call_timeout: deadline,
-    };
-    let report = run_fleet(
-        "health",
-        &targets,
-        &options,
-        std::future::pending(),
-        |_, _| late_call_timeout(deadline + Duration::from_millis(50)),
-    )
-    .await;
+    let report = late_run(deadline, deadline, deadline + Duration::from_millis(50)).await;
     assert_eq!(
         detail(&report, "late"),
         "no answer within its 200ms deadline"
@@ -169,19 +174,7 @@ async fn a_call_timeout_seen_after_the_deadline_is_the_deadline_it_ran_out() {
     assert_eq!(groups(&report), [(HUNG_CAUSE, vec!["late"])]);
 
     // Control: the same timeout well inside the deadline is the per-call timeout.
-    let options = RunOptions {
-        parallel: 1,
-        deadline: Duration::from_secs(30),
-        call_timeout: deadline,
-    };
-    let report = run_fleet(
-        "health",
-        &targets,
-        &options,
-        std::future::pending(),
-        |_, _| late_call_timeout(Duration::ZERO),
-    )
-    .await;
+    let report = late_run(Duration::from_secs(30), deadline, Duration::ZERO).await;
     assert_eq!(
         detail(&report, "late"),
         "Inventory.GetSystem: no answer within the per-call --timeout of 200ms"

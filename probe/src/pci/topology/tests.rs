@@ -1,42 +1,13 @@
 use super::*;
-use crate::testing::SysTree;
+use crate::testing::{SysTree, DGX_H100_RAILS};
 
 use PciRelation::*;
-
-/// One GPU + NIC pair of a DGX H100 on host bridge `pci0000:{hb}` (bus `hb`): root port,
-/// a PCIe switch, the NIC at bus hb+3 and the GPU at bus hb+6 on two of its downstream
-/// ports.
-fn dgx_pair(tree: &SysTree, hb: u8, ibdev: &str, numa: &str) {
-    let switch = format!(
-        "pci0000:{hb:02x}/0000:{hb:02x}:01.0/0000:{:02x}:00.0",
-        hb + 1
-    );
-    let down = hb + 2;
-    tree.nic(
-        &format!("{switch}/0000:{down:02x}:00.0/0000:{:02x}:00.0", hb + 3),
-        ibdev,
-        numa,
-    );
-    tree.gpu(
-        &format!("{switch}/0000:{down:02x}:01.0/0000:{:02x}:00.0", hb + 6),
-        numa,
-    );
-}
 
 #[test]
 fn a_dgx_h100_pairs_each_gpu_with_its_own_connectx7() {
     let tree = SysTree::new();
-    for (hb, ibdev, numa) in [
-        (0x15, "mlx5_0", "0"),
-        (0x3d, "mlx5_3", "0"),
-        (0x4c, "mlx5_4", "0"),
-        (0x5b, "mlx5_5", "0"),
-        (0x97, "mlx5_6", "1"),
-        (0xbd, "mlx5_9", "1"),
-        (0xcb, "mlx5_10", "1"),
-        (0xd9, "mlx5_11", "1"),
-    ] {
-        dgx_pair(&tree, hb, ibdev, numa);
+    for (hb, ibdev, numa) in DGX_H100_RAILS {
+        tree.gpu_tray_slot(hb, ibdev, numa, numa);
     }
     let topo = read_pci_topology(&tree.root()).expect("topology");
     let gpus: Vec<_> = topo.gpus().iter().map(|g| &g.placement.address).collect();
